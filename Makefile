@@ -1,0 +1,46 @@
+# Switchboard: make run starts the demo hub, make test runs every check.
+
+GO          ?= go
+ADDR        ?= 127.0.0.1:8080
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 10s
+BENCHTIME   ?= 1s
+
+.PHONY: run test vet lint unit fuzz fuzz-short bench build clean
+
+## run: start the hub with the demo methods and the playground on http://$(ADDR)/
+run:
+	$(GO) run ./cmd/hub -addr $(ADDR) -demo
+
+## build: build the hub and the rpc CLI into bin/
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## test: vet, staticcheck, every test with the race detector, a short fuzz pass
+test: vet lint unit fuzz-short
+
+vet:
+	$(GO) vet ./...
+	@if [ -f integration/go.mod ]; then cd integration && $(GO) vet ./...; fi
+
+lint:
+	$(GO) run $(STATICCHECK) ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
+
+## fuzz-short: a few seconds of each fuzz target (make fuzz FUZZTIME=5m for longer)
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzRespond$$' -fuzztime=$(FUZZTIME) ./peer
+	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) ./peer
+
+## bench: the benchmarks, with allocation counts
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+
+clean:
+	rm -rf bin/

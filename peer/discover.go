@@ -1,0 +1,179 @@
+package peer
+
+import (
+	"context"
+	"encoding"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// The rpc.discover document follows OpenRPC 1.3 (https://spec.open-rpc.org).
+// Only the parts a client needs to call a method are filled in: names,
+// parameters with their JSON Schemas, and results.
+
+type openRPC struct {
+	OpenRPC string          `json:"openrpc"`
+	Info    openRPCInfo     `json:"info"`
+	Methods []openRPCMethod `json:"methods"`
+}
+
+type openRPCInfo struct {
+	Title   string `json:"title"`
+	Version string `json:"version"`
+}
+
+type openRPCMethod struct {
+	Name           string              `json:"name"`
+	ParamStructure string              `json:"paramStructure"`
+	Params         []contentDescriptor `json:"params"`
+	Result         *contentDescriptor  `json:"result,omitempty"`
+}
+
+type contentDescriptor struct {
+	Name     string `json:"name"`
+	Required bool   `json:"required,omitempty"`
+	Schema   schema `json:"schema"`
+}
+
+// schema is a JSON Schema, built as a map so that only the keys that apply
+// are present.
+type schema = map[string]any
+
+func (m *Mux) discover(context.Context, *Request) (any, error) {
+	doc := openRPC{
+		OpenRPC: "1.3.2",
+		Info:    openRPCInfo{Title: m.Title, Version: m.Version},
+		Methods: []openRPCMethod{},
+	}
+	if doc.Info.Title == "" {
+		doc.Info.Title = "Switchboard"
+	}
+	if doc.Info.Version == "" {
+		doc.Info.Version = "0.0.0"
+	}
+	methods := m.load()
+	for _, name := range m.Methods() {
+		doc.Methods = append(doc.Methods, describe(name, methods[name].h))
+	}
+	return doc, nil
+}
+
+// describe documents one method. Handlers that are not [Func] take any
+// params and return anything.
+func describe(name string, h Handler) openRPCMethod {
+	meth := openRPCMethod{Name: name, ParamStructure: "either", Params: []contentDescriptor{}}
+	d, ok := h.(describer)
+	if !ok {
+		meth.Result = &contentDescriptor{Name: "result", Schema: schema{}}
+		return meth
+	}
+	pt, rt := d.types()
+	meth.Result = &contentDescriptor{Name: "result", Schema: schemaOf(rt, nil)}
+	base := pt
+	if base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	switch {
+	case pt == rawMessageType || base.Kind() == reflect.Interface:
+		meth.Params = append(meth.Params, contentDescriptor{Name: "params", Schema: schema{}})
+	case base.Kind() == reflect.Struct && !isSpecial(base):
+		for _, idx := range positionalFields(base) {
+			f := base.FieldByIndex(idx)
+			name, opts := jsonName(f)
+			meth.Params = append(meth.Params, contentDescriptor{
+				Name:     name,
+				Required: !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") && f.Type.Kind() != reflect.Pointer,
+				Schema:   schemaOf(f.Type, nil),
+			})
+		}
+	case base.Kind() == reflect.Slice || base.Kind() == reflect.Array:
+		meth.ParamStructure = "by-position"
+		meth.Params = append(meth.Params, contentDescriptor{Name: "params", Schema: schemaOf(base.Elem(), nil)})
+	case base.Kind() == reflect.Map:
+		meth.ParamStructure = "by-name"
+		meth.Params = append(meth.Params, contentDescriptor{Name: "params", Schema: schemaOf(base, nil)})
+	default:
+		meth.ParamStructure = "by-position"
+		meth.Params = append(meth.Params, contentDescriptor{Name: "value", Required: true, Schema: schemaOf(base, nil)})
+	}
+	return meth
+}
+
+func jsonName(f reflect.StructField) (name, opts string) {
+	tag := f.Tag.Get("json")
+	name, opts, _ = strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, opts
+}
+
+var (
+	timeType          = reflect.TypeFor[time.Time]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+func isSpecial(t reflect.Type) bool {
+	return t == timeType || t.Implements(textMarshalerType) || reflect.PointerTo(t).Implements(textMarshalerType)
+}
+
+// schemaOf derives a JSON Schema from a Go type, the way encoding/json would
+// encode it. seen breaks cycles in recursive types.
+func schemaOf(t reflect.Type, seen map[reflect.Type]bool) schema {
+	if t == rawMessageType {
+		return schema{}
+	}
+	if t.Kind() == reflect.Pointer {
+		return schemaOf(t.Elem(), seen)
+	}
+	switch {
+	case t == timeType:
+		return schema{"type": "string", "format": "date-time"}
+	case isSpecial(t):
+		return schema{"type": "string"}
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return schema{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return schema{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return schema{"type": "number"}
+	case reflect.String:
+		return schema{"type": "string"}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return schema{"type": "string", "contentEncoding": "base64"}
+		}
+		return schema{"type": "array", "items": schemaOf(t.Elem(), seen)}
+	case reflect.Map:
+		return schema{"type": "object", "additionalProperties": schemaOf(t.Elem(), seen)}
+	case reflect.Struct:
+		if seen[t] {
+			return schema{"type": "object"} // recursive: stop here
+		}
+		if seen == nil {
+			seen = map[reflect.Type]bool{}
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		props := schema{}
+		var required []string
+		for _, idx := range positionalFields(t) {
+			f := t.FieldByIndex(idx)
+			name, opts := jsonName(f)
+			props[name] = schemaOf(f.Type, seen)
+			if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") && f.Type.Kind() != reflect.Pointer {
+				required = append(required, name)
+			}
+		}
+		s := schema{"type": "object", "properties": props}
+		if len(required) > 0 {
+			s["required"] = required
+		}
+		return s
+	}
+	return schema{} // interfaces and anything else: any value
+}

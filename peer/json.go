@@ -1,0 +1,255 @@
+package peer
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// This file holds the small JSON scanner behind the codec. It validates and
+// splits messages without building values, so the envelope of a request
+// (jsonrpc, id, method, params) costs one pass and no allocations; params and
+// results stay raw JSON until a handler or caller asks for them.
+
+// maxDepth bounds nesting, as encoding/json does, so hostile input cannot
+// exhaust the stack.
+const maxDepth = 10000
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue validates the JSON value starting at b[i] and returns the index
+// just past it, or -1 if the input is not valid JSON.
+func skipValue(b []byte, i, depth int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '{':
+		if depth >= maxDepth {
+			return -1
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return i + 1
+		}
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return -1
+			}
+			if i = skipString(b, i); i < 0 {
+				return -1
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) || b[i] != ':' {
+				return -1
+			}
+			i = skipSpace(b, i+1)
+			if i = skipValue(b, i, depth+1); i < 0 {
+				return -1
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return -1
+			}
+			switch b[i] {
+			case '}':
+				return i + 1
+			case ',':
+				i = skipSpace(b, i+1)
+			default:
+				return -1
+			}
+		}
+	case c == '[':
+		if depth >= maxDepth {
+			return -1
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1
+		}
+		for {
+			if i = skipValue(b, i, depth+1); i < 0 {
+				return -1
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return -1
+			}
+			switch b[i] {
+			case ']':
+				return i + 1
+			case ',':
+				i = skipSpace(b, i+1)
+			default:
+				return -1
+			}
+		}
+	case c == '"':
+		return skipString(b, i)
+	case c == 't':
+		return skipLiteral(b, i, "true")
+	case c == 'f':
+		return skipLiteral(b, i, "false")
+	case c == 'n':
+		return skipLiteral(b, i, "null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(b, i)
+	}
+	return -1
+}
+
+func skipLiteral(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// skipString validates the string starting at the quote b[i].
+func skipString(b []byte, i int) int {
+	i++
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1
+		case c == '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return -1
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return -1
+					}
+				}
+				i += 6
+			default:
+				return -1
+			}
+		case c < 0x20:
+			return -1
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func skipNumber(b []byte, i int) int {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i
+}
+
+// validJSON reports whether b holds exactly one JSON value, with optional
+// surrounding white space.
+func validJSON(b []byte) bool {
+	i := skipValue(b, skipSpace(b, 0), 0)
+	return i >= 0 && skipSpace(b, i) == len(b)
+}
+
+// unquote returns the text of the JSON string s (quotes included).
+func unquote(s []byte) (string, bool) {
+	if len(s) < 2 || s[0] != '"' {
+		return "", false
+	}
+	inner := s[1 : len(s)-1]
+	simple := true
+	for _, c := range inner {
+		if c == '\\' || c >= utf8.RuneSelf {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(inner), true
+	}
+	var out string
+	if err := json.Unmarshal(s, &out); err != nil {
+		return "", false
+	}
+	return out, true
+}
+
+// keyIs reports whether the raw JSON string key spells name. Keys are nearly
+// always plain ASCII; escaped spellings are decoded on the slow path.
+func keyIs(key []byte, name string) bool {
+	if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
+		return true
+	}
+	for _, c := range key {
+		if c == '\\' {
+			s, ok := unquote(key)
+			return ok && s == name
+		}
+	}
+	return false
+}
+
+// appendString appends s as a JSON string.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			b, _ := json.Marshal(s) // cannot fail for a string
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}

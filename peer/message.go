@@ -1,0 +1,330 @@
+package peer
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// ID is a request id as it appeared on the wire: the raw JSON text of a
+// string, a number or null. Keeping the text, rather than a decoded value,
+// echoes every id byte for byte, including numbers beyond 64 bits.
+// The zero ID is no id at all: the request is a notification.
+type ID struct{ raw string }
+
+// IntID returns the id for n.
+func IntID(n int64) ID { return ID{strconv.FormatInt(n, 10)} }
+
+// StringID returns the id for the string s.
+func StringID(s string) ID { return ID{string(appendString(nil, s))} }
+
+// NullID returns the id null, which makes a call, not a notification.
+func NullID() ID { return ID{"null"} }
+
+// IsZero reports whether there is no id (a notification).
+func (id ID) IsZero() bool { return id.raw == "" }
+
+// String returns the id's JSON text, or "" for no id.
+func (id ID) String() string { return id.raw }
+
+// MarshalJSON returns the id's JSON text; no id encodes as null.
+func (id ID) MarshalJSON() ([]byte, error) {
+	if id.raw == "" {
+		return []byte("null"), nil
+	}
+	return []byte(id.raw), nil
+}
+
+// UnmarshalJSON keeps the JSON text of a string, number or null id.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	if !validID(b) {
+		return errInvalidRequest()
+	}
+	id.raw = string(b)
+	return nil
+}
+
+// validID reports whether b is a string, a number or null.
+func validID(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	switch c := b[0]; {
+	case c == '"', c == 'n', c == '-', isDigit(c):
+		return skipValue(b, 0, 0) == len(b)
+	}
+	return false
+}
+
+// Request is one call or notification, as a handler sees it. Params is the
+// raw JSON array or object (nil when omitted); the handler, or [Func],
+// decodes it.
+type Request struct {
+	ID     ID
+	Method string
+	Params json.RawMessage
+}
+
+// IsNotification reports whether the request has no id and so gets no reply.
+func (r *Request) IsNotification() bool { return r.ID.IsZero() }
+
+// message is one decoded JSON-RPC object. Its byte slices point into the
+// frame it was read from.
+type message struct {
+	version bool // "jsonrpc": "2.0" present and right
+	method  []byte
+	params  []byte
+	id      []byte
+	result  []byte
+	err     []byte
+	hasID   bool
+	// bad is set when a member has the wrong type. The message is then
+	// an invalid request (or response).
+	bad bool
+}
+
+// isResponse reports whether m looks like a response: it has a result or an
+// error and no method. Responses are never answered, even when invalid, so
+// two peers cannot bounce errors off each other forever.
+func (m *message) isResponse() bool {
+	return m.method == nil && (m.result != nil || m.err != nil)
+}
+
+// validRequest reports whether m is a well-formed request or notification.
+func (m *message) validRequest() bool {
+	return m.version && !m.bad && m.method != nil && m.result == nil && m.err == nil
+}
+
+// replyID is the id to answer an invalid message with: its own, when that is
+// a valid id, else null.
+func (m *message) replyID() []byte {
+	if m.hasID && validID(m.id) {
+		return m.id
+	}
+	return nullJSON
+}
+
+var nullJSON = []byte("null")
+
+// parseObject decodes the object starting at b[i] and returns the index just
+// past it, or -1 when the input is not valid JSON.
+func parseObject(b []byte, i int, m *message) int {
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		ks := i
+		if i = skipString(b, i); i < 0 {
+			return -1
+		}
+		key := b[ks:i]
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		vs := skipSpace(b, i+1)
+		if i = skipValue(b, vs, 1); i < 0 {
+			return -1
+		}
+		m.member(key, b[vs:i])
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case '}':
+			return i + 1
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return -1
+		}
+	}
+}
+
+// member records one member; later duplicates win, as with encoding/json.
+func (m *message) member(key, v []byte) {
+	switch {
+	case keyIs(key, "jsonrpc"):
+		m.version = string(v) == `"2.0"`
+	case keyIs(key, "method"):
+		if v[0] != '"' {
+			m.bad = true
+		}
+		m.method = v
+	case keyIs(key, "params"):
+		if v[0] != '[' && v[0] != '{' {
+			m.bad = true
+		}
+		m.params = v
+	case keyIs(key, "id"):
+		m.hasID = true
+		m.id = v
+		if !validID(v) {
+			m.bad = true
+		}
+	case keyIs(key, "result"):
+		m.result = v
+	case keyIs(key, "error"):
+		m.err = v
+	}
+}
+
+// frame is a decoded WebSocket message or HTTP body: one message, or the
+// elements of a batch.
+type frame struct {
+	batch bool
+	// msgs holds the decoded elements. An element that is valid JSON but not
+	// an object is left zero, which makes it an invalid request.
+	msgs []message
+}
+
+// parseFrame decodes b. ok is false when b is not valid JSON.
+func parseFrame(b []byte) (f frame, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) {
+		return f, false
+	}
+	switch b[i] {
+	case '{':
+		f.msgs = make([]message, 1)
+		i = parseObject(b, i, &f.msgs[0])
+	case '[':
+		f.batch = true
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			i++
+			break
+		}
+		for {
+			f.msgs = append(f.msgs, message{})
+			if i < len(b) && b[i] == '{' {
+				i = parseObject(b, i, &f.msgs[len(f.msgs)-1])
+			} else {
+				i = skipValue(b, i, 1)
+			}
+			if i < 0 {
+				return f, false
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return f, false
+			}
+			if b[i] == ']' {
+				i++
+				break
+			}
+			if b[i] != ',' {
+				return f, false
+			}
+			i = skipSpace(b, i+1)
+		}
+	default:
+		// Valid JSON that is neither an object nor an array is an
+		// invalid request, not a parse error.
+		f.msgs = make([]message, 1)
+		i = skipValue(b, i, 0)
+	}
+	if i < 0 || skipSpace(b, i) != len(b) {
+		return f, false
+	}
+	return f, true
+}
+
+// Encoding. Messages are built by appending to a byte slice; only params and
+// results go through encoding/json.
+
+func appendResult(dst, id, result []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, result...)
+	return append(dst, '}')
+}
+
+func appendError(dst, id []byte, e *Error) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"error":{"code":`...)
+	dst = strconv.AppendInt(dst, int64(e.Code), 10)
+	dst = append(dst, `,"message":`...)
+	dst = appendString(dst, e.Message)
+	if len(e.Data) > 0 && validJSON(e.Data) {
+		dst = append(dst, `,"data":`...)
+		dst = append(dst, e.Data...)
+	}
+	return append(dst, "}}"...)
+}
+
+// appendRequest appends a call (id != nil) or a notification.
+func appendRequest(dst, id []byte, method string, params []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0",`...)
+	if id != nil {
+		dst = append(dst, `"id":`...)
+		dst = append(dst, id...)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"method":`...)
+	dst = appendString(dst, method)
+	if params != nil {
+		dst = append(dst, `,"params":`...)
+		dst = append(dst, params...)
+	}
+	return append(dst, '}')
+}
+
+// marshalParams encodes params, which must become a JSON array or object
+// (or be nil, to omit them).
+func marshalParams(params any) ([]byte, error) {
+	var b []byte
+	switch p := params.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		b = p
+	default:
+		var err error
+		if b, err = json.Marshal(p); err != nil {
+			return nil, err
+		}
+	}
+	i := skipSpace(b, 0)
+	if i >= len(b) || (b[i] != '[' && b[i] != '{') || !validJSON(b) {
+		return nil, errParamsType
+	}
+	return b, nil
+}
+
+var errParamsType = &Error{Code: CodeInvalidParams, Message: "params must be a JSON array or object"}
+
+// marshalResult encodes a handler's result; nil becomes null.
+func marshalResult(v any) ([]byte, error) {
+	switch r := v.(type) {
+	case nil:
+		return nullJSON, nil
+	case json.RawMessage:
+		if !validJSON(r) {
+			return nil, errInvalidRaw
+		}
+		return r, nil
+	}
+	return json.Marshal(v)
+}
+
+var errInvalidRaw = &Error{Code: CodeInternalError, Message: "handler returned invalid JSON"}
+
+// unmarshalResult decodes a result into v; a *json.RawMessage gets a copy of
+// the raw bytes and nil discards the result.
+func unmarshalResult(raw []byte, v any) error {
+	switch r := v.(type) {
+	case nil:
+		return nil
+	case *json.RawMessage:
+		*r = append((*r)[:0], raw...)
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}

@@ -1,0 +1,228 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// This file turns decoded messages into handler runs and handler results
+// into replies. Conn and Respond share it.
+
+// call is a request ready to run.
+type call struct {
+	req    Request
+	cancel context.CancelCauseFunc
+	h      Handler
+	serial bool
+}
+
+// prepare validates a request and finds its handler. It returns either a
+// call to run or an immediate reply (nil when there is nothing to send,
+// as for any notification). System methods that need a connection
+// (rpc.cancel, rpc.progress) are handled by the caller before this.
+func prepare(o *Options, m *message) (*call, []byte) {
+	if !m.validRequest() {
+		return nil, appendError(nil, m.replyID(), errInvalidRequest())
+	}
+	method, ok := unquote(m.method)
+	if !ok {
+		return nil, appendError(nil, m.replyID(), errInvalidRequest())
+	}
+	if method == "rpc.ping" {
+		if !m.hasID {
+			return nil, nil
+		}
+		return nil, appendResult(nil, m.id, emptyObject)
+	}
+	h, serial := o.Router.Lookup(method)
+	if h == nil {
+		if o.OnServe != nil {
+			o.OnServe("", CodeMethodNotFound, 0)
+		}
+		if !m.hasID {
+			return nil, nil
+		}
+		return nil, appendError(nil, m.id, errMethodNotFound())
+	}
+	c := &call{h: h, serial: serial}
+	c.req.Method = method
+	c.req.Params = m.params
+	if m.hasID {
+		c.req.ID = ID{string(m.id)}
+	}
+	return c, nil
+}
+
+var emptyObject = []byte("{}")
+
+// run calls the handler and encodes its reply (nil for a notification).
+func run(ctx context.Context, o *Options, c *call) []byte {
+	var start time.Time
+	if o.OnServe != nil {
+		start = time.Now()
+	}
+	res, err := safeServe(ctx, o.Logger, c)
+	var out []byte
+	var code Code
+	if err == nil {
+		var b []byte
+		if b, err = marshalResult(res); err == nil && !c.req.IsNotification() {
+			out = appendResult(nil, []byte(c.req.ID.raw), b)
+		} else if err != nil {
+			o.Logger.Error("cannot encode result", zap.String("method", c.req.Method), zap.Error(err))
+			if _, ok := err.(*Error); !ok {
+				err = errInternal()
+			}
+		}
+	}
+	if err != nil {
+		e := ToError(err)
+		code = e.Code
+		if !c.req.IsNotification() {
+			out = appendError(nil, []byte(c.req.ID.raw), e)
+		}
+	}
+	if o.OnServe != nil {
+		o.OnServe(c.req.Method, code, time.Since(start))
+	}
+	return out
+}
+
+// safeServe runs the handler, turning a panic into -32603.
+func safeServe(ctx context.Context, log *zap.Logger, c *call) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("handler panicked",
+				zap.String("method", c.req.Method),
+				zap.String("id", c.req.ID.raw),
+				zap.Any("panic", p),
+				zap.Stack("stack"))
+			res, err = nil, errInternal()
+		}
+	}()
+	return c.h.ServeRPC(ctx, &c.req)
+}
+
+// runBatch runs the calls of one batch on up to o.BatchWorkers goroutines
+// and returns the replies, in no particular order. start and finish wrap
+// each element; start returns false when the element may not run (no
+// in-flight slot), which answers -32004.
+func runBatch(ctx context.Context, o *Options, calls []*call, replies [][]byte,
+	start func(*call) (context.Context, bool), finish func(*call)) [][]byte {
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+	)
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(calls) {
+				return
+			}
+			c := calls[i]
+			var out []byte
+			if hctx, ok := start(c); ok {
+				out = run(hctx, o, c)
+				finish(c)
+			} else if !c.req.IsNotification() {
+				out = appendError(nil, []byte(c.req.ID.raw), errOverloaded())
+			}
+			if out != nil {
+				mu.Lock()
+				replies = append(replies, out)
+				mu.Unlock()
+			}
+		}
+	}
+	workers := min(o.BatchWorkers, len(calls))
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	return replies
+}
+
+// appendBatch encodes replies as a JSON array.
+func appendBatch(dst []byte, replies [][]byte) []byte {
+	dst = append(dst, '[')
+	for i, r := range replies {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, r...)
+	}
+	return append(dst, ']')
+}
+
+// Respond serves one HTTP POST body (a request, a notification or a batch)
+// with the router and limits of opts, and returns the reply body, or nil
+// when there is nothing to send back (HTTP 204). There is no connection:
+// [ConnFromContext] returns nil in handlers, [Progress] does nothing, and
+// rpc.cancel has nothing to cancel.
+func Respond(ctx context.Context, body []byte, opts *Options) []byte {
+	o := opts.withDefaults()
+	f, ok := parseFrame(body)
+	if !ok {
+		return appendError(nil, nullJSON, errParse())
+	}
+	if !f.batch {
+		c, reply := prepareNoConn(&o, &f.msgs[0])
+		if c == nil {
+			return reply
+		}
+		return run(ctx, &o, c)
+	}
+	if len(f.msgs) == 0 || len(f.msgs) > o.MaxBatch {
+		return appendError(nil, nullJSON, errInvalidRequest())
+	}
+	var calls []*call
+	var replies [][]byte
+	for i := range f.msgs {
+		c, reply := prepareNoConn(&o, &f.msgs[i])
+		if c != nil {
+			calls = append(calls, c)
+		} else if reply != nil {
+			replies = append(replies, reply)
+		}
+	}
+	if len(calls) > 0 {
+		replies = runBatch(ctx, &o, calls, replies,
+			func(*call) (context.Context, bool) { return ctx, true },
+			func(*call) {})
+	}
+	if len(replies) == 0 {
+		return nil
+	}
+	return appendBatch(nil, replies)
+}
+
+// prepareNoConn is prepare for Respond: responses are ignored (there are no
+// pending calls), and rpc.cancel and rpc.progress are accepted and do nothing.
+func prepareNoConn(o *Options, m *message) (*call, []byte) {
+	if m.isResponse() {
+		return nil, nil
+	}
+	if m.validRequest() {
+		switch string(m.method) {
+		case `"rpc.cancel"`, `"rpc.progress"`:
+			if m.hasID {
+				return nil, appendResult(nil, m.id, emptyObject)
+			}
+			return nil, nil
+		}
+	}
+	return prepare(o, m)
+}
+
+// rawID is the id member of the rpc.cancel and rpc.progress params.
+type progressParams struct {
+	ID   json.RawMessage `json:"id"`
+	Data json.RawMessage `json:"data,omitempty"`
+}

@@ -1,0 +1,36 @@
+package peer
+
+import (
+	"context"
+	"errors"
+
+	"github.com/coder/websocket"
+)
+
+// WebSocket adapts a *websocket.Conn (github.com/coder/websocket) to a
+// Transport. Text and binary messages are both read as JSON; messages are
+// written as text. Set the read limit on ws (SetReadLimit) to
+// Options.MaxMessage: the WebSocket library then closes with 1009 itself.
+func WebSocket(ws *websocket.Conn) Transport { return wsTransport{ws} }
+
+type wsTransport struct{ ws *websocket.Conn }
+
+func (t wsTransport) Read(ctx context.Context) ([]byte, error) {
+	_, b, err := t.ws.Read(ctx)
+	if err != nil {
+		var ce websocket.CloseError
+		if errors.As(err, &ce) {
+			return nil, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+func (t wsTransport) Write(ctx context.Context, msg []byte) error {
+	return t.ws.Write(ctx, websocket.MessageText, msg)
+}
+
+func (t wsTransport) Close(code int, reason string) error {
+	return t.ws.Close(websocket.StatusCode(code), reason)
+}
