@@ -54,6 +54,7 @@ type Conn struct {
 	pending  map[uint64]*pendingCall
 	inflight map[string]context.CancelCauseFunc // by raw request id
 	running  int                                // handlers running, for MaxInFlight
+	batches  int                                // batch goroutines not yet done
 	tail     chan struct{}                      // done channel of the last serial call
 	draining bool                               // Shutdown called: refuse new calls
 	idle     chan struct{}                      // closed when draining and nothing is left
@@ -195,7 +196,7 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 // checkIdleLocked closes c.idle when a draining connection has nothing
 // left to run or write.
 func (c *Conn) checkIdleLocked() {
-	if c.draining && c.running == 0 && len(c.queue) == 0 && !c.writing {
+	if c.draining && c.running == 0 && c.batches == 0 && len(c.queue) == 0 && !c.writing {
 		select {
 		case <-c.idle:
 		default:
@@ -307,6 +308,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		c.mu.Unlock()
 		return
 	}
+	c.batches++
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
@@ -317,6 +319,10 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		if len(replies) > 0 {
 			_ = c.send(c.life, appendBatch(nil, replies))
 		}
+		c.mu.Lock()
+		c.batches--
+		c.checkIdleLocked()
+		c.mu.Unlock()
 	}()
 }
 

@@ -1,0 +1,537 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func pipe(t *testing.T, aOpts, bOpts *Options) (a, b *Conn) {
+	t.Helper()
+	a, b = Pipe(aOpts, bOpts)
+	t.Cleanup(func() {
+		a.Close()
+		<-a.Done()
+		<-b.Done()
+	})
+	return a, b
+}
+
+func TestCallBothDirections(t *testing.T) {
+	ma, mb := NewMux(), NewMux()
+	ma.Handle("whoami", Func(func(context.Context, struct{}) (string, error) { return "a", nil }))
+	mb.Handle("whoami", Func(func(context.Context, struct{}) (string, error) { return "b", nil }))
+	a, b := pipe(t, &Options{Router: ma}, &Options{Router: mb})
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			var s string
+			if err := a.Call(t.Context(), "whoami", nil, &s); err != nil || s != "b" {
+				t.Errorf("a->b: %q %v", s, err)
+			}
+		})
+		wg.Go(func() {
+			var s string
+			if err := b.Call(t.Context(), "whoami", nil, &s); err != nil || s != "a" {
+				t.Errorf("b->a: %q %v", s, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
+	release := make(chan struct{})
+	m := specMux()
+	m.HandleFunc("block", func(ctx context.Context, _ *Request) (any, error) {
+		<-release
+		return "done", nil
+	})
+	a, _ := pipe(t, nil, &Options{Router: m})
+	slow := make(chan error, 1)
+	go func() { slow <- a.Call(context.Background(), "block", nil, nil) }()
+	// Many fast calls complete while the slow one is still running.
+	for i := range 20 {
+		var sum float64
+		if err := a.Call(t.Context(), "add", []int{i, 1}, &sum); err != nil || sum != float64(i+1) {
+			t.Fatalf("add: %v %v", sum, err)
+		}
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("slow call returned early: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A handler that calls back to its caller and waits must not deadlock:
+// the caller's reader matches the nested call's response while the outer
+// call is still pending.
+func TestCallbackToCaller(t *testing.T) {
+	client := NewMux()
+	client.Handle("greet", Func(func(_ context.Context, p []string) (string, error) {
+		return "hello " + p[0], nil
+	}))
+	server := NewMux()
+	server.HandleFunc("callback", func(ctx context.Context, req *Request) (any, error) {
+		var s string
+		err := ConnFromContext(ctx).Call(ctx, "greet", []string{"world"}, &s)
+		return s, err
+	})
+	a, _ := pipe(t, &Options{Router: client}, &Options{Router: server})
+	var got string
+	if err := a.Call(t.Context(), "callback", nil, &got); err != nil || got != "hello world" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	// The nested call's error comes back unchanged.
+	server.HandleFunc("callback_missing", func(ctx context.Context, req *Request) (any, error) {
+		return nil, ConnFromContext(ctx).Call(ctx, "missing", nil, nil)
+	})
+	var e *Error
+	if err := a.Call(t.Context(), "callback_missing", nil, nil); !errors.As(err, &e) || e.Code != CodeMethodNotFound {
+		t.Fatalf("got %v, want -32601", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	started := make(chan struct{})
+	cause := make(chan error, 1)
+	m := NewMux()
+	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	a, _ := pipe(t, nil, &Options{Router: m})
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Call(ctx, "wait", nil, nil) }()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call returned %v, want context.Canceled", err)
+	}
+	// The callee saw rpc.cancel, not a closed connection.
+	if err := <-cause; !errors.Is(err, errCancelled) {
+		t.Fatalf("handler context ended by %v, want rpc.cancel", err)
+	}
+	// The connection is still usable.
+	if err := a.Call(t.Context(), "rpc.ping", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCancelAnswersCancelled(t *testing.T) {
+	m := NewMux()
+	started := make(chan struct{})
+	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	p := newRawPeer(t, &Options{Router: m})
+	p.write(`{"jsonrpc":"2.0","method":"wait","id":"w1"}`)
+	<-started
+	p.write(`{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"w1"}}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":"w1"}`, p.read())
+}
+
+func TestCallTimeout(t *testing.T) {
+	m := NewMux()
+	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	a, _ := pipe(t, &Options{CallTimeout: 20 * time.Millisecond}, &Options{Router: m})
+	if err := a.Call(context.Background(), "wait", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	m := NewMux()
+	m.HandleFunc("count", func(ctx context.Context, _ *Request) (any, error) {
+		for i := 1; i <= 5; i++ {
+			if err := Progress(ctx, i); err != nil {
+				return nil, err
+			}
+		}
+		return "done", nil
+	})
+	a, _ := pipe(t, nil, &Options{Router: m})
+	var got []string
+	ctx := WithProgress(t.Context(), func(data json.RawMessage) { got = append(got, string(data)) })
+	var res string
+	if err := a.Call(ctx, "count", nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	// Progress arrives before the result, in order.
+	if strings.Join(got, ",") != "1,2,3,4,5" || res != "done" {
+		t.Fatalf("progress %v, result %q", got, res)
+	}
+	// Over a connection-less Respond, Progress is a no-op.
+	out := Respond(t.Context(), []byte(`{"jsonrpc":"2.0","method":"count","id":1}`), &Options{Router: m})
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"done","id":1}`, string(out))
+}
+
+func TestCloseFailsPending(t *testing.T) {
+	started := make(chan struct{})
+	m := NewMux()
+	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	a, b := pipe(t, nil, &Options{Router: m})
+	errc := make(chan error, 1)
+	go func() { errc <- a.Call(context.Background(), "wait", nil, nil) }()
+	<-started
+	b.CloseWith(CloseGoingAway, "bye")
+	err := <-errc
+	var ce *CloseError
+	if !errors.Is(err, ErrClosed) || !errors.As(err, &ce) || ce.Code != CloseGoingAway {
+		t.Fatalf("got %v, want ErrClosed with close code 1001", err)
+	}
+	// Later calls fail at once.
+	if err := a.Call(context.Background(), "wait", nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+	<-a.Done()
+	if !errors.Is(a.Err(), ErrClosed) {
+		t.Fatalf("Err() = %v", a.Err())
+	}
+}
+
+func TestMaxInFlight(t *testing.T) {
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(2)
+	m := NewMux()
+	m.HandleFunc("block", func(ctx context.Context, _ *Request) (any, error) {
+		started.Done()
+		<-release
+		return 1, nil
+	})
+	a, _ := pipe(t, nil, &Options{Router: m, MaxInFlight: 2})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- a.Call(context.Background(), "block", nil, nil) }()
+	}
+	started.Wait()
+	var e *Error
+	if err := a.Call(t.Context(), "block", nil, nil); !errors.As(err, &e) || e.Code != CodeOverloaded {
+		t.Fatalf("third call: %v, want -32004", err)
+	}
+	// System methods need no slot.
+	if err := a.Call(t.Context(), "rpc.ping", nil, nil); err != nil {
+		t.Fatalf("ping while full: %v", err)
+	}
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestMessageTooBig(t *testing.T) {
+	p := newRawPeer(t, &Options{Router: specMux(), MaxMessage: 64})
+	p.write(`{"jsonrpc":"2.0","method":"echo","params":["` + strings.Repeat("x", 100) + `"],"id":1}`)
+	_, err := p.raw.Read(t.Context())
+	var ce *CloseError
+	if !errors.As(err, &ce) || ce.Code != CloseTooBig {
+		t.Fatalf("got %v, want close 1009", err)
+	}
+}
+
+func TestPanicIsLoggedAndServingGoesOn(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	a, _ := pipe(t, nil, &Options{Router: specMux(), Logger: zap.New(core)})
+	var e *Error
+	if err := a.Call(t.Context(), "panic", nil, nil); !errors.As(err, &e) || e.Code != CodeInternalError {
+		t.Fatalf("got %v, want -32603", err)
+	}
+	if n := logs.FilterMessage("handler panicked").Len(); n != 1 {
+		t.Fatalf("panic logged %d times", n)
+	}
+	var sum float64
+	if err := a.Call(t.Context(), "add", []int{1, 2}, &sum); err != nil || sum != 3 {
+		t.Fatalf("after panic: %v %v", sum, err)
+	}
+}
+
+func TestSerial(t *testing.T) {
+	var mu sync.Mutex
+	var order []int
+	var running, maxRunning atomic.Int32
+	m := NewMux()
+	m.Handle("append", Serial(Func(func(_ context.Context, p []int) (int, error) {
+		if n := running.Add(1); n > maxRunning.Load() {
+			maxRunning.Store(n)
+		}
+		defer running.Add(-1)
+		mu.Lock()
+		order = append(order, p[0])
+		mu.Unlock()
+		return p[0], nil
+	})))
+	p := newRawPeer(t, &Options{Router: m})
+	const n = 200
+	for i := range n {
+		p.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"append","params":[%d]}`, i))
+	}
+	p.roundTrip(`{"jsonrpc":"2.0","method":"append","params":[200]}`)
+	if len(order) != n+1 || maxRunning.Load() != 1 {
+		t.Fatalf("ran %d calls, at most %d at once", len(order), maxRunning.Load())
+	}
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("order[%d] = %d", i, v)
+		}
+	}
+}
+
+func TestClientBatch(t *testing.T) {
+	a, _ := pipe(t, nil, &Options{Router: specMux()})
+	var sum, diff float64
+	var data []any
+	batch := []BatchElem{
+		{Method: "sum", Params: []int{1, 2, 4}, Result: &sum},
+		{Method: "notify_hello", Params: []int{7}, Notify: true},
+		{Method: "subtract", Params: []int{42, 23}, Result: &diff},
+		{Method: "foo.get", Params: map[string]string{"name": "myself"}},
+		{Method: "get_data", Result: &data},
+	}
+	if err := a.Batch(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if sum != 7 || diff != 19 || len(data) != 2 || data[0] != "hello" {
+		t.Fatalf("results: %v %v %v", sum, diff, data)
+	}
+	var e *Error
+	if !errors.As(batch[3].Err, &e) || e.Code != CodeMethodNotFound {
+		t.Fatalf("foo.get: %v", batch[3].Err)
+	}
+	for _, i := range []int{0, 1, 2, 4} {
+		if batch[i].Err != nil {
+			t.Fatalf("element %d: %v", i, batch[i].Err)
+		}
+	}
+	// Only notifications: returns at once, no reply expected.
+	if err := a.Batch(t.Context(), []BatchElem{{Method: "update", Notify: true}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParamsMustBeStructured(t *testing.T) {
+	a, _ := pipe(t, nil, &Options{Router: specMux()})
+	var e *Error
+	if err := a.Call(t.Context(), "echo", "scalar", nil); !errors.As(err, &e) || e.Code != CodeInvalidParams {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestPostTooSlow(t *testing.T) {
+	// The raw side never reads: posted messages pile up and the peer is
+	// closed with 1008 instead of blocking the poster.
+	p := newRawPeer(t, &Options{MaxQueue: 4})
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		err = p.c.Post([]byte(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"t","data":1}}`))
+	}
+	if !errors.Is(err, ErrTooSlow) {
+		t.Fatalf("Post: %v, want ErrTooSlow", err)
+	}
+	<-p.c.Done()
+	var ce *CloseError
+	_, rerr := drain(p.raw)
+	if !errors.As(rerr, &ce) || ce.Code != ClosePolicy {
+		t.Fatalf("close: %v, want 1008", rerr)
+	}
+}
+
+// drain reads until the transport fails and returns the count and error.
+func drain(t Transport) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for n := 0; ; n++ {
+		if _, err := t.Read(ctx); err != nil {
+			return n, err
+		}
+	}
+}
+
+func TestShutdownDrains(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	m := NewMux()
+	m.HandleFunc("work", func(ctx context.Context, _ *Request) (any, error) {
+		close(started)
+		<-release
+		return "finished", nil
+	})
+	p := newRawPeer(t, &Options{Router: m})
+	p.write(`{"jsonrpc":"2.0","method":"work","id":1}`)
+	<-started
+	done := make(chan error, 1)
+	go func() { done <- p.c.Shutdown(context.Background()) }()
+	// While draining, new calls are refused.
+	p.waitForDraining()
+	p.write(`{"jsonrpc":"2.0","method":"work","id":2}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32004,"message":"Too many requests in flight"},"id":2}`, p.read())
+	close(release)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"finished","id":1}`, p.read())
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.raw.Read(t.Context())
+	var ce *CloseError
+	if !errors.As(err, &ce) || ce.Code != CloseGoingAway {
+		t.Fatalf("got %v, want 1001", err)
+	}
+}
+
+func (p *rawPeer) waitForDraining() {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.c.mu.Lock()
+		d := p.c.draining
+		p.c.mu.Unlock()
+		if d {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatal("not draining")
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+func TestServeContextCancelGoesAway(t *testing.T) {
+	ta, tb := NewPipeTransport()
+	c := NewConn(ta, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(ctx) }()
+	cancel()
+	<-done
+	_, err := drain(tb)
+	var ce *CloseError
+	if !errors.As(err, &ce) || ce.Code != CloseGoingAway {
+		t.Fatalf("got %v, want 1001", err)
+	}
+}
+
+func TestOnServe(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]Code{}
+	opts := &Options{Router: specMux(), OnServe: func(method string, code Code, _ time.Duration) {
+		mu.Lock()
+		seen[method] = code
+		mu.Unlock()
+	}}
+	Respond(t.Context(), []byte(`[{"jsonrpc":"2.0","method":"add","id":1},{"jsonrpc":"2.0","method":"fail","id":2},{"jsonrpc":"2.0","method":"nope","id":3}]`), opts)
+	want := map[string]Code{"add": 0, "fail": CodeApplication, "": CodeMethodNotFound}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", seen, want)
+	}
+}
+
+func TestMuxPanics(t *testing.T) {
+	h := HandlerFunc(func(context.Context, *Request) (any, error) { return nil, nil })
+	for _, name := range []string{"", "rpc.subscribe", "rpc.anything"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Handle(%q) did not panic", name)
+				}
+			}()
+			NewMux().Handle(name, h)
+		}()
+	}
+	m := NewMux()
+	m.Handle("x", h)
+	defer func() {
+		if recover() == nil {
+			t.Error("duplicate Handle did not panic")
+		}
+	}()
+	m.Handle("x", h)
+}
+
+func TestToError(t *testing.T) {
+	tests := []struct {
+		err  error
+		code Code
+		msg  string
+	}{
+		{errors.New("boom"), CodeApplication, "boom"},
+		{context.Canceled, CodeCancelled, "Request cancelled"},
+		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), CodeTimeout, "Request timed out"},
+		{&Error{Code: 7, Message: "mine"}, 7, "mine"},
+		{fmt.Errorf("ctx: %w", &Error{Code: CodeUnauthorized, Message: "no"}), CodeUnauthorized, "no"},
+	}
+	for _, tt := range tests {
+		e := ToError(tt.err)
+		if e.Code != tt.code || e.Message != tt.msg {
+			t.Errorf("ToError(%v) = %d %q, want %d %q", tt.err, e.Code, e.Message, tt.code, tt.msg)
+		}
+	}
+	if !errors.Is(&Error{Code: CodeCancelled, Message: "x"}, &Error{Code: CodeCancelled}) {
+		t.Error("errors.Is by code failed")
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	a, _ := pipe(t, nil, &Options{Router: specMux()})
+	var doc struct {
+		OpenRPC string `json:"openrpc"`
+		Methods []struct {
+			Name           string `json:"name"`
+			ParamStructure string `json:"paramStructure"`
+			Params         []struct {
+				Name     string         `json:"name"`
+				Required bool           `json:"required"`
+				Schema   map[string]any `json:"schema"`
+			} `json:"params"`
+			Result struct {
+				Schema map[string]any `json:"schema"`
+			} `json:"result"`
+		} `json:"methods"`
+	}
+	if err := a.Call(t.Context(), "rpc.discover", nil, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(doc.OpenRPC, "1.") {
+		t.Fatalf("openrpc version %q", doc.OpenRPC)
+	}
+	found := false
+	for _, m := range doc.Methods {
+		if m.Name != "subtract" {
+			continue
+		}
+		found = true
+		if m.ParamStructure != "either" || len(m.Params) != 2 ||
+			m.Params[0].Name != "minuend" || m.Params[0].Schema["type"] != "number" || !m.Params[0].Required ||
+			m.Result.Schema["type"] != "number" {
+			t.Fatalf("subtract described as %+v", m)
+		}
+	}
+	if !found {
+		t.Fatal("subtract missing from rpc.discover")
+	}
+}
