@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 )
 
 // Func adapts a typed function to a Handler. P is decoded from the request's
@@ -127,19 +128,17 @@ func (b *binder) bind(params []byte, dst any) error {
 		}
 		return json.Unmarshal(params, dst)
 	case bindScalar:
-		elems := splitArray(params)
-		if !isArray || len(elems) != 1 {
+		var elem []byte
+		n := 0
+		eachElement(params, func(e []byte) bool { elem = e; n++; return n < 2 })
+		if !isArray || n != 1 {
 			return fmt.Errorf("params must be an array of one %s", b.t)
 		}
-		return json.Unmarshal(elems[0], dst)
+		return json.Unmarshal(elem, dst)
 	}
 	// Struct.
 	if !isArray {
 		return json.Unmarshal(params, dst)
-	}
-	elems := splitArray(params)
-	if len(elems) > len(b.fields) {
-		return fmt.Errorf("too many params: got %d, want at most %d", len(elems), len(b.fields))
 	}
 	v := reflect.ValueOf(dst).Elem()
 	if v.Kind() == reflect.Pointer {
@@ -148,36 +147,101 @@ func (b *binder) bind(params []byte, dst any) error {
 		}
 		v = v.Elem()
 	}
-	for i, e := range elems {
-		f := v.FieldByIndex(b.fields[i])
-		if err := json.Unmarshal(e, f.Addr().Interface()); err != nil {
-			return fmt.Errorf("param %d: %w", i, err)
+	n := 0
+	var err error
+	eachElement(params, func(e []byte) bool {
+		if n >= len(b.fields) {
+			n++
+			return true // keep counting for the error message
 		}
+		f := v.FieldByIndex(b.fields[n])
+		if !setScalar(f, e) {
+			if uerr := json.Unmarshal(e, f.Addr().Interface()); uerr != nil {
+				err = fmt.Errorf("param %d: %w", n, uerr)
+				return false
+			}
+		}
+		n++
+		return true
+	})
+	if err == nil && n > len(b.fields) {
+		err = fmt.Errorf("too many params: got %d, want at most %d", n, len(b.fields))
 	}
-	return nil
+	return err
 }
 
-// splitArray returns the elements of a valid JSON array.
-func splitArray(b []byte) [][]byte {
+// eachElement calls fn with each element of a valid JSON array until fn
+// returns false.
+func eachElement(b []byte, fn func(elem []byte) bool) {
 	if len(b) == 0 || b[0] != '[' {
-		return nil
+		return
 	}
-	var elems [][]byte
 	i := skipSpace(b, 1)
 	if i < len(b) && b[i] == ']' {
-		return nil
+		return
 	}
 	for i < len(b) {
 		end := skipValue(b, i, 1)
-		if end < 0 {
-			return elems
+		if end < 0 || !fn(b[i:end]) {
+			return
 		}
-		elems = append(elems, b[i:end])
 		i = skipSpace(b, end)
 		if i >= len(b) || b[i] != ',' {
-			break
+			return
 		}
 		i = skipSpace(b, i+1)
 	}
-	return elems
+}
+
+// setScalar decodes the common scalar kinds without encoding/json. It
+// reports false when it cannot, and encoding/json then decides (and
+// produces the error message).
+func setScalar(f reflect.Value, e []byte) bool {
+	if f.Type().PkgPath() != "" || len(e) == 0 {
+		return false // named types may have their own UnmarshalJSON
+	}
+	switch f.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(string(e), 10, f.Type().Bits())
+		if err != nil {
+			return false
+		}
+		f.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(string(e), 10, f.Type().Bits())
+		if err != nil {
+			return false
+		}
+		f.SetUint(n)
+	case reflect.Float64, reflect.Float32:
+		if e[0] != '-' && !isDigit(e[0]) {
+			return false
+		}
+		x, err := strconv.ParseFloat(string(e), f.Type().Bits())
+		if err != nil {
+			return false
+		}
+		f.SetFloat(x)
+	case reflect.String:
+		if e[0] != '"' {
+			return false
+		}
+		s, ok := unquote(e)
+		if !ok {
+			return false
+		}
+		f.SetString(s)
+	case reflect.Bool:
+		switch string(e) {
+		case "true":
+			f.SetBool(true)
+		case "false":
+			f.SetBool(false)
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	return true
 }

@@ -238,6 +238,9 @@ func parseFrame(b []byte) (f frame, ok bool) {
 // results go through encoding/json.
 
 func appendResult(dst, id, result []byte) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, len(id)+len(result)+len(`{"jsonrpc":"2.0","id":,"result":}`))
+	}
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)
 	dst = append(dst, `,"result":`...)
@@ -261,6 +264,9 @@ func appendError(dst, id []byte, e *Error) []byte {
 
 // appendRequest appends a call (id != nil) or a notification.
 func appendRequest(dst, id []byte, method string, params []byte) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, len(id)+len(method)+len(params)+len(`{"jsonrpc":"2.0","id":,"method":"","params":}`))
+	}
 	dst = append(dst, `{"jsonrpc":"2.0",`...)
 	if id != nil {
 		dst = append(dst, `"id":`...)
@@ -310,6 +316,14 @@ func marshalResult(v any) ([]byte, error) {
 			return nil, errInvalidRaw
 		}
 		return r, nil
+	case int:
+		return strconv.AppendInt(nil, int64(r), 10), nil
+	case int64:
+		return strconv.AppendInt(nil, r, 10), nil
+	case string:
+		return appendString(nil, r), nil
+	case bool:
+		return strconv.AppendBool(nil, r), nil
 	}
 	return json.Marshal(v)
 }

@@ -1,0 +1,101 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func benchMux() *Mux {
+	m := NewMux()
+	m.Handle("echo", Func(func(_ context.Context, p json.RawMessage) (json.RawMessage, error) { return p, nil }))
+	m.Handle("add", Func(func(_ context.Context, p struct{ A, B int }) (int, error) { return p.A + p.B, nil }))
+	return m
+}
+
+// BenchmarkCall measures one call round trip through the in-memory pipe.
+func BenchmarkCall(b *testing.B) {
+	a, srv := Pipe(nil, &Options{Router: benchMux()})
+	defer func() { a.Close(); <-a.Done(); <-srv.Done() }()
+	ctx := context.Background()
+	params := json.RawMessage(`{"a":1,"b":2}`)
+	var res int
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := a.Call(ctx, "add", params, &res); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallParallel keeps many calls in flight on one connection.
+func BenchmarkCallParallel(b *testing.B) {
+	a, srv := Pipe(nil, &Options{Router: benchMux()})
+	defer func() { a.Close(); <-a.Done(); <-srv.Done() }()
+	params := json.RawMessage(`["x"]`)
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 goroutines on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		var res json.RawMessage
+		for pb.Next() {
+			if err := a.Call(context.Background(), "echo", params, &res); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkBatch100 sends batches of 100 calls and waits for all replies.
+func BenchmarkBatch100(b *testing.B) {
+	a, srv := Pipe(nil, &Options{Router: benchMux()})
+	defer func() { a.Close(); <-a.Done(); <-srv.Done() }()
+	results := make([]int, 100)
+	elems := make([]BatchElem, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range elems {
+			elems[i] = BatchElem{Method: "add", Params: json.RawMessage(`[1,2]`), Result: &results[i]}
+		}
+		if err := a.Batch(context.Background(), elems); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRespondBatch100 measures the server side alone: decoding a
+// batch of 100 calls, running them and encoding the replies.
+func BenchmarkRespondBatch100(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteByte('[')
+	for i := range 100 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"jsonrpc":"2.0","method":"add","params":[1,2],"id":` + strconv.Itoa(i) + `}`)
+	}
+	sb.WriteByte(']')
+	body := []byte(sb.String())
+	opts := &Options{Router: benchMux()}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if Respond(context.Background(), body, opts) == nil {
+			b.Fatal("no reply")
+		}
+	}
+}
+
+// BenchmarkParse measures the envelope decoder on a typical request.
+func BenchmarkParse(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","method":"subtract","params":{"minuend":42,"subtrahend":23},"id":"abc-123"}`)
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := parseFrame(msg); !ok {
+			b.Fatal("parse failed")
+		}
+	}
+}

@@ -1,0 +1,48 @@
+// Package peer implements one end of a symmetric JSON-RPC 2.0 connection:
+// a [Conn] both calls methods on the other side and serves methods to it,
+// with many calls in flight in each direction, answered in any order and
+// matched by id.
+//
+// A Conn runs over any message-oriented [Transport]: a WebSocket in
+// production ([WebSocket]), an in-memory pipe in tests and examples
+// ([Pipe]). [Respond] serves a single HTTP POST body with the same rules
+// and no connection.
+//
+// # Serving
+//
+// Methods are registered on a [Mux]. [Func] adapts a typed function; its
+// parameter binds from params given by position or by name:
+//
+//	mux := peer.NewMux()
+//	mux.Handle("add", peer.Func(func(ctx context.Context, p struct{ A, B float64 }) (float64, error) {
+//		return p.A + p.B, nil
+//	}))
+//
+// Each call runs on its own goroutine, so a slow handler delays no other
+// call. A method whose calls must run one at a time, in arrival order, is
+// registered with [Serial]. A handler returns an [*Error] to choose the
+// code sent back; a plain error becomes -32000, a context error -32002 or
+// -32003, and a panic -32603 (logged; the connection keeps serving).
+//
+// # Calling
+//
+// [Conn.Call] sends a call and waits for its result; [Conn.Notify] sends a
+// notification; [Conn.Batch] sends many calls and notifications in one
+// message. When the caller's context ends first, Call tells the other side
+// with rpc.cancel and returns at once. When the connection closes, every
+// pending call fails with an error wrapping [ErrClosed].
+//
+// # System methods
+//
+// Every Conn answers the reserved methods rpc.cancel (cancel a call in
+// flight), rpc.progress (partial results, see [Progress] and
+// [WithProgress]) and rpc.ping; a Mux answers rpc.discover with an OpenRPC
+// document generated from its typed handlers. Applications cannot register
+// names starting with "rpc.".
+//
+// # Limits
+//
+// [Options] bounds message size, batch size, calls in flight and the
+// outbound queue, with safe defaults. The wire protocol, error codes and
+// limits are described in docs/protocol.md.
+package peer
