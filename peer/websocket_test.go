@@ -1,0 +1,57 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+)
+
+// wsPair serves mux over a real WebSocket on 127.0.0.1 and returns a Conn
+// dialed to it.
+func wsPair(t *testing.T, srvOpts *Options) *Conn {
+	t.Helper()
+	done := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(done)
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		ws.SetReadLimit(int64(srvOpts.withDefaults().MaxMessage))
+		NewConn(WebSocket(ws), srvOpts).Serve(r.Context()) //nolint:errcheck
+	}))
+	t.Cleanup(ts.Close)
+	ws, _, err := websocket.Dial(t.Context(), "ws://"+ts.Listener.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadLimit(-1)
+	c := NewConn(WebSocket(ws), nil)
+	go c.Serve(context.Background()) //nolint:errcheck
+	t.Cleanup(func() {
+		c.Close()
+		<-c.Done()
+		<-done
+	})
+	return c
+}
+
+func TestWebSocketTransport(t *testing.T) {
+	c := wsPair(t, &Options{Router: specMux(), MaxMessage: 1024})
+	var sum float64
+	if err := c.Call(t.Context(), "add", []int{2, 3}, &sum); err != nil || sum != 5 {
+		t.Fatalf("add: %v %v", sum, err)
+	}
+	// A message over the server's limit: the WebSocket closes with 1009
+	// and the pending call says so.
+	err := c.Call(t.Context(), "echo", []string{strings.Repeat("x", 2000)}, nil)
+	var ce *CloseError
+	if !errors.Is(err, ErrClosed) || !errors.As(err, &ce) || ce.Code != CloseTooBig {
+		t.Fatalf("got %v, want a close with 1009", err)
+	}
+}
