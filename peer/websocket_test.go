@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -53,5 +54,72 @@ func TestWebSocketTransport(t *testing.T) {
 	var ce *CloseError
 	if !errors.Is(err, ErrClosed) || !errors.As(err, &ce) || ce.Code != CloseTooBig {
 		t.Fatalf("got %v, want a close with 1009", err)
+	}
+}
+
+// The two benchmarks below compare a call round trip over a real WebSocket
+// on 127.0.0.1 with the raw floor: the same bytes echoed by a bare
+// WebSocket loop, measured in the same run.
+
+func BenchmarkWebSocketRawEcho(b *testing.B) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		for {
+			typ, msg, err := ws.Read(r.Context())
+			if err != nil {
+				return
+			}
+			if err := ws.Write(r.Context(), typ, msg); err != nil {
+				return
+			}
+		}
+	}))
+	defer ts.Close()
+	ws, _, err := websocket.Dial(context.Background(), "ws://"+ts.Listener.Addr().String(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.CloseNow()
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"add","params":{"a":1,"b":2}}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ws.Write(ctx, websocket.MessageText, msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := ws.Read(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWebSocketCall(b *testing.B) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		NewConn(WebSocket(ws), &Options{Router: benchMux()}).Serve(r.Context()) //nolint:errcheck
+	}))
+	defer ts.Close()
+	ws, _, err := websocket.Dial(context.Background(), "ws://"+ts.Listener.Addr().String(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := NewConn(WebSocket(ws), nil)
+	go c.Serve(context.Background()) //nolint:errcheck
+	defer func() { c.Close(); <-c.Done() }()
+	ctx := context.Background()
+	params := json.RawMessage(`{"a":1,"b":2}`)
+	var res int
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Call(ctx, "add", params, &res); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
