@@ -1,0 +1,506 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/peer"
+	"go.uber.org/zap"
+)
+
+var (
+	// ErrClosed is returned (possibly wrapping a cause) by the methods of
+	// a client that is closed: by Close, or by itself after giving up
+	// reconnecting (see Options.MaxAttempts).
+	ErrClosed = errors.New("client: closed")
+
+	// ErrConnectionLost is wrapped, together with the connection's own
+	// error, by calls that were in flight when the connection dropped.
+	// Such a call may or may not have run on the other side.
+	ErrConnectionLost = errors.New("client: connection lost")
+
+	// ErrDisconnected is wrapped by calls made while the client is
+	// reconnecting, when they are not to wait (Options.FailFast,
+	// WithFailFast). Such a call was not sent.
+	ErrDisconnected = errors.New("client: not connected")
+)
+
+// State is the state of a Client's connection.
+type State int
+
+const (
+	StateConnecting   State = iota // dialing, or re-subscribing after a dial
+	StateConnected                 // calls go through
+	StateDisconnected              // the connection dropped or an attempt failed; waiting to retry
+	StateClosed                    // closed for good (Close, or the client gave up)
+)
+
+func (s State) String() string {
+	switch s {
+	case StateConnecting:
+		return "connecting"
+	case StateConnected:
+		return "connected"
+	case StateDisconnected:
+		return "disconnected"
+	case StateClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Client is a WebSocket connection to a hub that stays up: it calls the
+// hub's methods, serves the methods the hub calls back (Options.Router),
+// and delivers the events of its subscriptions. When the connection drops,
+// the client dials again with exponential backoff, re-subscribes its
+// topics and carries on; Options.OnState observes this.
+//
+// All methods are safe for concurrent use. Close must be called to release
+// the client's goroutines.
+type Client struct {
+	url    string
+	o      Options
+	hc     *http.Client
+	ownHC  bool
+	log    *zap.Logger
+	router router
+
+	ctx  context.Context // the client's lifetime; cancelled by Close
+	stop context.CancelFunc
+	done chan struct{} // closed when the client is closed and its goroutines are gone
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	pc     *peer.Conn    // nil while disconnected
+	ready  chan struct{} // closed when pc is set or the client closes
+	state  State
+	closed bool
+	err    error // why the client closed
+
+	smu  sync.Mutex
+	subs map[*Subscription]struct{}
+}
+
+// Dial connects to the hub at url (ws:// or wss://, usually ending in
+// /rpc) and returns a connected Client. ctx bounds the first connection
+// only: if it fails, Dial returns the error and does not retry. Later
+// losses of the connection are repaired in the background.
+func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
+	c := &Client{
+		url:   url,
+		o:     opts.withDefaults(),
+		ready: make(chan struct{}),
+		done:  make(chan struct{}),
+		subs:  make(map[*Subscription]struct{}),
+	}
+	c.log = c.o.Logger.With(zap.String("url", url))
+	c.hc, c.ownHC = c.o.httpClient()
+	c.router = router{user: c.o.Router, events: peer.Serial(peer.HandlerFunc(c.onEvent))}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+
+	c.setState(StateConnecting, nil)
+	cn, err := c.connect(ctx)
+	if err != nil {
+		c.stop()
+		c.wg.Wait()
+		if c.ownHC {
+			c.hc.CloseIdleConnections()
+		}
+		return nil, err
+	}
+	c.mu.Lock()
+	c.pc = cn.pc
+	close(c.ready)
+	c.mu.Unlock()
+	c.setState(StateConnected, nil)
+	c.wg.Go(func() { c.run(cn) })
+	return c, nil
+}
+
+// conn is one WebSocket connection and the signal that it went down.
+type conn struct {
+	pc *peer.Conn
+	t  *transport
+}
+
+// connect dials, starts serving and re-subscribes the client's topics.
+func (c *Client) connect(ctx context.Context) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{
+		HTTPClient: c.hc,
+		HTTPHeader: c.o.Header,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", c.url, err)
+	}
+	ws.SetReadLimit(int64(c.o.MaxMessage))
+	t := &transport{Transport: peer.WebSocket(ws), down: make(chan struct{})}
+	pc := peer.NewConn(t, &peer.Options{
+		Router:      c.router,
+		MaxMessage:  c.o.MaxMessage,
+		MaxInFlight: c.o.MaxInFlight,
+		MaxQueue:    c.o.MaxQueue,
+		CallTimeout: -1, // the client applies its own, around any wait
+		Logger:      c.log,
+	})
+	c.wg.Go(func() { _ = pc.Serve(c.ctx) }) // its error is pc.Err, read by run
+	if err := c.resubscribe(ctx, pc); err != nil {
+		_ = pc.Close()
+		return nil, err
+	}
+	return &conn{pc: pc, t: t}, nil
+}
+
+// run repairs the connection whenever it drops, until the client closes.
+func (c *Client) run(cn *conn) {
+	for {
+		select {
+		case <-cn.t.down:
+		case <-c.ctx.Done():
+			return
+		}
+		cause := cn.t.err
+		if cause == nil {
+			cause = cn.pc.Err() // set before the peer closes its transport
+		}
+		if !c.markDown(cn.pc, cause) {
+			return
+		}
+		c.log.Info("connection lost", zap.Error(cause))
+		next, err := c.reconnect(cause)
+		if err != nil {
+			c.shutdown(err)
+			return
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			_ = next.pc.Close()
+			return
+		}
+		c.pc = next.pc
+		close(c.ready)
+		c.mu.Unlock()
+		c.log.Info("reconnected")
+		c.setState(StateConnected, nil)
+		cn = next
+	}
+}
+
+// markDown records that pc is gone, once, and reports whether the client
+// is still open.
+func (c *Client) markDown(pc *peer.Conn, cause error) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	if c.pc != pc {
+		c.mu.Unlock()
+		return true
+	}
+	c.pc = nil
+	c.ready = make(chan struct{})
+	c.mu.Unlock()
+	c.setState(StateDisconnected, cause)
+	return true
+}
+
+// reconnect dials until it succeeds, the client closes, or it has tried
+// Options.MaxAttempts times.
+func (c *Client) reconnect(cause error) (*conn, error) {
+	if c.o.MaxAttempts < 0 {
+		return nil, cause
+	}
+	delay := c.o.MinBackoff
+	for attempt := 1; ; attempt++ {
+		if c.o.MaxAttempts > 0 && attempt > c.o.MaxAttempts {
+			return nil, fmt.Errorf("gave up after %d attempts: %w", c.o.MaxAttempts, cause)
+		}
+		wait := delay/2 + rand.N(delay/2+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return nil, ErrClosed
+		}
+		c.setState(StateConnecting, nil)
+		cn, err := c.connect(c.ctx)
+		if err == nil {
+			return cn, nil
+		}
+		if c.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		cause = err
+		c.log.Debug("reconnection failed", zap.Int("attempt", attempt), zap.Error(err))
+		c.setState(StateDisconnected, err)
+		delay = min(2*delay, c.o.MaxBackoff)
+	}
+}
+
+// setState records s and reports it to Options.OnState.
+func (c *Client) setState(s State, err error) {
+	c.mu.Lock()
+	c.state = s
+	c.mu.Unlock()
+	if c.o.OnState != nil {
+		c.o.OnState(s, err)
+	}
+}
+
+// State returns the current state of the connection.
+func (c *Client) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Done returns a channel closed once the client is closed, by Close or
+// because it gave up reconnecting; Err then says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns nil while the client is open, and then why it closed: an
+// error wrapping ErrClosed, and the last connection error when the client
+// gave up reconnecting.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the connection (code 1000), stops reconnecting, ends the
+// subscriptions and waits for the client's goroutines, including event
+// handlers that are running: Close must not be called from an event
+// handler or from OnState. Calls in flight fail with ErrClosed.
+func (c *Client) Close() error {
+	c.shutdown(nil)
+	c.wg.Wait()
+	return nil
+}
+
+// shutdown closes the client for cause (nil for Close).
+func (c *Client) shutdown(cause error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.err = ErrClosed
+	if cause != nil {
+		c.err = fmt.Errorf("%w: %w", ErrClosed, cause)
+	}
+	pc := c.pc
+	c.pc = nil
+	select {
+	case <-c.ready:
+	default:
+		close(c.ready) // wake the callers waiting for a connection
+	}
+	c.mu.Unlock()
+
+	if pc != nil {
+		_ = pc.Close()
+	}
+	c.stop()
+	c.smu.Lock()
+	for s := range c.subs {
+		s.end()
+	}
+	clear(c.subs)
+	c.smu.Unlock()
+	if cause != nil {
+		c.log.Warn("client closed", zap.Error(cause))
+	}
+	c.setState(StateClosed, cause)
+	c.wg.Go(func() {
+		if c.ownHC {
+			c.hc.CloseIdleConnections()
+		}
+		close(c.done)
+	})
+}
+
+type failFastKey struct{}
+
+// WithFailFast returns a context that makes the calls made with it fail at
+// once (true) or wait for the reconnection (false) when the client is
+// disconnected, whatever Options.FailFast says.
+func WithFailFast(ctx context.Context, failFast bool) context.Context {
+	return context.WithValue(ctx, failFastKey{}, failFast)
+}
+
+func (c *Client) failFast(ctx context.Context) bool {
+	if v, ok := ctx.Value(failFastKey{}).(bool); ok {
+		return v
+	}
+	return c.o.FailFast
+}
+
+// conn returns the live connection, waiting for one unless the call is
+// to fail fast.
+func (c *Client) conn(ctx context.Context) (*peer.Conn, error) {
+	for {
+		c.mu.Lock()
+		closed, pc, ready, err := c.closed, c.pc, c.ready, c.err
+		c.mu.Unlock()
+		switch {
+		case closed:
+			return nil, err
+		case pc != nil:
+			if pc.Err() == nil {
+				return pc, nil
+			}
+			// Down, and run has not noticed yet.
+			c.markDown(pc, pc.Err())
+			continue
+		case c.failFast(ctx):
+			return nil, ErrDisconnected
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrDisconnected, ctx.Err())
+		}
+	}
+}
+
+// withTimeout applies Options.CallTimeout to a ctx without a deadline.
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
+		return context.WithTimeout(ctx, c.o.CallTimeout)
+	}
+	return ctx, func() {}
+}
+
+// lost turns the error of a call on pc into the client's terms.
+func (c *Client) lost(err error) error {
+	if err == nil || !errors.Is(err, peer.ErrClosed) {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+}
+
+// Call calls method on the hub with params (nil, or anything that encodes
+// to a JSON array or object; a json.RawMessage is sent as is) and decodes
+// the result into result (a pointer; nil discards it).
+//
+// It returns a *peer.Error when the hub answered with an error. While the
+// client is disconnected, Call waits for the reconnection or fails at once
+// with ErrDisconnected (see Options.FailFast). A call in flight when the
+// connection drops fails with an error wrapping ErrConnectionLost and the
+// connection's error; it may or may not have run. If ctx ends first, the
+// hub is told to cancel the call (rpc.cancel) and Call returns ctx.Err().
+// A ctx without a deadline gets Options.CallTimeout.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	pc, err := c.conn(ctx)
+	if err != nil {
+		return err
+	}
+	return c.lost(pc.Call(ctx, method, params, result))
+}
+
+// Notify sends a notification: no reply comes. It returns once the
+// message is queued, after waiting for a connection as Call does.
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	pc, err := c.conn(ctx)
+	if err != nil {
+		return err
+	}
+	return c.lost(pc.Notify(ctx, method, params))
+}
+
+// Batch sends the elements as one JSON-RPC batch and waits for every reply,
+// as [peer.Conn.Batch] does: each element's outcome is in its Err field,
+// and Batch returns an error only when the batch as a whole failed.
+// Connection losses are reported as by Call.
+func (c *Client) Batch(ctx context.Context, elems []peer.BatchElem) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	pc, err := c.conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = pc.Batch(ctx, elems)
+	for i := range elems {
+		elems[i].Err = c.lost(elems[i].Err)
+	}
+	return c.lost(err)
+}
+
+// Publish publishes data on topic through the hub (rpc.publish) and
+// returns how many peers it reached.
+func (c *Client) Publish(ctx context.Context, topic string, data any) (int, error) {
+	var res struct {
+		Delivered int `json:"delivered"`
+	}
+	err := c.Call(ctx, "rpc.publish", publishParams{Topic: topic, Data: data}, &res)
+	return res.Delivered, err
+}
+
+type publishParams struct {
+	Topic string `json:"topic"`
+	Data  any    `json:"data"`
+}
+
+// transport signals when its connection goes down, so that the client can
+// reconnect without waiting for the old connection's handlers to return.
+type transport struct {
+	peer.Transport
+	once sync.Once
+	down chan struct{}
+	err  error // the read error that took the connection down, if any
+}
+
+func (t *transport) Read(ctx context.Context) ([]byte, error) {
+	b, err := t.Transport.Read(ctx)
+	if err != nil {
+		t.once.Do(func() {
+			t.err = err
+			close(t.down)
+		})
+	}
+	return b, err
+}
+
+func (t *transport) Close(code int, reason string) error {
+	t.once.Do(func() { close(t.down) })
+	return t.Transport.Close(code, reason)
+}
+
+// router serves the client's rpc.event notifications and, for every other
+// method, the user's Router. rpc.event is serial, so events are queued to
+// subscriptions in the order they arrived.
+type router struct {
+	user   peer.Router
+	events peer.Handler
+}
+
+func (r router) Lookup(method string) (peer.Handler, bool) {
+	if method == "rpc.event" {
+		return r.events, true
+	}
+	if r.user == nil {
+		return nil, false
+	}
+	return r.user.Lookup(method)
+}

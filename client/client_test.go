@@ -1,0 +1,409 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait for an event in these tests.
+const wait = 10 * time.Second
+
+func dial(t *testing.T, url string, o *Options) *Client {
+	t.Helper()
+	if o == nil {
+		o = &Options{}
+	}
+	if o.Logger == nil {
+		o.Logger = zaptest.NewLogger(t)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	c, err := Dial(ctx, url, o)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// recv returns the next value from ch, failing the test after the deadline.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// stateLog records the states a client goes through.
+type stateLog struct {
+	mu  sync.Mutex
+	all []State
+	ch  chan State
+}
+
+func newStateLog() *stateLog { return &stateLog{ch: make(chan State, 100)} }
+
+func (l *stateLog) on(s State, _ error) {
+	l.mu.Lock()
+	l.all = append(l.all, s)
+	l.mu.Unlock()
+	select {
+	case l.ch <- s:
+	default:
+	}
+}
+
+// until waits for state s.
+func (l *stateLog) until(t *testing.T, s State) {
+	t.Helper()
+	for recv(t, l.ch, "state "+s.String()) != s {
+	}
+}
+
+func TestCallBothWays(t *testing.T) {
+	h := startHub(t)
+	mux := peer.NewMux()
+	mux.Handle("greet", peer.Func(func(_ context.Context, p struct{ Name string }) (string, error) {
+		return "hello " + p.Name, nil
+	}))
+	c := dial(t, h.url(), &Options{Router: mux})
+
+	var sum float64
+	if err := c.Call(ctx(t), "add", []int{1, 2}, &sum); err != nil || sum != 3 {
+		t.Fatalf("add = %v, %v; want 3", sum, err)
+	}
+	var raw json.RawMessage
+	if err := c.Call(ctx(t), "echo", map[string]any{"x": []int{1}}, &raw); err != nil || string(raw) != `{"x":[1]}` {
+		t.Fatalf("echo = %s, %v", raw, err)
+	}
+	// The hub calls the client's greet over the same connection.
+	var got string
+	err := c.Call(ctx(t), "callback", map[string]any{"method": "greet", "params": []string{"gopher"}}, &got)
+	if err != nil || got != "hello gopher" {
+		t.Fatalf("callback greet = %q, %v", got, err)
+	}
+	// An unknown method on the client comes back through the hub as -32601.
+	err = c.Call(ctx(t), "callback", map[string]any{"method": "nope"}, nil)
+	var perr *peer.Error
+	if !errors.As(err, &perr) || perr.Code != peer.CodeMethodNotFound {
+		t.Fatalf("callback nope: %v; want -32601", err)
+	}
+	if err := c.Notify(ctx(t), "echo", []int{1}); err != nil {
+		t.Fatalf("Notify: %v", err)
+	}
+	err = c.Call(ctx(t), "no_such_method", nil, nil)
+	if !errors.As(err, &perr) || perr.Code != peer.CodeMethodNotFound {
+		t.Fatalf("unknown method: %v", err)
+	}
+}
+
+func TestBatch(t *testing.T) {
+	h := startHub(t)
+	c := dial(t, h.url(), nil)
+	hc := NewHTTP(h.httpURL(), nil)
+	defer hc.Close()
+	for name, batch := range map[string]func(context.Context, []peer.BatchElem) error{
+		"ws": c.Batch, "http": hc.Batch,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var a, b float64
+			var e json.RawMessage
+			elems := []peer.BatchElem{
+				{Method: "add", Params: []int{1, 2}, Result: &a},
+				{Method: "add", Params: map[string]int{"a": 10, "b": 5}, Result: &b},
+				{Method: "echo", Params: []string{"x"}, Result: &e},
+				{Method: "echo", Params: []int{0}, Notify: true},
+				{Method: "missing"},
+			}
+			if err := batch(ctx(t), elems); err != nil {
+				t.Fatal(err)
+			}
+			if a != 3 || b != 15 || string(e) != `["x"]` {
+				t.Errorf("results %v %v %s", a, b, e)
+			}
+			for i := range 4 {
+				if elems[i].Err != nil {
+					t.Errorf("element %d: %v", i, elems[i].Err)
+				}
+			}
+			var perr *peer.Error
+			if !errors.As(elems[4].Err, &perr) || perr.Code != peer.CodeMethodNotFound {
+				t.Errorf("missing: %v", elems[4].Err)
+			}
+		})
+	}
+}
+
+func TestSubscribe(t *testing.T) {
+	h := startHub(t)
+	c := dial(t, h.url(), nil)
+	pub := NewHTTP(h.httpURL(), nil)
+	defer pub.Close()
+
+	news := make(chan Event, 1000)
+	sub, err := c.Subscribe(ctx(t), "news.>", func(ev Event) { news <- ev })
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := make(chan Event, 10)
+	if _, err := c.Subscribe(ctx(t), "other", func(ev Event) { other <- ev }); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 200
+	for i := range n {
+		if _, err := pub.Publish(ctx(t), fmt.Sprintf("news.n%d", i%3), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pub.Publish(ctx(t), "news", "not matched: > needs a word"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		ev := recv(t, news, "event")
+		if string(ev.Data) != fmt.Sprint(i) || ev.Topic != fmt.Sprintf("news.n%d", i%3) {
+			t.Fatalf("event %d: %s %s", i, ev.Topic, ev.Data)
+		}
+	}
+
+	if err := sub.Unsubscribe(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx(t), "news.late", 1); err != nil {
+		t.Fatal(err)
+	}
+	// Events are delivered in order, so once "other" sees this one the
+	// hub has handled the one before it.
+	if n, err := c.Publish(ctx(t), "other", "marker"); err != nil || n != 1 {
+		t.Fatalf("publish other: %d, %v", n, err)
+	}
+	recv(t, other, "marker")
+	select {
+	case ev := <-news:
+		t.Fatalf("event after Unsubscribe: %s %s", ev.Topic, ev.Data)
+	default:
+	}
+}
+
+func TestMatch(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, topic string
+		want           bool
+	}{
+		{"news", "news", true},
+		{"news", "news.a", false},
+		{"news.*", "news.a", true},
+		{"news.*", "news.a.b", false},
+		{"news.*", "news", false},
+		{"news.>", "news.a.b", true},
+		{"news.>", "news", false},
+		{">", "a.b", true},
+		{"*.b", "a.b", true},
+		{"*.b", "a.c", false},
+	} {
+		if got := match(tt.pattern, tt.topic); got != tt.want {
+			t.Errorf("match(%q, %q) = %v", tt.pattern, tt.topic, got)
+		}
+	}
+}
+
+func TestReconnect(t *testing.T) {
+	h := startHub(t)
+	states := newStateLog()
+	mux := peer.NewMux()
+	mux.Handle("ping2", peer.Func(func(context.Context, struct{}) (string, error) { return "pong", nil }))
+	c := dial(t, h.url(), &Options{
+		Router:     mux,
+		MinBackoff: 10 * time.Millisecond,
+		MaxBackoff: 100 * time.Millisecond,
+		OnState:    states.on,
+	})
+	events := make(chan Event, 100)
+	if _, err := c.Subscribe(ctx(t), "room.*", func(ev Event) { events <- ev }); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.publish("room.1", "before"); n != 1 {
+		t.Fatalf("delivered %d", n)
+	}
+	if ev := recv(t, events, "event"); string(ev.Data) != `"before"` {
+		t.Fatalf("got %s", ev.Data)
+	}
+
+	for round := range 2 {
+		h.stop()
+		states.until(t, StateDisconnected)
+		if c.State() == StateConnected {
+			t.Fatal("still connected")
+		}
+		h.start()
+		states.until(t, StateConnected)
+
+		// Re-subscribed: an event published now arrives.
+		if n := h.publish("room.2", round); n != 1 {
+			t.Fatalf("round %d: delivered to %d peers after reconnect", round, n)
+		}
+		if ev := recv(t, events, "event after reconnect"); string(ev.Data) != fmt.Sprint(round) {
+			t.Fatalf("got %s", ev.Data)
+		}
+		// And it still serves its methods.
+		var got string
+		if err := c.Call(ctx(t), "callback", map[string]string{"method": "ping2"}, &got); err != nil || got != "pong" {
+			t.Fatalf("callback after reconnect: %q, %v", got, err)
+		}
+	}
+	c.Close()
+	states.until(t, StateClosed)
+}
+
+func TestOutage(t *testing.T) {
+	h := startHub(t)
+	states := newStateLog()
+	c := dial(t, h.url(), &Options{
+		MinBackoff: 20 * time.Millisecond,
+		MaxBackoff: 50 * time.Millisecond,
+		OnState:    states.on,
+	})
+
+	// A call in flight when the connection drops.
+	inflight := make(chan error, 1)
+	go func() { inflight <- c.Call(ctx(t), "sleep", map[string]int{"ms": 5000}, nil) }()
+	// Let it reach the hub: a later call on the same connection that
+	// returns means the sleep request was written before it.
+	if err := c.Call(ctx(t), "echo", []int{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	err := recv(t, inflight, "in-flight call")
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("in-flight call: %v; want ErrConnectionLost", err)
+	}
+	var ce *peer.CloseError
+	if !errors.As(err, &ce) || ce.Code != peer.CloseGoingAway {
+		t.Errorf("in-flight call: %v; want the 1001 close in the chain", err)
+	}
+	states.until(t, StateDisconnected)
+
+	// Fail fast, per call.
+	start := time.Now()
+	err = c.Call(WithFailFast(ctx(t), true), "echo", []int{1}, nil)
+	if !errors.Is(err, ErrDisconnected) {
+		t.Fatalf("fail-fast call: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("fail-fast call took %v", d)
+	}
+	// A waiting call whose context ends first.
+	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := c.Call(short, "echo", []int{1}, nil); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrDisconnected) {
+		t.Fatalf("waiting call, short ctx: %v", err)
+	}
+
+	// Waiting calls go through once the hub is back.
+	waited := make(chan error, 3)
+	for range 3 {
+		go func() {
+			var res json.RawMessage
+			err := c.Call(ctx(t), "echo", []string{"back"}, &res)
+			if err == nil && string(res) != `["back"]` {
+				err = fmt.Errorf("got %s", res)
+			}
+			waited <- err
+		}()
+	}
+	select {
+	case err := <-waited:
+		t.Fatalf("waiting call returned during the outage: %v", err)
+	case <-time.After(100 * time.Millisecond): // not a synchronization: checks that it waits
+	}
+	h.start()
+	for range 3 {
+		if err := recv(t, waited, "waiting call"); err != nil {
+			t.Fatalf("waiting call: %v", err)
+		}
+	}
+
+	// The option, for the whole client.
+	c2 := dial(t, h.url(), &Options{FailFast: true, MinBackoff: time.Hour})
+	h.stop()
+	for c2.State() == StateConnected {
+		if err := c2.Call(ctx(t), "echo", []int{1}, nil); err != nil {
+			break
+		}
+	}
+	if err := c2.Call(ctx(t), "echo", []int{1}, nil); !errors.Is(err, ErrDisconnected) {
+		t.Fatalf("FailFast client: %v", err)
+	}
+	h.start()
+}
+
+func TestGiveUp(t *testing.T) {
+	h := startHub(t)
+	c := dial(t, h.url(), &Options{MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	h.stop()
+	recv(t, c.Done(), "client to give up")
+	if err := c.Err(); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "gave up after 2 attempts") {
+		t.Fatalf("Err = %v", err)
+	}
+	if err := c.Call(ctx(t), "echo", nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after giving up: %v", err)
+	}
+	if _, err := c.Subscribe(ctx(t), "x", func(Event) {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("subscribe after giving up: %v", err)
+	}
+}
+
+func TestDialError(t *testing.T) {
+	h := startHub(t)
+	h.stop()
+	_, err := Dial(ctx(t), h.url(), nil)
+	if err == nil || !strings.Contains(err.Error(), "dial "+h.url()) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("Dial to a closed port: %v", err)
+	}
+}
+
+func TestHTTP(t *testing.T) {
+	h := startHub(t)
+	hc := NewHTTP(h.httpURL(), &Options{Token: "secret"})
+	defer hc.Close()
+	var sum float64
+	if err := hc.Call(ctx(t), "add", []int{2, 3}, &sum); err != nil || sum != 5 {
+		t.Fatalf("add = %v, %v", sum, err)
+	}
+	if err := hc.Notify(ctx(t), "echo", []int{1}); err != nil {
+		t.Fatalf("notify: %v", err)
+	}
+	var perr *peer.Error
+	if err := hc.Call(ctx(t), "nope", nil, nil); !errors.As(err, &perr) || perr.Code != peer.CodeMethodNotFound {
+		t.Fatalf("nope: %v", err)
+	}
+	if err := hc.Call(ctx(t), "echo", 42, nil); !errors.As(err, &perr) || perr.Code != peer.CodeInvalidParams {
+		t.Fatalf("scalar params: %v", err)
+	}
+	h.stop()
+	if err := hc.Call(ctx(t), "add", []int{2, 3}, &sum); err == nil || !strings.Contains(err.Error(), h.httpURL()) {
+		t.Fatalf("call to a stopped hub: %v", err)
+	}
+}

@@ -1,0 +1,47 @@
+// Package client is the Go client of a Switchboard hub: a long-lived
+// WebSocket connection that calls the hub's methods, serves methods the
+// hub calls back, subscribes to topics, and repairs itself when the
+// connection drops. [HTTPClient] makes one-shot calls over HTTP POST.
+//
+//	c, err := client.Dial(ctx, "ws://127.0.0.1:8080/rpc", &client.Options{
+//		Token:  os.Getenv("HUB_TOKEN"),
+//		Router: mux, // the methods the hub may call on us
+//	})
+//	if err != nil { ... }
+//	defer c.Close()
+//
+//	var sum float64
+//	err = c.Call(ctx, "add", []float64{1, 2}, &sum)
+//
+//	sub, err := c.Subscribe(ctx, "news.>", func(ev client.Event) {
+//		fmt.Println(ev.Topic, string(ev.Data))
+//	})
+//
+// # Errors
+//
+// A call the hub answered with an error returns a *peer.Error; compare its
+// Code. A call in flight when the connection drops returns an error
+// wrapping [ErrConnectionLost] (it may or may not have run); a call made
+// while the client is reconnecting waits for the connection, or fails at
+// once with [ErrDisconnected] when Options.FailFast or [WithFailFast] say
+// so. After Close every method returns an error wrapping [ErrClosed].
+//
+// # Reconnection
+//
+// When the connection drops, the client dials again after a pause that
+// starts at Options.MinBackoff and doubles up to Options.MaxBackoff, with
+// jitter, until it succeeds or Options.MaxAttempts attempts have failed.
+// On success it subscribes again to the patterns of its subscriptions
+// before any waiting call goes through, and keeps serving its Router.
+// Events published while it was away are lost. Options.OnState sees every
+// change of [State].
+//
+// # Events
+//
+// The hub sends events as rpc.event notifications. The client queues each
+// one to every subscription whose pattern matches its topic; each
+// subscription runs its handler on a goroutine of its own, one event at a
+// time, in the order the hub sent them.
+//
+// The wire protocol is described in the project's PROTOCOL.md.
+package client

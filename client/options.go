@@ -1,0 +1,155 @@
+package client
+
+import (
+	"crypto/tls"
+	"net/http"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+	"go.uber.org/zap"
+)
+
+// Options configures a [Client] ([Dial]) or an [HTTPClient] ([NewHTTP]).
+// A nil *Options is valid and gives the defaults; zero fields mean their
+// defaults too. Dial and NewHTTP copy the struct, so it may be reused.
+type Options struct {
+	// Router serves the calls the hub makes on this client, usually a
+	// *peer.Mux. Nil serves none: such calls get -32601. rpc.event is
+	// never looked up in it: the client delivers events to its
+	// subscriptions itself. Ignored by NewHTTP.
+	Router peer.Router
+
+	// Token, if set, is sent as "Authorization: Bearer <Token>" with the
+	// WebSocket handshake (and each reconnection) and with every POST.
+	Token string
+
+	// Header holds extra HTTP headers for the handshake and for POSTs.
+	Header http.Header
+
+	// TLSConfig configures TLS for wss:// and https:// URLs. Nil uses the
+	// system's roots. Ignored when HTTPClient is set.
+	TLSConfig *tls.Config
+
+	// HTTPClient carries the WebSocket handshake and the POSTs. Its
+	// transport must support protocol upgrades (*http.Transport does).
+	// Default: a client of its own, built from TLSConfig, whose idle
+	// connections are closed by Close.
+	HTTPClient *http.Client
+
+	// DialTimeout bounds one connection attempt: TCP, TLS, the WebSocket
+	// handshake and re-subscribing. Default 10s.
+	DialTimeout time.Duration
+
+	// CallTimeout bounds a call (including any wait for a reconnection)
+	// whose context has no deadline. Default 30s; negative means no bound.
+	CallTimeout time.Duration
+
+	// MinBackoff is the pause before the first reconnection attempt; each
+	// failed attempt doubles it, up to MaxBackoff. Every pause is drawn at
+	// random between half and all of its nominal length (jitter), so that
+	// many clients do not come back at the same instant. Defaults 100ms
+	// and 10s.
+	MinBackoff, MaxBackoff time.Duration
+
+	// MaxAttempts caps the consecutive failed reconnection attempts; after
+	// that the client closes itself, and Err reports why. Default 0: try
+	// forever. Negative: never reconnect; the client closes as soon as its
+	// connection drops.
+	MaxAttempts int
+
+	// FailFast makes calls made while the client is disconnected fail at
+	// once with an error wrapping ErrDisconnected. By default they wait for
+	// the reconnection, bounded by their context. [WithFailFast] chooses
+	// per call.
+	FailFast bool
+
+	// OnState, if set, is called at each change of the connection's state,
+	// with the error that caused it (nil for StateConnecting and
+	// StateConnected, and for StateClosed after Close). Calls come one at a
+	// time, in order, from the client's own goroutine; OnState should
+	// return quickly and must not call Close.
+	OnState func(s State, err error)
+
+	// MaxMessage caps the size of one incoming message, in bytes. Default
+	// 1 MiB; a larger message closes the connection (code 1009), and the
+	// client reconnects. Over HTTP it caps the response body.
+	MaxMessage int
+
+	// MaxInFlight caps the hub's calls this client serves at once. Default
+	// 256; beyond it the hub gets -32004.
+	MaxInFlight int
+
+	// MaxQueue caps the messages waiting to be written. Default 1024;
+	// callers wait for room.
+	MaxQueue int
+
+	// EventBuffer caps the events waiting for one subscription's handler.
+	// Default 1024. When it is full, further events for that subscription
+	// are dropped (and logged at Warn) until the handler catches up; other
+	// subscriptions are not affected.
+	EventBuffer int
+
+	// Logger receives diagnostics: connection losses and reconnections,
+	// dropped events, failed re-subscriptions. Nil discards them.
+	Logger *zap.Logger
+}
+
+const (
+	defaultDialTimeout = 10 * time.Second
+	defaultCallTimeout = 30 * time.Second
+	defaultMinBackoff  = 100 * time.Millisecond
+	defaultMaxBackoff  = 10 * time.Second
+	defaultMaxMessage  = 1 << 20
+	defaultEventBuffer = 1024
+)
+
+// withDefaults returns a copy of o with every zero field set.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = defaultDialTimeout
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = defaultCallTimeout
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = defaultMinBackoff
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = defaultMaxBackoff
+	}
+	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = defaultMaxMessage
+	}
+	if c.EventBuffer <= 0 {
+		c.EventBuffer = defaultEventBuffer
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	c.Header = c.Header.Clone()
+	if c.Header == nil {
+		c.Header = http.Header{}
+	}
+	if c.Token != "" {
+		c.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	return c
+}
+
+// httpClient returns the HTTP client to use and whether the caller owns it
+// (and so closes its idle connections when done).
+func (o *Options) httpClient() (*http.Client, bool) {
+	if o.HTTPClient != nil {
+		return o.HTTPClient, false
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if o.TLSConfig != nil {
+		t.TLSClientConfig = o.TLSConfig.Clone()
+	}
+	return &http.Client{Transport: t}, true
+}

@@ -1,0 +1,273 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+	"go.uber.org/zap"
+)
+
+// Event is one message published on a topic, as delivered by the hub in
+// an rpc.event notification.
+type Event struct {
+	Topic string          `json:"topic"` // the topic it was published on
+	Data  json.RawMessage `json:"data"`  // the published value, as JSON
+}
+
+// Subscription delivers the events of one topic pattern to its handler,
+// one at a time and in the order the hub sent them, on a goroutine of its
+// own: a slow handler delays only its own subscription. It lasts across
+// reconnections until Unsubscribe, Close, or the client's Close.
+type Subscription struct {
+	c       *Client
+	pattern string
+	fn      func(Event)
+	max     int
+
+	wake chan struct{} // 1-buffered: events are waiting
+	quit chan struct{} // closed by end
+
+	mu       sync.Mutex
+	queue    []Event
+	ended    bool
+	dropping bool // events are being dropped; logged once per episode
+	dropped  int64
+}
+
+type topicParams struct {
+	Topic string `json:"topic"`
+}
+
+// Subscribe subscribes to the topics matching pattern ("news", "news.*",
+// "news.>"; see the protocol for the syntax) and calls fn with each
+// event, in order, on a goroutine of the subscription's own. It returns
+// once the hub has accepted the subscription; a refusal is a *peer.Error
+// (-32001 when the hub's policy denies it).
+//
+// Two subscriptions whose patterns both match a topic each get its events.
+// After a reconnection the client subscribes again by itself; events
+// published while it was disconnected are not delivered.
+func (c *Client) Subscribe(ctx context.Context, pattern string, fn func(Event)) (*Subscription, error) {
+	s := &Subscription{
+		c:       c,
+		pattern: pattern,
+		fn:      fn,
+		max:     c.o.EventBuffer,
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+	}
+	c.smu.Lock()
+	c.mu.Lock()
+	closed, err := c.closed, c.err
+	c.mu.Unlock()
+	if closed {
+		c.smu.Unlock()
+		return nil, err
+	}
+	c.subs[s] = struct{}{}
+	c.wg.Go(s.loop)
+	c.smu.Unlock()
+
+	if err := c.Call(ctx, "rpc.subscribe", topicParams{Topic: pattern}, nil); err != nil {
+		c.remove(s)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Topic returns the pattern the subscription was made with.
+func (s *Subscription) Topic() string { return s.pattern }
+
+// Dropped returns how many events were dropped because the handler was
+// EventBuffer events behind.
+func (s *Subscription) Dropped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
+// Unsubscribe stops the deliveries at once and, unless another of the
+// client's subscriptions uses the same pattern, tells the hub
+// (rpc.unsubscribe) and waits for its answer. While the client is
+// disconnected there is nothing to tell: the pattern is simply not
+// subscribed again. A handler that is running is not waited for, so
+// Unsubscribe may be called from the subscription's own handler.
+func (s *Subscription) Unsubscribe(ctx context.Context) error {
+	if !s.c.remove(s) {
+		return nil
+	}
+	err := s.c.Call(WithFailFast(ctx, true), "rpc.unsubscribe", topicParams{Topic: s.pattern}, nil)
+	if errors.Is(err, ErrDisconnected) || errors.Is(err, ErrClosed) || errors.Is(err, ErrConnectionLost) {
+		return nil // the hub forgets the connection's subscriptions with it
+	}
+	return err
+}
+
+// Close stops the deliveries at once and tells the hub without waiting
+// for its answer, as a notification.
+func (s *Subscription) Close() error {
+	if !s.c.remove(s) {
+		return nil
+	}
+	c := s.c
+	c.mu.Lock()
+	pc := c.pc
+	c.mu.Unlock()
+	if pc != nil {
+		_ = pc.Notify(c.ctx, "rpc.unsubscribe", topicParams{Topic: s.pattern})
+	}
+	return nil
+}
+
+// remove ends s and reports whether the hub should be told: s was still
+// subscribed and no other subscription shares its pattern.
+func (c *Client) remove(s *Subscription) bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if _, ok := c.subs[s]; !ok {
+		return false
+	}
+	delete(c.subs, s)
+	s.end()
+	for o := range c.subs {
+		if o.pattern == s.pattern {
+			return false
+		}
+	}
+	return true
+}
+
+// end stops s's goroutine; the handler in progress, if any, finishes.
+func (s *Subscription) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.ended = true
+		s.queue = nil
+		close(s.quit)
+	}
+}
+
+func (s *Subscription) loop() {
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-s.wake:
+		}
+		for {
+			s.mu.Lock()
+			if s.ended || len(s.queue) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			ev := s.queue[0]
+			s.queue[0] = Event{}
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			s.fn(ev)
+		}
+	}
+}
+
+// push queues ev without waiting; a full queue drops it.
+func (s *Subscription) push(ev Event, log *zap.Logger) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	if len(s.queue) >= s.max {
+		s.dropped++
+		first := !s.dropping
+		s.dropping = true
+		s.mu.Unlock()
+		if first {
+			log.Warn("subscription too slow: dropping events",
+				zap.String("topic", ev.Topic), zap.String("pattern", s.pattern))
+		}
+		return
+	}
+	s.dropping = false
+	s.queue = append(s.queue, ev)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// onEvent serves rpc.event. It is registered as serial, so it runs for
+// one event at a time in arrival order, and only queues.
+func (c *Client) onEvent(_ context.Context, req *peer.Request) (any, error) {
+	var ev Event
+	if err := json.Unmarshal(req.Params, &ev); err != nil || ev.Topic == "" {
+		c.log.Debug("malformed rpc.event dropped", zap.ByteString("params", req.Params))
+		return nil, peer.Errorf(peer.CodeInvalidParams, "rpc.event needs a topic")
+	}
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	for s := range c.subs {
+		if match(s.pattern, ev.Topic) {
+			s.push(ev, c.log)
+		}
+	}
+	return nil, nil
+}
+
+// resubscribe subscribes pc to the patterns of the client's subscriptions,
+// after a reconnection. A pattern the hub refuses now is logged and its
+// subscriptions stay (they receive nothing); only a transport error fails
+// the connection attempt.
+func (c *Client) resubscribe(ctx context.Context, pc *peer.Conn) error {
+	c.smu.Lock()
+	seen := make(map[string]bool)
+	var elems []peer.BatchElem
+	for s := range c.subs {
+		if !seen[s.pattern] {
+			seen[s.pattern] = true
+			elems = append(elems, peer.BatchElem{Method: "rpc.subscribe", Params: topicParams{Topic: s.pattern}})
+		}
+	}
+	c.smu.Unlock()
+	if len(elems) == 0 {
+		return nil
+	}
+	if err := pc.Batch(ctx, elems); err != nil {
+		return err
+	}
+	for _, e := range elems {
+		if e.Err == nil {
+			continue
+		}
+		if _, ok := e.Err.(*peer.Error); !ok {
+			return e.Err
+		}
+		c.log.Warn("re-subscription refused",
+			zap.String("topic", e.Params.(topicParams).Topic), zap.Error(e.Err))
+	}
+	return nil
+}
+
+// match reports whether topic matches pattern, where "*" stands for one
+// word and a final ">" for one or more.
+func match(pattern, topic string) bool {
+	for {
+		pw, prest, pmore := strings.Cut(pattern, ".")
+		tw, trest, tmore := strings.Cut(topic, ".")
+		if pw == ">" {
+			return true
+		}
+		if pw != "*" && pw != tw {
+			return false
+		}
+		if !pmore || !tmore {
+			return pmore == tmore
+		}
+		pattern, topic = prest, trest
+	}
+}
