@@ -1,0 +1,362 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// ErrInvalidTopic is returned for a topic or pattern that breaks the topic
+// syntax (see the package documentation).
+var ErrInvalidTopic = errors.New("hub: invalid topic")
+
+// Options configures a Hub. A nil *Options is valid and gives the defaults.
+type Options struct {
+	// Policy decides who may subscribe to and publish on which topic.
+	// Nil means DefaultPolicy: any peer may subscribe, no peer may
+	// publish (Go code publishing with Hub.Publish is not asked).
+	Policy Policy
+
+	// MaxSubscriptions caps the patterns one peer may be subscribed to.
+	// Default 1000; an rpc.subscribe that would go over it fails with
+	// -32004 and subscribes to nothing.
+	MaxSubscriptions int
+
+	// OnJoin and OnLeave, if set, are called when a peer joins and after
+	// it has left. They run on the goroutine of Hub.Join and Hub.Leave
+	// (in a server, the connection's); they may call the peer.
+	OnJoin, OnLeave func(*Peer)
+}
+
+// Hub is a registry of connected peers and of their topic subscriptions.
+// It starts no goroutines: the server serves each connection and tells the
+// hub when a peer joins and leaves; the hub answers the topic methods on
+// those connections and fans events out to them.
+//
+// All methods are safe for concurrent use.
+type Hub struct {
+	o Options
+
+	pmu    sync.RWMutex
+	peers  map[string]*Peer
+	byConn map[*peer.Conn]*Peer
+
+	// mu guards the subscription tree and every Peer's subs. Publishing
+	// holds it while it hands the event to each subscriber, which never
+	// blocks; so events reach all subscribers in one order.
+	mu    sync.Mutex
+	root  node
+	nsubs int     // subscriptions in the tree
+	seq   uint64  // publish sequence, for deduplication
+	match []*node // scratch for Publish, reused under mu
+
+	stats struct {
+		published, delivered, dropped, slow atomic.Uint64
+	}
+}
+
+// New returns an empty Hub configured by opts.
+func New(opts *Options) *Hub {
+	h := &Hub{
+		peers:  make(map[string]*Peer),
+		byConn: make(map[*peer.Conn]*Peer),
+	}
+	if opts != nil {
+		h.o = *opts
+	}
+	if h.o.Policy == nil {
+		h.o.Policy = DefaultPolicy
+	}
+	if h.o.MaxSubscriptions <= 0 {
+		h.o.MaxSubscriptions = 1000
+	}
+	return h
+}
+
+// Peer is a connection registered with a Hub: a browser or a service.
+// Its methods are safe for concurrent use.
+type Peer struct {
+	id       string
+	identity any
+	conn     *peer.Conn
+	h        *Hub
+
+	// Guarded by h.mu.
+	subs map[string]*subscription
+	mark uint64 // the last publish that reached this peer
+	left bool
+}
+
+// ID returns the peer's id, unique in the hub (a UUID unless the server
+// chose otherwise).
+func (p *Peer) ID() string { return p.id }
+
+// Identity returns what authentication said the peer is (nil when the
+// server authenticates no one).
+func (p *Peer) Identity() any { return p.identity }
+
+// Conn returns the peer's connection.
+func (p *Peer) Conn() *peer.Conn { return p.conn }
+
+// Call calls method on the peer and decodes the result into result,
+// as [peer.Conn.Call] does.
+func (p *Peer) Call(ctx context.Context, method string, params, result any) error {
+	return p.conn.Call(ctx, method, params, result)
+}
+
+// Notify sends the peer a notification, as [peer.Conn.Notify] does.
+func (p *Peer) Notify(ctx context.Context, method string, params any) error {
+	return p.conn.Notify(ctx, method, params)
+}
+
+// Topics returns the patterns the peer is subscribed to, sorted.
+func (p *Peer) Topics() []string {
+	p.h.mu.Lock()
+	topics := make([]string, 0, len(p.subs))
+	for t := range p.subs {
+		topics = append(topics, t)
+	}
+	p.h.mu.Unlock()
+	sort.Strings(topics)
+	return topics
+}
+
+// Join registers conn as a connected peer with the given identity and
+// returns it. The peer's id is id, or a new UUID when id is "". A server
+// calls Join before it serves conn, with a context from [WithIdentity],
+// and Leave once Serve has returned.
+func (h *Hub) Join(conn *peer.Conn, id string, identity any) *Peer {
+	if id == "" {
+		id = uuid.NewString()
+	}
+	p := &Peer{id: id, identity: identity, conn: conn, h: h}
+	h.pmu.Lock()
+	if _, dup := h.peers[id]; dup {
+		h.pmu.Unlock()
+		panic("hub: peer id " + id + " joined twice")
+	}
+	h.peers[id] = p
+	h.byConn[conn] = p
+	h.pmu.Unlock()
+	if h.o.OnJoin != nil {
+		h.o.OnJoin(p)
+	}
+	return p
+}
+
+// Leave removes p from the hub and drops its subscriptions. It does not
+// close p's connection.
+func (h *Hub) Leave(p *Peer) {
+	h.mu.Lock()
+	if p.left {
+		h.mu.Unlock()
+		return
+	}
+	p.left = true
+	for _, s := range p.subs {
+		s.remove()
+	}
+	h.nsubs -= len(p.subs)
+	p.subs = nil
+	h.mu.Unlock()
+
+	h.pmu.Lock()
+	delete(h.peers, p.id)
+	delete(h.byConn, p.conn)
+	h.pmu.Unlock()
+	if h.o.OnLeave != nil {
+		h.o.OnLeave(p)
+	}
+}
+
+// Peer returns the peer with the given id, or nil.
+func (h *Hub) Peer(id string) *Peer {
+	h.pmu.RLock()
+	defer h.pmu.RUnlock()
+	return h.peers[id]
+}
+
+// Peers returns the peers connected now, in no particular order.
+func (h *Hub) Peers() []*Peer {
+	h.pmu.RLock()
+	defer h.pmu.RUnlock()
+	peers := make([]*Peer, 0, len(h.peers))
+	for _, p := range h.peers {
+		peers = append(peers, p)
+	}
+	return peers
+}
+
+// PeerFromContext returns the peer whose request a handler is serving,
+// or nil (over HTTP POST, or for a connection that did not join this hub).
+func (h *Hub) PeerFromContext(ctx context.Context) *Peer {
+	c := peer.ConnFromContext(ctx)
+	if c == nil {
+		return nil
+	}
+	h.pmu.RLock()
+	defer h.pmu.RUnlock()
+	return h.byConn[c]
+}
+
+// Stats are counters of a hub's activity since it was created.
+type Stats struct {
+	Peers         int    // connected now
+	Subscriptions int    // subscriptions now, over all peers
+	Published     uint64 // messages published (by peers and by Go code)
+	Delivered     uint64 // events handed to a subscriber's queue
+	Dropped       uint64 // events not delivered: the subscriber was closed or too slow
+	SlowClosed    uint64 // subscribers closed because their queue was full (1008)
+}
+
+// Stats returns the hub's counters.
+func (h *Hub) Stats() Stats {
+	h.pmu.RLock()
+	n := len(h.peers)
+	h.pmu.RUnlock()
+	h.mu.Lock()
+	subs := h.nsubs
+	h.mu.Unlock()
+	return Stats{
+		Peers:         n,
+		Subscriptions: subs,
+		Published:     h.stats.published.Load(),
+		Delivered:     h.stats.delivered.Load(),
+		Dropped:       h.stats.dropped.Load(),
+		SlowClosed:    h.stats.slow.Load(),
+	}
+}
+
+// Publish sends data to every peer subscribed to a pattern matching topic,
+// as an rpc.event notification, and returns how many peers it reached.
+// The event is encoded once; data may be anything encoding/json accepts
+// (a json.RawMessage is sent as is). Publish never waits for a subscriber:
+// one whose queue of events is full is closed with 1008 and not counted.
+// Publishing from Go code is not subject to the hub's Policy.
+func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !validTopic(topic, false) {
+		return 0, fmt.Errorf("%w: %q", ErrInvalidTopic, topic)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return 0, fmt.Errorf("hub: encode data for %s: %w", topic, err)
+	}
+	return h.publish(topic, raw), nil
+}
+
+// publish fans the event out. topic must be valid and data valid JSON.
+func (h *Hub) publish(topic string, data []byte) int {
+	msg := encodeEvent(topic, data)
+	h.stats.published.Add(1)
+	delivered, dropped, slow := 0, 0, 0
+
+	h.mu.Lock()
+	nodes := h.root.match(h.match[:0], topic)
+	dedup := len(nodes) > 1
+	if dedup {
+		h.seq++
+	}
+	for _, n := range nodes {
+		for _, s := range n.subs {
+			p := s.p
+			if dedup {
+				if p.mark == h.seq {
+					continue
+				}
+				p.mark = h.seq
+			}
+			switch err := p.conn.Post(msg); {
+			case err == nil:
+				delivered++
+			case errors.Is(err, peer.ErrTooSlow):
+				dropped++
+				slow++
+			default:
+				dropped++
+			}
+		}
+	}
+	clear(nodes)
+	h.match = nodes[:0]
+	h.mu.Unlock()
+
+	h.stats.delivered.Add(uint64(delivered))
+	if dropped > 0 {
+		h.stats.dropped.Add(uint64(dropped))
+		h.stats.slow.Add(uint64(slow))
+	}
+	return delivered
+}
+
+// encodeEvent builds the rpc.event notification. topic needs no escaping:
+// the topic syntax allows no character JSON would escape.
+func encodeEvent(topic string, data []byte) []byte {
+	const (
+		head = `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"`
+		mid  = `","data":`
+		tail = `}}`
+	)
+	b := make([]byte, 0, len(head)+len(topic)+len(mid)+len(data)+len(tail))
+	b = append(b, head...)
+	b = append(b, topic...)
+	b = append(b, mid...)
+	b = append(b, data...)
+	return append(b, tail...)
+}
+
+// subscribe adds p's subscriptions to the patterns, which must be valid.
+// It returns the patterns, or an error when they would exceed the limit.
+func (h *Hub) subscribe(p *Peer, patterns []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p.left {
+		return peer.ErrClosed
+	}
+	added := 0
+	for _, t := range patterns {
+		if _, ok := p.subs[t]; !ok {
+			added++
+		}
+	}
+	if len(p.subs)+added > h.o.MaxSubscriptions {
+		return peer.Errorf(peer.CodeOverloaded, "Overloaded: more than %d subscriptions", h.o.MaxSubscriptions)
+	}
+	for _, t := range patterns {
+		if _, ok := p.subs[t]; ok {
+			continue
+		}
+		if p.subs == nil {
+			p.subs = make(map[string]*subscription)
+		}
+		p.subs[t] = h.root.insert(p, t)
+		h.nsubs++
+	}
+	return nil
+}
+
+// unsubscribe removes p's subscriptions to the patterns and returns those
+// it had.
+func (h *Hub) unsubscribe(p *Peer, patterns []string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	removed := []string{}
+	for _, t := range patterns {
+		if s, ok := p.subs[t]; ok {
+			s.remove()
+			h.nsubs--
+			delete(p.subs, t)
+			removed = append(removed, t)
+		}
+	}
+	return removed
+}

@@ -1,0 +1,205 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// Router returns a peer.Router that answers the hub's methods
+// (rpc.subscribe, rpc.unsubscribe, rpc.publish) and hands every other
+// method, rpc.discover included, to app (which may be nil).
+//
+// The hub's methods are serial on each connection: a peer's subscribes,
+// unsubscribes and publishes take effect in the order it sent them, so a
+// peer that subscribes and then publishes, without waiting in between,
+// receives its own event.
+func (h *Hub) Router(app peer.Router) peer.Router {
+	return router{h: h, app: app}
+}
+
+type router struct {
+	h   *Hub
+	app peer.Router
+}
+
+func (r router) Lookup(method string) (peer.Handler, bool) {
+	switch method {
+	case "rpc.subscribe":
+		return peer.HandlerFunc(r.h.serveSubscribe), true
+	case "rpc.unsubscribe":
+		return peer.HandlerFunc(r.h.serveUnsubscribe), true
+	case "rpc.publish":
+		return peer.HandlerFunc(r.h.servePublish), true
+	}
+	if r.app == nil {
+		return nil, false
+	}
+	return r.app.Lookup(method)
+}
+
+// topicsResult is the result of rpc.subscribe and rpc.unsubscribe.
+type topicsResult struct {
+	Topics []string `json:"topics"`
+}
+
+func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error) {
+	p, err := h.caller(ctx, req.Method)
+	if err != nil {
+		return nil, err
+	}
+	patterns, err := topicParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range patterns {
+		if err := h.allow(ctx, Subscribe, t); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.subscribe(p, patterns); err != nil {
+		return nil, err
+	}
+	return topicsResult{patterns}, nil
+}
+
+func (h *Hub) serveUnsubscribe(ctx context.Context, req *peer.Request) (any, error) {
+	p, err := h.caller(ctx, req.Method)
+	if err != nil {
+		return nil, err
+	}
+	patterns, err := topicParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	return topicsResult{h.unsubscribe(p, patterns)}, nil
+}
+
+// publishResult is the result of rpc.publish.
+type publishResult struct {
+	Delivered int `json:"delivered"`
+}
+
+func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) {
+	var p struct {
+		Topic *string         `json:"topic"`
+		Data  json.RawMessage `json:"data"`
+	}
+	switch firstByte(req.Params) {
+	case '{':
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, invalidParams("rpc.publish takes {\"topic\": string, \"data\": any}")
+		}
+	case '[':
+		var a []json.RawMessage
+		if err := json.Unmarshal(req.Params, &a); err != nil || len(a) < 1 || len(a) > 2 ||
+			json.Unmarshal(a[0], &p.Topic) != nil {
+			return nil, invalidParams("rpc.publish takes [topic, data]")
+		}
+		if len(a) == 2 {
+			p.Data = a[1]
+		}
+	}
+	if p.Topic == nil {
+		return nil, invalidParams("rpc.publish needs a topic")
+	}
+	topic := *p.Topic
+	if !validTopic(topic, false) {
+		return nil, invalidParams("invalid topic to publish on: " + quote(topic))
+	}
+	if err := h.allow(ctx, Publish, topic); err != nil {
+		return nil, err
+	}
+	data := []byte(p.Data)
+	if len(data) == 0 {
+		data = []byte("null")
+	}
+	return publishResult{h.publish(topic, data)}, nil
+}
+
+// caller returns the peer making a request, or an error when there is none
+// (HTTP POST): topic subscriptions need a connection to deliver to.
+func (h *Hub) caller(ctx context.Context, method string) (*Peer, error) {
+	if p := h.PeerFromContext(ctx); p != nil {
+		return p, nil
+	}
+	return nil, peer.Errorf(peer.CodeApplication, "%s needs a WebSocket connection to deliver events to", method)
+}
+
+// allow asks the policy, turning a refusal into -32001.
+func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
+	err := h.o.Policy.Allow(ctx, a, topic)
+	if err == nil {
+		return nil
+	}
+	if e, ok := errors.AsType[*peer.Error](err); ok {
+		return e
+	}
+	return peer.Errorf(peer.CodeUnauthorized, "Unauthorized: %s %s", a, quote(topic))
+}
+
+// topicParams reads the patterns of rpc.subscribe and rpc.unsubscribe:
+// {"topic": t}, {"topics": [t, ...]} or [t, ...].
+func topicParams(params json.RawMessage) ([]string, error) {
+	const usage = `takes {"topic": pattern} or [pattern, ...]`
+	var topics []string
+	switch firstByte(params) {
+	case '{':
+		var p struct {
+			Topic  *string  `json:"topic"`
+			Topics []string `json:"topics"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalidParams(usage)
+		}
+		if p.Topic != nil {
+			topics = append(topics, *p.Topic)
+		}
+		topics = append(topics, p.Topics...)
+	case '[':
+		if err := json.Unmarshal(params, &topics); err != nil {
+			return nil, invalidParams(usage)
+		}
+	}
+	if len(topics) == 0 {
+		return nil, invalidParams("no topic: " + usage)
+	}
+	out := topics[:0]
+	seen := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		if !validTopic(t, true) {
+			return nil, invalidParams("invalid topic pattern: " + quote(t))
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func invalidParams(msg string) *peer.Error {
+	return peer.Errorf(peer.CodeInvalidParams, "Invalid params: %s", msg)
+}
+
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// quote quotes a topic for an error message, shortening a long one.
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,128 @@
+package hub
+
+import "strings"
+
+// maxTopicLen bounds the length of a topic or subscription pattern.
+const maxTopicLen = 256
+
+// validTopic reports whether t is a topic one may publish on: dot-separated,
+// non-empty words of letters, digits, '_', '-' and ':'. With wildcards set,
+// t may also be a subscription pattern: a word may be "*" (any one word) and
+// the last word may be ">" (one or more words).
+func validTopic(t string, wildcards bool) bool {
+	if t == "" || len(t) > maxTopicLen {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(t); i++ {
+		if i < len(t) && t[i] != '.' {
+			continue
+		}
+		w := t[start:i]
+		switch {
+		case w == "":
+			return false
+		case w == "*" || w == ">":
+			if !wildcards || w == ">" && i != len(t) {
+				return false
+			}
+		default:
+			for j := 0; j < len(w); j++ {
+				if !wordByte(w[j]) {
+					return false
+				}
+			}
+		}
+		start = i + 1
+	}
+	return true
+}
+
+func wordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '_' || c == '-' || c == ':'
+}
+
+// node is one word of the subscription tree. A pattern's words are the path
+// from the root; subs holds the subscriptions whose pattern ends here.
+// "*" and ">" are children like any other word.
+type node struct {
+	parent   *node
+	word     string
+	children map[string]*node
+	subs     []*subscription
+}
+
+// subscription is one peer's interest in one pattern. idx is its position
+// in n.subs, so that removing it is O(1).
+type subscription struct {
+	p   *Peer
+	n   *node
+	idx int
+}
+
+// insert adds a subscription of p to pattern and returns it.
+func (root *node) insert(p *Peer, pattern string) *subscription {
+	n := root
+	for w := range strings.SplitSeq(pattern, ".") {
+		c := n.children[w]
+		if c == nil {
+			if n.children == nil {
+				n.children = make(map[string]*node)
+			}
+			c = &node{parent: n, word: w}
+			n.children[w] = c
+		}
+		n = c
+	}
+	s := &subscription{p: p, n: n, idx: len(n.subs)}
+	n.subs = append(n.subs, s)
+	return s
+}
+
+// remove takes s out of the tree and prunes the nodes left empty.
+func (s *subscription) remove() {
+	n := s.n
+	last := len(n.subs) - 1
+	moved := n.subs[last]
+	n.subs[s.idx] = moved
+	moved.idx = s.idx
+	n.subs[last] = nil
+	n.subs = n.subs[:last]
+	for n.parent != nil && len(n.subs) == 0 && len(n.children) == 0 {
+		delete(n.parent.children, n.word)
+		n = n.parent
+	}
+}
+
+// match appends to dst the nodes holding subscriptions that match topic
+// (which has no wildcards) and returns dst.
+func (root *node) match(dst []*node, topic string) []*node {
+	return root.matchFrom(dst, topic)
+}
+
+func (n *node) matchFrom(dst []*node, rest string) []*node {
+	if rest == "" {
+		if len(n.subs) > 0 {
+			dst = append(dst, n)
+		}
+		return dst
+	}
+	if len(n.children) == 0 {
+		return dst
+	}
+	word, tail, ok := strings.Cut(rest, ".")
+	if !ok {
+		tail = ""
+	}
+	if c := n.children[">"]; c != nil && len(c.subs) > 0 {
+		dst = append(dst, c)
+	}
+	if c := n.children[word]; c != nil {
+		dst = c.matchFrom(dst, tail)
+	}
+	if c := n.children["*"]; c != nil {
+		dst = c.matchFrom(dst, tail)
+	}
+	return dst
+}

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// BearerToken returns the token a client sent with a request: from an
+// "Authorization: Bearer <token>" header, or else from the "token" query
+// parameter, which is how a browser's WebSocket, which cannot set headers,
+// sends one. It returns "" when there is none.
+func BearerToken(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(token)
+		}
+		return ""
+	}
+	return r.URL.Query().Get("token")
+}
+
+// TokenAuth returns an Authenticate function that accepts a request whose
+// BearerToken is one of tokens. The identity is the token's name in the
+// map (tokens maps each token to a name). A missing or unknown token is
+// refused with ErrUnauthorized (401).
+func TokenAuth(tokens map[string]string) func(*http.Request) (any, error) {
+	// Compare digests, so the time a lookup takes says nothing useful
+	// about how much of a guess was right.
+	byDigest := make(map[[sha256.Size]byte]string, len(tokens))
+	for tok, name := range tokens {
+		byDigest[sha256.Sum256([]byte(tok))] = name
+	}
+	return func(r *http.Request) (any, error) {
+		tok := BearerToken(r)
+		if tok == "" {
+			return nil, fmt.Errorf("%w: no token", ErrUnauthorized)
+		}
+		name, ok := byDigest[sha256.Sum256([]byte(tok))]
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown token", ErrUnauthorized)
+		}
+		return name, nil
+	}
+}
+
+// originAllowed reports whether a browser request from its Origin may use
+// /rpc: same host, or a match in AllowedOrigins (the patterns mean what
+// coder/websocket's OriginPatterns mean). No Origin: not a browser.
+func (s *Server) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, pattern := range s.o.AllowedOrigins {
+		if pattern == "*" {
+			return true
+		}
+		target := u.Host
+		if strings.Contains(pattern, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(pattern), strings.ToLower(target)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hostAllowed checks the Host header against AllowedHosts, or, when none
+// are set and the request came in on a loopback address, against the
+// names that can only mean this machine (the DNS rebinding defence).
+func (s *Server) hostAllowed(r *http.Request) bool {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if len(s.o.AllowedHosts) > 0 {
+		for _, pattern := range s.o.AllowedHosts {
+			if ok, _ := path.Match(strings.ToLower(pattern), host); ok {
+				return true
+			}
+		}
+		return false
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || !isLoopback(local) {
+		return true
+	}
+	return host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil
+}
+
+func isLoopback(a net.Addr) bool {
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		return tcp.IP.IsLoopback()
+	}
+	h, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authenticate runs Options.Authenticate. On refusal it returns the HTTP
+// status to answer with.
+func (s *Server) authenticate(r *http.Request) (identity any, status int, err error) {
+	if s.o.Authenticate == nil {
+		return nil, 0, nil
+	}
+	identity, err = s.o.Authenticate(r)
+	switch {
+	case err == nil:
+		return identity, 0, nil
+	case errors.Is(err, ErrForbidden):
+		return nil, http.StatusForbidden, err
+	}
+	return nil, http.StatusUnauthorized, err
+}
+
+func isUpgrade(r *http.Request) bool {
+	return headerHas(r.Header, "Connection", "upgrade") && headerHas(r.Header, "Upgrade", "websocket")
+}
+
+func headerHas(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}

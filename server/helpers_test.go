@@ -1,0 +1,192 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server"
+	"github.com/switchboard-rpc/switchboard/server/demo"
+)
+
+// testServer is a demo server on 127.0.0.1 with an allow-all policy.
+type testServer struct {
+	*httptest.Server
+	srv *server.Server
+}
+
+func newTestServer(t *testing.T, opts *server.Options) *testServer {
+	t.Helper()
+	if opts == nil {
+		opts = &server.Options{}
+	}
+	if opts.Router == nil {
+		opts.Router = demo.Mux()
+	}
+	if opts.Hub == nil {
+		opts.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
+	}
+	srv := server.New(opts)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		ts.Close()
+	})
+	return &testServer{Server: ts, srv: srv}
+}
+
+func (ts *testServer) wsURL() string {
+	return "ws" + strings.TrimPrefix(ts.URL, "http") + "/rpc"
+}
+
+// dialRaw opens a raw WebSocket to /rpc.
+func (ts *testServer) dialRaw(t *testing.T, opts *websocket.DialOptions) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, ts.wsURL(), opts)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	return ws
+}
+
+// dialPeer opens a WebSocket to /rpc and serves it as a peer.Conn with
+// the given router (nil: none). The conn is closed at the end of the test.
+func (ts *testServer) dialPeer(t *testing.T, opts *peer.Options) *peer.Conn {
+	t.Helper()
+	ws := ts.dialRaw(t, nil)
+	c := peer.NewConn(peer.WebSocket(ws), opts)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Serve(context.Background())
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		<-done
+	})
+	return c
+}
+
+// roundTrip writes one text message and reads one reply, within a deadline.
+func roundTrip(t *testing.T, ws *websocket.Conn, msg string) string {
+	t.Helper()
+	write(t, ws, msg)
+	return read(t, ws)
+}
+
+func write(t *testing.T, ws *websocket.Conn, msg string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+func read(t *testing.T, ws *websocket.Conn) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, b, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(b)
+}
+
+// post sends body to /rpc with the content type and returns the status
+// and the body.
+func post(t *testing.T, url, contentType, body string, header http.Header) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/rpc", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.String()
+}
+
+// assertJSONEqual compares two JSON texts semantically; want "" means no
+// reply at all. Arrays compare as sets of elements when the text is a
+// batch reply, since their order is not defined.
+func assertJSONEqual(t *testing.T, want, got string) {
+	t.Helper()
+	if want == "" || got == "" {
+		if want != got {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+		return
+	}
+	var w, g any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad want %s: %v", want, err)
+	}
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Fatalf("got invalid JSON %s: %v", got, err)
+	}
+	if !jsonEqual(w, g) {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func jsonEqual(a, b any) bool {
+	as, aok := a.([]any)
+	bs, bok := b.([]any)
+	if aok && bok && len(as) == len(bs) {
+		used := make([]bool, len(bs))
+	outer:
+		for _, x := range as {
+			for j, y := range bs {
+				if !used[j] && jsonEqual(x, y) {
+					used[j] = true
+					continue outer
+				}
+			}
+			return false
+		}
+		return true
+	}
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		if len(am) != len(bm) {
+			return false
+		}
+		for k, v := range am {
+			if !jsonEqual(v, bm[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	aj, _ := json.Marshal(a)
+	bj, _ := json.Marshal(b)
+	return bytes.Equal(aj, bj)
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
+	"go.uber.org/zap"
+)
+
+// servePost answers one JSON-RPC request or batch sent as an HTTP POST
+// body. There is no connection: events cannot be delivered and the
+// server cannot call back, so rpc.subscribe and callbacks fail.
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		plain(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json\n")
+		return
+	}
+	identity, status, err := s.authenticate(r)
+	if err != nil {
+		s.metrics.rejected.WithLabelValues("auth").Inc()
+		s.log.Info("request refused", zap.String("reason", "auth"), zap.Int("status", status),
+			zap.String("remote", r.RemoteAddr), zap.Error(err))
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+		}
+		writeJSON(w, status, []byte(`{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized"},"id":null}`))
+		return
+	}
+	if !s.begin() {
+		plain(w, http.StatusServiceUnavailable, "shutting down\n")
+		return
+	}
+	defer s.wg.Done()
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.o.MaxMessage)))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			s.metrics.rejected.WithLabelValues("too_large").Inc()
+			plain(w, http.StatusRequestEntityTooLarge, "body over the size limit\n")
+			return
+		}
+		plain(w, http.StatusBadRequest, "cannot read body\n")
+		return
+	}
+	ctx := hub.WithIdentity(r.Context(), identity)
+	reply := peer.Respond(ctx, body, s.peerOptions(s.log))
+	if reply == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+func writeJSON(w http.ResponseWriter, code int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,289 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
+	"go.uber.org/zap"
+)
+
+// Options configures a Server. A nil *Options is valid: a default hub, no
+// application methods, no authentication, same-origin WebSockets only.
+// Zero fields mean their defaults.
+type Options struct {
+	// Router serves the application's methods. Nil serves none (the
+	// system methods still work).
+	Router peer.Router
+
+	// Hub holds the connected peers and their topic subscriptions.
+	// Nil means hub.New(nil): any peer may subscribe, none may publish.
+	Hub *hub.Hub
+
+	// Authenticate, if set, runs on every /rpc request, before a WebSocket
+	// upgrade and before a POST body is read. It returns the caller's
+	// identity, which handlers and the hub's policy see through
+	// hub.Identity(ctx). An error refuses the request: 403 if it wraps
+	// ErrForbidden, 401 otherwise (a POST also gets a -32001 error body).
+	// BearerToken reads the token a client sent; TokenAuth checks it
+	// against a fixed set.
+	Authenticate func(r *http.Request) (identity any, err error)
+
+	// Authorize, if set, is asked before each call or notification a
+	// peer makes, with the request's context (hub.Identity gives the
+	// caller) and the method. An error refuses it with -32001, or with
+	// the code of a *peer.Error.
+	Authorize func(ctx context.Context, method string) error
+
+	// AllowedOrigins lists the origins, beyond the request's own host,
+	// that may open a WebSocket or POST from a browser, as host patterns
+	// ("example.com", "*.example.com") or, with a scheme, origin patterns
+	// ("https://*.example.com"), matched with path.Match. Requests without
+	// an Origin header (non-browser clients) are not checked. Default:
+	// same origin only. "*" allows any origin.
+	AllowedOrigins []string
+
+	// AllowedHosts lists the host names the Host header may carry. Empty
+	// means any host, except on a loopback listener, where only
+	// "localhost", names under ".localhost" and IP addresses are allowed:
+	// that stops DNS rebinding attacks on a hub running on a developer's
+	// machine. A refused host gets 403.
+	AllowedHosts []string
+
+	// MaxMessage caps one WebSocket message (after decompression) and one
+	// POST body, in bytes. Default 1 MiB; over it, a WebSocket closes with
+	// 1009 and a POST gets 413.
+	MaxMessage int
+
+	// MaxBatch caps the elements of one batch. Default 1000; over it, a
+	// single -32600 error.
+	MaxBatch int
+
+	// MaxInFlight caps the calls served at once on one WebSocket.
+	// Default 256; over it, -32004.
+	MaxInFlight int
+
+	// MaxQueue caps the events waiting to be written to one WebSocket.
+	// Default 1024; a peer that lets that many pile up is closed with
+	// 1008 ("too slow"). Replies are never dropped.
+	MaxQueue int
+
+	// Compression enables permessage-deflate on WebSockets. Off by
+	// default: it costs CPU and memory per connection, and JSON-RPC
+	// messages are usually small.
+	Compression bool
+
+	// Logger receives one line per connection and per refusal, and
+	// diagnostics at Debug. Nil discards them.
+	Logger *zap.Logger
+}
+
+// ErrForbidden, wrapped in an error from Options.Authenticate, answers 403
+// (the caller is known but not allowed) rather than 401.
+var ErrForbidden = errors.New("server: forbidden")
+
+// ErrUnauthorized is what TokenAuth returns for a missing or unknown token.
+var ErrUnauthorized = errors.New("server: unauthorized")
+
+const (
+	defaultMaxMessage = 1 << 20
+)
+
+// Server is an http.Handler serving JSON-RPC 2.0 on /rpc (WebSocket and
+// HTTP POST), /healthz and /metrics. Each WebSocket is served on the
+// goroutine of its HTTP request, as a peer of the server's Hub.
+//
+// Mount it on a mux for those paths, or use it as the whole handler.
+// Call Shutdown to close WebSockets: http.Server.Shutdown does not touch
+// them. All methods are safe for concurrent use.
+type Server struct {
+	o       Options
+	hub     *hub.Hub
+	router  peer.Router
+	log     *zap.Logger
+	metrics *metrics
+	mux     *http.ServeMux
+
+	mu      sync.Mutex
+	closing bool
+	conns   map[*peer.Conn]struct{}
+	wg      sync.WaitGroup // connections and POST requests being served
+}
+
+// New returns a Server configured by opts.
+func New(opts *Options) *Server {
+	s := &Server{conns: make(map[*peer.Conn]struct{})}
+	if opts != nil {
+		s.o = *opts
+	}
+	if s.o.Hub == nil {
+		s.o.Hub = hub.New(nil)
+	}
+	if s.o.MaxMessage <= 0 {
+		s.o.MaxMessage = defaultMaxMessage
+	}
+	if s.o.Logger == nil {
+		s.o.Logger = zap.NewNop()
+	}
+	s.hub = s.o.Hub
+	s.log = s.o.Logger
+	s.router = s.hub.Router(s.o.Router)
+	if s.o.Authorize != nil {
+		s.router = authorizer{s.router, s.o.Authorize}
+	}
+	s.metrics = newMetrics(s)
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/rpc", s.serveRPC)
+	s.mux.HandleFunc("/healthz", s.serveHealth)
+	s.mux.Handle("/metrics", s.metrics.handler())
+	return s
+}
+
+// Hub returns the server's hub.
+func (s *Server) Hub() *hub.Hub { return s.hub }
+
+// ServeHTTP serves /rpc, /healthz and /metrics; other paths get 404.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r) {
+		s.refuse(w, r, http.StatusForbidden, "host", "host not allowed")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if s.isClosing() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("shutting down\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
+	if !s.originAllowed(r) {
+		s.refuse(w, r, http.StatusForbidden, "origin", "origin not allowed")
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost:
+		s.servePost(w, r)
+	case r.Method == http.MethodGet && isUpgrade(r):
+		s.serveWebSocket(w, r)
+	case r.Method == http.MethodGet:
+		w.Header().Set("Upgrade", "websocket")
+		w.Header().Set("Connection", "Upgrade")
+		plain(w, http.StatusUpgradeRequired,
+			"/rpc speaks JSON-RPC 2.0 over a WebSocket (GET with Upgrade: websocket) or over HTTP POST with Content-Type: application/json\n")
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		plain(w, http.StatusMethodNotAllowed, "method not allowed: use POST, or GET to open a WebSocket\n")
+	}
+}
+
+// begin registers a request being served, or reports false when the
+// server is shutting down.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// peerOptions returns the options for one connection or POST.
+func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
+	return &peer.Options{
+		Router:      s.router,
+		MaxMessage:  s.o.MaxMessage,
+		MaxBatch:    s.o.MaxBatch,
+		MaxInFlight: s.o.MaxInFlight,
+		MaxQueue:    s.o.MaxQueue,
+		Logger:      log,
+		OnServe:     s.metrics.observe,
+	}
+}
+
+// Shutdown stops the server gracefully: new WebSockets and POSTs are
+// refused with 503, every WebSocket stops taking new calls, finishes the
+// calls in flight and closes with 1001 (going away). When ctx ends first,
+// the connections left are closed at once and Shutdown returns ctx.Err().
+// Shutdown does not close listeners: call http.Server.Shutdown as well.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*peer.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { _ = c.Shutdown(ctx) }) // closes c at once if ctx ends
+	}
+	wg.Wait()
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return ctx.Err()
+	case <-ctx.Done():
+		// Handlers that ignore their context keep their connection's
+		// goroutine; the connections themselves are closed.
+		return ctx.Err()
+	}
+}
+
+// authorizer asks Options.Authorize before every method the router serves.
+type authorizer struct {
+	next      peer.Router
+	authorize func(ctx context.Context, method string) error
+}
+
+func (a authorizer) Lookup(method string) (peer.Handler, bool) {
+	h, serial := a.next.Lookup(method)
+	if h == nil {
+		return nil, false
+	}
+	return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
+		if err := a.authorize(ctx, req.Method); err != nil {
+			if e, ok := errors.AsType[*peer.Error](err); ok {
+				return nil, e
+			}
+			return nil, peer.Errorf(peer.CodeUnauthorized, "Unauthorized: %s", req.Method)
+		}
+		return h.ServeRPC(ctx, req)
+	}), serial
+}
+
+func plain(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg))
+}
+
+// refuse answers a request the server will not serve, counts and logs it.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {
+	s.metrics.rejected.WithLabelValues(reason).Inc()
+	s.log.Info("request refused", zap.String("reason", reason), zap.Int("status", code),
+		zap.String("remote", r.RemoteAddr), zap.String("host", r.Host), zap.String("origin", r.Header.Get("Origin")))
+	plain(w, code, msg+"\n")
+}

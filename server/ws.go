@@ -1,0 +1,106 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
+	"go.uber.org/zap"
+)
+
+// serveWebSocket upgrades the request and serves the connection, as a
+// peer of the hub, on this goroutine until it ends.
+func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	identity, status, err := s.authenticate(r)
+	if err != nil {
+		s.metrics.rejected.WithLabelValues("auth").Inc()
+		s.log.Info("request refused", zap.String("reason", "auth"), zap.Int("status", status),
+			zap.String("remote", r.RemoteAddr), zap.Error(err))
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+		}
+		plain(w, status, http.StatusText(status)+"\n")
+		return
+	}
+	if !s.begin() {
+		plain(w, http.StatusServiceUnavailable, "shutting down\n")
+		return
+	}
+	defer s.wg.Done()
+
+	mode := websocket.CompressionDisabled
+	if s.o.Compression {
+		mode = websocket.CompressionNoContextTakeover
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		InsecureSkipVerify: true, // the origin was checked by serveRPC, the same way for POST
+		CompressionMode:    mode,
+	})
+	if err != nil {
+		s.log.Debug("websocket upgrade failed", zap.String("remote", r.RemoteAddr), zap.Error(err))
+		return // Accept has answered
+	}
+	ws.SetReadLimit(int64(s.o.MaxMessage))
+
+	id := uuid.NewString()
+	log := s.log.With(zap.String("peer", id), zap.String("remote", r.RemoteAddr))
+	conn := peer.NewConn(peer.WebSocket(ws), s.peerOptions(log))
+
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		_ = conn.CloseWith(peer.CloseGoingAway, "going away")
+		<-conn.Done()
+		return
+	}
+	s.conns[conn] = struct{}{}
+	s.mu.Unlock()
+
+	p := s.hub.Join(conn, id, identity)
+	s.metrics.connections.Inc()
+	start := time.Now()
+	log.Info("peer connected", zap.Any("identity", identity))
+
+	err = conn.Serve(hub.WithIdentity(r.Context(), identity))
+
+	s.hub.Leave(p)
+	s.mu.Lock()
+	delete(s.conns, conn)
+	s.mu.Unlock()
+
+	code, reason := closeCode(conn, err)
+	fields := []zap.Field{zap.Duration("duration", time.Since(start)), zap.Int("code", code)}
+	if reason != "" {
+		fields = append(fields, zap.String("reason", reason))
+	}
+	if err != nil && code != peer.CloseNormal && code != peer.CloseGoingAway {
+		fields = append(fields, zap.Error(err))
+	}
+	log.Info("peer disconnected", fields...)
+}
+
+// closeCode works out the WebSocket close code a connection ended with,
+// from either side; 0 when unknown.
+func closeCode(conn *peer.Conn, serveErr error) (int, string) {
+	if ce, ok := errors.AsType[*peer.CloseError](serveErr); ok {
+		return ce.Code, ce.Reason
+	}
+	cause := conn.Err()
+	switch {
+	case errors.Is(cause, peer.ErrTooSlow):
+		return peer.ClosePolicy, "too slow"
+	case errors.Is(cause, websocket.ErrMessageTooBig):
+		return peer.CloseTooBig, "message too big"
+	}
+	if c := websocket.CloseStatus(cause); c != -1 {
+		return int(c), ""
+	}
+	if ce, ok := errors.AsType[*peer.CloseError](cause); ok {
+		return ce.Code, ce.Reason
+	}
+	return 0, ""
+}
