@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// cli holds one command's flags and streams.
+type cli struct {
+	*env
+	cmd *command
+	fs  *flag.FlagSet
+
+	token    string
+	headers  headerFlag
+	timeout  time.Duration
+	insecure bool
+	pretty   bool
+	compact  bool
+
+	// Flags of some commands only.
+	progress bool // call: print rpc.progress on stderr
+	count    int  // subscribe: exit after this many events
+	rawJSON  bool // discover: print the OpenRPC document
+	shell    string
+}
+
+type headerFlag []string
+
+func (h *headerFlag) String() string { return strings.Join(*h, ", ") }
+func (h *headerFlag) Set(s string) error {
+	if !strings.Contains(s, ":") {
+		return errors.New(`want "Name: value"`)
+	}
+	*h = append(*h, s)
+	return nil
+}
+
+func newCLI(c *command, e *env) *cli {
+	o := &cli{env: e, cmd: c}
+	fs := flag.NewFlagSet("rpc "+c.name, flag.ContinueOnError)
+	o.fs = fs
+	fs.SetOutput(e.stderr)
+	fs.StringVar(&o.token, "token", "", "bearer `token` sent as Authorization (default $RPC_TOKEN)")
+	fs.Var(&o.headers, "H", "extra HTTP `header` \"Name: value\" (repeatable)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this `duration` (connecting, and waiting for results)")
+	fs.BoolVar(&o.insecure, "insecure", false, "do not verify TLS certificates (wss://, https://)")
+	fs.BoolVar(&o.pretty, "pretty", false, "indent JSON output even when not on a terminal")
+	fs.BoolVar(&o.compact, "compact", false, "compact JSON output even on a terminal")
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: rpc %s [flags] %s\n\n%s\n\nFlags:\n", c.name, c.args, c.summary)
+		fs.PrintDefaults()
+		fmt.Fprintf(w, "\n%s", c.help)
+		fmt.Fprintf(w, "\nExit status: 0 success, 1 JSON-RPC error, 2 usage error, 3 connection failed or lost, 4 timed out.\n")
+	}
+	if c.setup != nil {
+		c.setup(o)
+	}
+	return o
+}
+
+// usageError is a mistake on the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// rpcFailed means JSON-RPC errors were already reported: exit status 1.
+var errRPCFailed = errors.New("some calls failed")
+
+// exit reports err on stderr and returns the exit status for it.
+func (o *cli) exit(err error) int {
+	var ue *usageError
+	var pe *peer.Error
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(o.stderr, "rpc %s: %s\nRun 'rpc %s -h' for usage.\n", o.cmd.name, ue.msg, o.cmd.name)
+		return exitUsage
+	case errors.Is(err, errRPCFailed):
+		return exitRPCError
+	case errors.As(err, &pe):
+		o.printError(pe)
+		return exitRPCError
+	case errors.Is(err, context.DeadlineExceeded):
+		fmt.Fprintf(o.stderr, "rpc: timed out after %v: %v\n", o.timeout, err)
+		return exitTimeout
+	case errors.Is(err, context.Canceled):
+		return exitOK // interrupted
+	}
+	fmt.Fprintf(o.stderr, "rpc: %v\n", err)
+	return exitConn
+}
+
+// printError writes a JSON-RPC error to stderr: code, message, data.
+func (o *cli) printError(e *peer.Error) {
+	fmt.Fprintf(o.stderr, "rpc: error %d: %s\n", e.Code, e.Message)
+	if len(e.Data) > 0 {
+		fmt.Fprintf(o.stderr, "data: %s\n", e.Data)
+	}
+}
+
+// isTerminal reports whether stdout is a terminal.
+func (o *cli) isTerminal() bool {
+	f, ok := o.stdout.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printJSON writes v (raw JSON or a value) on stdout, indented on a
+// terminal and compact otherwise.
+func (o *cli) printJSON(v any) error {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return err
+		}
+	}
+	var buf bytes.Buffer
+	pretty := o.pretty || (o.isTerminal() && !o.compact)
+	var err error
+	if pretty {
+		err = json.Indent(&buf, raw, "", "  ")
+	} else {
+		err = json.Compact(&buf, raw)
+	}
+	if err != nil {
+		buf.Reset()
+		buf.Write(raw)
+	}
+	buf.WriteByte('\n')
+	_, err = o.stdout.Write(buf.Bytes())
+	return err
+}
+
+func (o *cli) options() *client.Options {
+	token := o.token
+	if token == "" {
+		token = os.Getenv("RPC_TOKEN")
+	}
+	opts := &client.Options{
+		Token:       token,
+		Header:      http.Header{},
+		CallTimeout: -1, // ctx carries -timeout
+		DialTimeout: o.timeout,
+		MaxAttempts: -1, // one-shot commands do not reconnect
+	}
+	for _, h := range o.headers {
+		k, v, _ := strings.Cut(h, ":")
+		opts.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if o.insecure {
+		opts.TLSConfig = &tls.Config{InsecureSkipVerify: true}
+	}
+	return opts
+}
+
+// caller is what the one-shot commands need from either kind of client.
+type caller interface {
+	Call(ctx context.Context, method string, params, result any) error
+	Notify(ctx context.Context, method string, params any) error
+	Batch(ctx context.Context, elems []peer.BatchElem) error
+	Close() error
+}
+
+// open returns a client for url: HTTP POST or WebSocket by its scheme.
+func (o *cli) open(ctx context.Context, url string) (caller, error) {
+	switch {
+	case strings.HasPrefix(url, "http://"), strings.HasPrefix(url, "https://"):
+		return client.NewHTTP(url, o.options()), nil
+	case strings.HasPrefix(url, "ws://"), strings.HasPrefix(url, "wss://"):
+		return client.Dial(ctx, url, o.options())
+	}
+	return nil, usagef("URL %q: want http://, https://, ws:// or wss://", url)
+}
+
+// withTimeout bounds a one-shot command by -timeout.
+func (o *cli) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if o.timeout > 0 {
+		return context.WithTimeout(ctx, o.timeout)
+	}
+	return ctx, func() {}
+}
+
+// parseValue reads a command-line value as JSON, or else as a string.
+func parseValue(s string) json.RawMessage {
+	t := strings.TrimSpace(s)
+	if t != "" && json.Valid([]byte(t)) {
+		return json.RawMessage(t)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// params returns the params for the arguments after METHOD, nil for none.
+func params(args []string) any {
+	if len(args) == 0 {
+		return nil
+	}
+	return parseParams(args)
+}
+
+// parseParams turns the arguments after METHOD into params: one JSON array
+// or object is sent as is; otherwise each argument is a positional value,
+// parsed as JSON when it is valid JSON (1, true, null, "x") and taken as a
+// string otherwise.
+func parseParams(args []string) json.RawMessage {
+	if len(args) == 0 {
+		return nil
+	}
+	if len(args) == 1 {
+		t := strings.TrimSpace(args[0])
+		if t != "" && (t[0] == '[' || t[0] == '{') && json.Valid([]byte(t)) {
+			return json.RawMessage(t)
+		}
+	}
+	vals := make([]json.RawMessage, len(args))
+	for i, a := range args {
+		vals[i] = parseValue(a)
+	}
+	b, _ := json.Marshal(vals)
+	return b
+}

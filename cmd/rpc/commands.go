@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+var callCmd = &command{
+	name:    "call",
+	args:    "URL METHOD [PARAMS...]",
+	summary: "call a method and print its result",
+	help: `PARAMS is either one JSON array or object, sent as is, or values sent by
+position: each is read as JSON (1, 2.5, true, null, "text") and, when it
+is not valid JSON, as a string.
+
+Examples:
+  rpc call http://127.0.0.1:8080/rpc add 1 2
+  rpc call http://127.0.0.1:8080/rpc subtract '{"minuend": 42, "subtrahend": 23}'
+  rpc call ws://127.0.0.1:8080/rpc echo hello 42 true
+  rpc call -progress ws://127.0.0.1:8080/rpc sleep '{"ms": 300}'
+`,
+	setup: func(o *cli) {
+		o.fs.BoolVar(&o.progress, "progress", false, "print the call's rpc.progress notifications on stderr (ws:// only)")
+	},
+	run: func(ctx context.Context, o *cli, args []string) error {
+		if len(args) < 2 {
+			return usagef("want URL and METHOD")
+		}
+		ctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		c, err := o.open(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if o.progress {
+			ctx = peer.WithProgress(ctx, func(data json.RawMessage) {
+				fmt.Fprintf(o.stderr, "progress: %s\n", data)
+			})
+		}
+		var res json.RawMessage
+		if err := c.Call(ctx, args[1], params(args[2:]), &res); err != nil {
+			return err
+		}
+		return o.printJSON(res)
+	},
+}
+
+var notifyCmd = &command{
+	name:    "notify",
+	args:    "URL METHOD [PARAMS...]",
+	summary: "send a notification (no result)",
+	help: `PARAMS are given as for call. Nothing is printed: a notification gets no
+answer, not even an error.
+
+Examples:
+  rpc notify http://127.0.0.1:8080/rpc notify_hello 7
+  rpc notify ws://127.0.0.1:8080/rpc update 1 2 3 4 5
+`,
+	run: func(ctx context.Context, o *cli, args []string) error {
+		if len(args) < 2 {
+			return usagef("want URL and METHOD")
+		}
+		ctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		c, err := o.open(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return c.Notify(ctx, args[1], params(args[2:]))
+	},
+}
+
+var batchCmd = &command{
+	name:    "batch",
+	args:    "URL < requests.json",
+	summary: "send a batch read from stdin, print the responses",
+	help: `Stdin holds a JSON array of requests: {"method": ..., "params": ...,
+"id": ...}. An element with an "id" (null included) is a call, one without
+is a notification; "jsonrpc" may be left out. The responses are printed as
+a JSON array in the order of the calls, with your ids. If any call failed,
+the exit status is 1.
+
+Examples:
+  echo '[{"method":"add","params":[1,2],"id":1},{"method":"notify_hello","params":[7]}]' |
+    rpc batch http://127.0.0.1:8080/rpc
+  rpc batch ws://127.0.0.1:8080/rpc < requests.json
+`,
+	run: func(ctx context.Context, o *cli, args []string) error {
+		if len(args) != 1 {
+			return usagef("want URL")
+		}
+		in, err := io.ReadAll(o.stdin)
+		if err != nil {
+			return err
+		}
+		var reqs []struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			ID     json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(in, &reqs); err != nil {
+			return usagef("stdin: want a JSON array of requests: %v", err)
+		}
+		if len(reqs) == 0 {
+			return usagef("stdin: the batch is empty")
+		}
+		elems := make([]peer.BatchElem, len(reqs))
+		results := make([]json.RawMessage, len(reqs))
+		for i, r := range reqs {
+			if r.Method == "" {
+				return usagef("stdin: element %d has no method", i)
+			}
+			elems[i] = peer.BatchElem{Method: r.Method, Notify: r.ID == nil, Result: &results[i]}
+			if r.Params != nil {
+				elems[i].Params = r.Params
+			}
+		}
+		ctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		c, err := o.open(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := c.Batch(ctx, elems); err != nil {
+			return err
+		}
+		type response struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Result  json.RawMessage `json:"result,omitempty"`
+			Error   *peer.Error     `json:"error,omitempty"`
+		}
+		out := []response{}
+		failed := 0
+		for i, e := range elems {
+			if e.Notify {
+				continue
+			}
+			r := response{JSONRPC: "2.0", ID: reqs[i].ID}
+			switch err := e.Err.(type) {
+			case nil:
+				r.Result = results[i]
+			case *peer.Error:
+				r.Error = err
+				failed++
+			default:
+				return fmt.Errorf("element %d (%s): %w", i, e.Method, err)
+			}
+			out = append(out, r)
+		}
+		if err := o.printJSON(out); err != nil {
+			return err
+		}
+		if failed > 0 {
+			fmt.Fprintf(o.stderr, "rpc: %d of %d calls failed\n", failed, len(out))
+			return errRPCFailed
+		}
+		return nil
+	},
+}
+
+var subscribeCmd = &command{
+	name:    "subscribe",
+	args:    "URL TOPIC...",
+	summary: "print the events of topics as JSON lines until interrupted",
+	help: `Each event is printed on a line of its own: {"topic": ..., "data": ...}.
+TOPIC may use wildcards: "*" for one word, a final ">" for one or more.
+The connection is repaired if it drops (subscriptions included); notices
+go to stderr. Needs a ws:// or wss:// URL.
+
+Examples:
+  rpc subscribe ws://127.0.0.1:8080/rpc news.> chat.*
+  rpc subscribe -n 1 ws://127.0.0.1:8080/rpc alerts | jq .data
+`,
+	setup: func(o *cli) {
+		o.fs.IntVar(&o.count, "n", 0, "exit after `count` events (0: run until interrupted)")
+	},
+	run: func(ctx context.Context, o *cli, args []string) error {
+		if len(args) < 2 {
+			return usagef("want URL and at least one TOPIC")
+		}
+		opts := o.options()
+		opts.MaxAttempts = 0 // reconnect for as long as it takes
+		opts.OnState = func(s client.State, err error) {
+			switch {
+			case s == client.StateDisconnected && err != nil:
+				fmt.Fprintf(o.stderr, "rpc: disconnected: %v\n", err)
+			case s == client.StateConnected:
+				fmt.Fprintf(o.stderr, "rpc: connected\n")
+			}
+		}
+		c, err := o.dial(ctx, args[0], opts)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+
+		var mu sync.Mutex
+		n := 0
+		enough := make(chan struct{})
+		print := func(ev client.Event) {
+			line, _ := json.Marshal(ev)
+			mu.Lock()
+			defer mu.Unlock()
+			if o.count > 0 && n >= o.count {
+				return
+			}
+			fmt.Fprintf(o.stdout, "%s\n", line)
+			n++
+			if n == o.count {
+				close(enough)
+			}
+		}
+		sctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		for _, topic := range args[1:] {
+			if _, err := c.Subscribe(sctx, topic, print); err != nil {
+				return fmt.Errorf("subscribe %s: %w", topic, err)
+			}
+		}
+		fmt.Fprintf(o.stderr, "rpc: subscribed to %s\n", strings.Join(args[1:], ", "))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-enough:
+			return nil
+		case <-c.Done():
+			return c.Err()
+		}
+	},
+}
+
+// dial opens a WebSocket client for the long-running commands.
+func (o *cli) dial(ctx context.Context, url string, opts *client.Options) (*client.Client, error) {
+	if !strings.HasPrefix(url, "ws://") && !strings.HasPrefix(url, "wss://") {
+		return nil, usagef("%s needs a ws:// or wss:// URL, not %q", o.cmd.name, url)
+	}
+	dctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	return client.Dial(dctx, url, opts)
+}
+
+var publishCmd = &command{
+	name:    "publish",
+	args:    "URL TOPIC DATA",
+	summary: "publish data on a topic, print how many peers got it",
+	help: `DATA is read as JSON, or taken as a string when it is not valid JSON;
+"-" reads it from stdin. Prints {"delivered": N}, the peers reached.
+
+Examples:
+  rpc publish http://127.0.0.1:8080/rpc news.sport '{"score": [2, 1]}'
+  rpc publish ws://127.0.0.1:8080/rpc chat.room1 hello
+  date | rpc publish http://127.0.0.1:8080/rpc clock -
+`,
+	run: func(ctx context.Context, o *cli, args []string) error {
+		if len(args) != 3 {
+			return usagef("want URL, TOPIC and DATA")
+		}
+		data := parseValue(args[2])
+		if args[2] == "-" {
+			in, err := io.ReadAll(o.stdin)
+			if err != nil {
+				return err
+			}
+			data = parseValue(strings.TrimRight(string(in), "\n"))
+		}
+		ctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		c, err := o.open(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		var res json.RawMessage
+		p := map[string]any{"topic": args[1], "data": data}
+		if err := c.Call(ctx, "rpc.publish", p, &res); err != nil {
+			return err
+		}
+		return o.printJSON(res)
+	},
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+var discoverCmd = &command{
+	name:    "discover",
+	args:    "URL",
+	summary: "list the server's methods and their parameters (rpc.discover)",
+	help: `Prints one line per method: its name, its parameters with their types
+(a "?" marks an optional one) and its result type, from the OpenRPC
+document the server returns for rpc.discover. -json prints that document.
+
+Examples:
+  rpc discover http://127.0.0.1:8080/rpc
+  rpc discover -json http://127.0.0.1:8080/rpc | jq '.methods[].name'
+`,
+	setup: func(o *cli) {
+		o.fs.BoolVar(&o.rawJSON, "json", false, "print the OpenRPC document itself")
+	},
+	run: func(ctx context.Context, o *cli, args []string) error {
+		if len(args) != 1 {
+			return usagef("want URL")
+		}
+		ctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		c, err := o.open(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		var raw json.RawMessage
+		if err := c.Call(ctx, "rpc.discover", nil, &raw); err != nil {
+			return err
+		}
+		if o.rawJSON {
+			return o.printJSON(raw)
+		}
+		var doc openRPC
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return fmt.Errorf("rpc.discover returned no OpenRPC document: %w", err)
+		}
+		_, err = fmt.Fprint(o.stdout, doc.text())
+		return err
+	},
+}
+
+// openRPC is the part of an OpenRPC document that discover shows.
+type openRPC struct {
+	OpenRPC string `json:"openrpc"`
+	Info    struct {
+		Title   string `json:"title"`
+		Version string `json:"version"`
+	} `json:"info"`
+	Methods []struct {
+		Name        string       `json:"name"`
+		Summary     string       `json:"summary"`
+		Params      []descriptor `json:"params"`
+		Result      *descriptor  `json:"result"`
+		ParamStruct string       `json:"paramStructure"`
+	} `json:"methods"`
+}
+
+type descriptor struct {
+	Name     string         `json:"name"`
+	Required bool           `json:"required"`
+	Schema   map[string]any `json:"schema"`
+}
+
+func (d *openRPC) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s (OpenRPC %s), %d methods\n\n", d.Info.Title, d.Info.Version, d.OpenRPC, len(d.Methods))
+	for _, m := range d.Methods {
+		var ps []string
+		for _, p := range m.Params {
+			name := p.Name
+			if !p.Required && m.ParamStruct != "by-position" {
+				name += "?"
+			}
+			t := typeOf(p.Schema)
+			if m.ParamStruct == "by-position" && p.Name == "params" {
+				t = "..." + t // a slice: any number of values
+			}
+			ps = append(ps, name+" "+t)
+		}
+		fmt.Fprintf(&b, "%s(%s)", m.Name, strings.Join(ps, ", "))
+		if m.Result != nil {
+			fmt.Fprintf(&b, " -> %s", typeOf(m.Result.Schema))
+		}
+		b.WriteByte('\n')
+		if m.Summary != "" {
+			fmt.Fprintf(&b, "    %s\n", m.Summary)
+		}
+	}
+	return b.String()
+}
+
+// typeOf renders a JSON Schema as a short type: number, string[],
+// {a: number, b?: string}, map[string]number, any.
+func typeOf(s map[string]any) string {
+	t, _ := s["type"].(string)
+	switch t {
+	case "":
+		return "any"
+	case "array":
+		items, _ := s["items"].(map[string]any)
+		return typeOf(items) + "[]"
+	case "object":
+		props, _ := s["properties"].(map[string]any)
+		if len(props) == 0 {
+			if ap, ok := s["additionalProperties"].(map[string]any); ok {
+				return "map[string]" + typeOf(ap)
+			}
+			return "object"
+		}
+		required := map[string]bool{}
+		if rs, ok := s["required"].([]any); ok {
+			for _, r := range rs {
+				if name, ok := r.(string); ok {
+					required[name] = true
+				}
+			}
+		}
+		names := make([]string, 0, len(props))
+		for name := range props {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		fields := make([]string, len(names))
+		for i, name := range names {
+			ps, _ := props[name].(map[string]any)
+			opt := "?"
+			if required[name] {
+				opt = ""
+			}
+			fields[i] = name + opt + ": " + typeOf(ps)
+		}
+		return "{" + strings.Join(fields, ", ") + "}"
+	}
+	if f, ok := s["format"].(string); ok {
+		return t + " (" + f + ")"
+	}
+	return t
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+var serveCmd = &command{
+	name:    "serve",
+	args:    "URL METHOD=COMMAND...",
+	summary: "answer the hub's calls of METHOD by running a shell command",
+	help: `Each call of METHOD runs COMMAND with "sh -c": the call's params (JSON) are
+on its stdin and in $RPC_PARAMS, the method's name in $RPC_METHOD. What it
+prints is the result, read as JSON, or else as a string (without the final
+newline). A command that exits with a non-zero status answers error -32000
+with its stderr (or its exit status) as the message; a cancelled call kills
+it. serve runs until interrupted and reconnects when the connection drops.
+Needs a ws:// or wss:// URL.
+
+Examples:
+  rpc serve ws://127.0.0.1:8080/rpc upper='tr a-z A-Z' uptime='uptime -p'
+  rpc serve -shell bash ws://hub.example/rpc 'disk=df -h / | tail -1'
+`,
+	setup: func(o *cli) {
+		o.fs.StringVar(&o.shell, "shell", "sh", "the `shell` that runs the commands (with -c)")
+	},
+	run: func(ctx context.Context, o *cli, args []string) error {
+		if len(args) < 2 {
+			return usagef("want URL and at least one METHOD=COMMAND")
+		}
+		mux := peer.NewMux()
+		var names []string
+		for _, a := range args[1:] {
+			name, command, ok := strings.Cut(a, "=")
+			if !ok || name == "" || command == "" {
+				return usagef("%q: want METHOD=COMMAND", a)
+			}
+			if strings.HasPrefix(name, "rpc.") {
+				return usagef("%q: names starting with rpc. are reserved", name)
+			}
+			mux.HandleFunc(name, o.shellHandler(command))
+			names = append(names, name)
+		}
+		opts := o.options()
+		opts.Router = mux
+		opts.MaxAttempts = 0
+		opts.OnState = func(s client.State, err error) {
+			switch {
+			case s == client.StateDisconnected && err != nil:
+				fmt.Fprintf(o.stderr, "rpc: disconnected: %v\n", err)
+			case s == client.StateConnected:
+				fmt.Fprintf(o.stderr, "rpc: connected\n")
+			}
+		}
+		c, err := o.dial(ctx, args[0], opts)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		fmt.Fprintf(o.stderr, "rpc: serving %s\n", strings.Join(names, ", "))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.Done():
+			return c.Err()
+		}
+	},
+}
+
+// shellHandler answers a call by running command.
+func (o *cli) shellHandler(command string) peer.HandlerFunc {
+	return func(ctx context.Context, req *peer.Request) (any, error) {
+		params := string(req.Params)
+		if params == "" {
+			params = "null"
+		}
+		cmd := exec.CommandContext(ctx, o.shell, "-c", command)
+		cmd.Env = append(os.Environ(), "RPC_METHOD="+req.Method, "RPC_PARAMS="+params)
+		cmd.Stdin = strings.NewReader(params)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.WaitDelay = time.Second
+		if err := cmd.Run(); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			msg := strings.TrimSpace(stderr.String())
+			var ee *exec.ExitError
+			if msg == "" && errors.As(err, &ee) {
+				msg = ee.String()
+			} else if msg == "" {
+				msg = err.Error()
+			}
+			return nil, peer.Errorf(peer.CodeApplication, "%s", msg)
+		}
+		return parseValue(strings.TrimSuffix(stdout.String(), "\n")), nil
+	}
+}
