@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
@@ -109,6 +111,14 @@ func TestCallBothWays(t *testing.T) {
 	var perr *peer.Error
 	if !errors.As(err, &perr) || perr.Code != peer.CodeMethodNotFound {
 		t.Fatalf("callback nope: %v; want -32601", err)
+	}
+	// The hub's own API calls the client too.
+	peers := h.hub().Peers()
+	if len(peers) != 1 {
+		t.Fatalf("hub has %d peers", len(peers))
+	}
+	if err := peers[0].Call(ctx(t), "greet", map[string]string{"Name": "hub"}, &got); err != nil || got != "hello hub" {
+		t.Fatalf("hub calls greet: %q, %v", got, err)
 	}
 	if err := c.Notify(ctx(t), "echo", []int{1}); err != nil {
 		t.Fatalf("Notify: %v", err)
@@ -299,9 +309,8 @@ func TestOutage(t *testing.T) {
 	if !errors.Is(err, ErrConnectionLost) {
 		t.Fatalf("in-flight call: %v; want ErrConnectionLost", err)
 	}
-	var ce *peer.CloseError
-	if !errors.As(err, &ce) || ce.Code != peer.CloseGoingAway {
-		t.Errorf("in-flight call: %v; want the 1001 close in the chain", err)
+	if !errors.Is(err, peer.ErrClosed) {
+		t.Errorf("in-flight call: %v; want the peer's error in the chain", err)
 	}
 	states.until(t, StateDisconnected)
 
@@ -405,5 +414,31 @@ func TestHTTP(t *testing.T) {
 	h.stop()
 	if err := hc.Call(ctx(t), "add", []int{2, 3}, &sum); err == nil || !strings.Contains(err.Error(), h.httpURL()) {
 		t.Fatalf("call to a stopped hub: %v", err)
+	}
+}
+
+func TestToken(t *testing.T) {
+	h := startHubWith(t, &server.Options{Authenticate: server.TokenAuth(map[string]string{"s3cret": "alice"})})
+	if _, err := Dial(ctx(t), h.url(), nil); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("Dial without a token: %v; want a 401", err)
+	}
+	c := dial(t, h.url(), &Options{Token: "s3cret"})
+	if err := c.Call(ctx(t), "echo", []int{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.hub().Peers(); len(p) != 1 || p[0].Identity() != "alice" {
+		t.Fatalf("peers %v", p)
+	}
+
+	hc := NewHTTP(h.httpURL(), nil)
+	defer hc.Close()
+	var se *StatusError
+	if err := hc.Call(ctx(t), "echo", []int{1}, nil); !errors.As(err, &se) || se.StatusCode != 401 {
+		t.Fatalf("POST without a token: %v", err)
+	}
+	hc2 := NewHTTP(h.httpURL(), &Options{Header: http.Header{"Authorization": {"Bearer s3cret"}}})
+	defer hc2.Close()
+	if err := hc2.Call(ctx(t), "echo", []int{1}, nil); err != nil {
+		t.Fatalf("POST with the header: %v", err)
 	}
 }

@@ -2,35 +2,39 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/server"
+	"github.com/switchboard-rpc/switchboard/server/demo"
 )
 
-// testHub is a hub on 127.0.0.1 that can be stopped and started again on
-// the same port, under connected clients.
+// testHub is the real hub, with the demo methods, on 127.0.0.1. It can be
+// stopped and started again on the same port under connected clients,
+// as a restarted process would be: the new hub knows no one.
 type testHub struct {
 	t    *testing.T
 	addr string
+	opts server.Options // Router and Hub are set by serve
 
-	mu    sync.Mutex
-	srv   *http.Server
-	conns map[*peer.Conn]map[string]bool
-	wg    sync.WaitGroup
-	mux   *peer.Mux
+	mu  sync.Mutex
+	hs  *http.Server
+	srv *server.Server
+	wg  sync.WaitGroup
 }
 
-func startHub(t *testing.T) *testHub {
+func startHub(t *testing.T) *testHub { return startHubWith(t, nil) }
+
+func startHubWith(t *testing.T, opts *server.Options) *testHub {
 	t.Helper()
-	h := &testHub{t: t, conns: make(map[*peer.Conn]map[string]bool), mux: demoMux()}
+	h := &testHub{t: t}
+	if opts != nil {
+		h.opts = *opts
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -45,11 +49,22 @@ func (h *testHub) url() string     { return "ws://" + h.addr + "/rpc" }
 func (h *testHub) httpURL() string { return "http://" + h.addr + "/rpc" }
 
 func (h *testHub) serve(ln net.Listener) {
-	srv := &http.Server{Handler: http.HandlerFunc(h.handle)}
+	o := h.opts
+	o.Router = demo.Mux()
+	o.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
+	srv := server.New(&o)
+	hs := &http.Server{Handler: srv}
 	h.mu.Lock()
-	h.srv = srv
+	h.hs, h.srv = hs, srv
 	h.mu.Unlock()
-	h.wg.Go(func() { _ = srv.Serve(ln) })
+	h.wg.Go(func() { _ = hs.Serve(ln) })
+}
+
+// hub returns the running hub.
+func (h *testHub) hub() *hub.Hub {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.srv.Hub()
 }
 
 // start listens again on the same address.
@@ -57,7 +72,7 @@ func (h *testHub) start() {
 	h.t.Helper()
 	var ln net.Listener
 	var err error
-	for range 50 { // the old socket may linger a moment
+	for range 100 { // the old socket may linger a moment
 		if ln, err = net.Listen("tcp", h.addr); err == nil {
 			break
 		}
@@ -69,151 +84,30 @@ func (h *testHub) start() {
 	h.serve(ln)
 }
 
-// stop closes the listener and every connection with 1001.
+// stop shuts the hub down as its process would on SIGTERM: calls in
+// flight get 100ms to finish, then every WebSocket is closed, and so is
+// the listener.
 func (h *testHub) stop() {
 	h.mu.Lock()
-	srv := h.srv
-	h.srv = nil
-	conns := h.conns
-	h.conns = make(map[*peer.Conn]map[string]bool)
+	hs, srv := h.hs, h.srv
+	h.hs = nil
 	h.mu.Unlock()
-	if srv == nil {
+	if hs == nil {
 		return
 	}
-	_ = srv.Close()
-	for c := range conns {
-		_ = c.CloseWith(peer.CloseGoingAway, "going away")
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+	_ = hs.Close()
 	h.wg.Wait()
 }
 
+// publish publishes through the hub's Go API.
 func (h *testHub) publish(topic string, data any) int {
-	b, _ := json.Marshal(map[string]any{"topic": topic, "data": data})
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "rpc.event", "params": json.RawMessage(b)})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for c, subs := range h.conns {
-		for p := range subs {
-			if match(p, topic) {
-				_ = c.Post(msg)
-				n++
-				break
-			}
-		}
+	h.t.Helper()
+	n, err := h.hub().Publish(context.Background(), topic, data)
+	if err != nil {
+		h.t.Fatalf("Publish: %v", err)
 	}
 	return n
-}
-
-func (h *testHub) handle(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost {
-		body, _ := io.ReadAll(r.Body)
-		out := peer.Respond(r.Context(), body, &peer.Options{Router: h.router(nil)})
-		if out == nil {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out)
-		return
-	}
-	ws, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return
-	}
-	h.wg.Add(1)
-	defer h.wg.Done()
-	subs := make(map[string]bool)
-	pc := peer.NewConn(peer.WebSocket(ws), &peer.Options{Router: h.router(subs)})
-	h.mu.Lock()
-	if h.srv == nil {
-		h.mu.Unlock()
-		_ = pc.CloseWith(peer.CloseGoingAway, "going away")
-		return
-	}
-	h.conns[pc] = subs
-	h.mu.Unlock()
-	_ = pc.Serve(context.Background())
-	h.mu.Lock()
-	delete(h.conns, pc)
-	h.mu.Unlock()
-}
-
-type hubRouter struct {
-	h    *testHub
-	subs map[string]bool // nil over POST
-}
-
-func (h *testHub) router(subs map[string]bool) peer.Router { return hubRouter{h, subs} }
-
-func (r hubRouter) Lookup(method string) (peer.Handler, bool) {
-	switch method {
-	case "rpc.subscribe", "rpc.unsubscribe":
-		return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
-			if r.subs == nil {
-				return nil, errors.New("no subscriptions over HTTP")
-			}
-			var p topicParams
-			if err := json.Unmarshal(req.Params, &p); err != nil {
-				return nil, peer.Errorf(peer.CodeInvalidParams, "%v", err)
-			}
-			r.h.mu.Lock()
-			defer r.h.mu.Unlock()
-			if method == "rpc.subscribe" {
-				r.subs[p.Topic] = true
-			} else {
-				delete(r.subs, p.Topic)
-			}
-			return map[string]any{"topics": []string{p.Topic}}, nil
-		}), false
-	case "rpc.publish":
-		return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
-			var p struct {
-				Topic string          `json:"topic"`
-				Data  json.RawMessage `json:"data"`
-			}
-			if err := json.Unmarshal(req.Params, &p); err != nil {
-				return nil, peer.Errorf(peer.CodeInvalidParams, "%v", err)
-			}
-			return map[string]int{"delivered": r.h.publish(p.Topic, p.Data)}, nil
-		}), false
-	}
-	return r.h.mux.Lookup(method)
-}
-
-func demoMux() *peer.Mux {
-	m := peer.NewMux()
-	m.Handle("echo", peer.Func(func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
-		return p, nil
-	}))
-	m.Handle("add", peer.Func(func(_ context.Context, p struct{ A, B float64 }) (float64, error) {
-		return p.A + p.B, nil
-	}))
-	m.Handle("sleep", peer.Func(func(ctx context.Context, p struct {
-		MS int `json:"ms"`
-	}) (map[string]int, error) {
-		select {
-		case <-time.After(time.Duration(p.MS) * time.Millisecond):
-			return map[string]int{"slept": p.MS}, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}))
-	m.Handle("callback", peer.Func(func(ctx context.Context, p struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}) (json.RawMessage, error) {
-		c := peer.ConnFromContext(ctx)
-		if c == nil {
-			return nil, errors.New("callback needs a WebSocket")
-		}
-		var res json.RawMessage
-		var params any
-		if p.Params != nil {
-			params = p.Params
-		}
-		err := c.Call(ctx, p.Method, params, &res)
-		return res, err
-	}))
-	return m
 }
