@@ -1,0 +1,225 @@
+// Command hub runs a Switchboard hub: JSON-RPC 2.0 over WebSocket and HTTP
+// POST on /rpc, the playground page on /, /healthz and /metrics.
+//
+//	hub -addr 127.0.0.1:8080 -demo
+//
+// SIGINT or SIGTERM shuts it down gracefully: new connections are refused,
+// calls in flight finish (up to -shutdown-timeout), WebSockets close with
+// 1001, and the command exits 0.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server"
+	"github.com/switchboard-rpc/switchboard/server/demo"
+	"github.com/switchboard-rpc/switchboard/web"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "hub:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// config is what the flags say.
+type config struct {
+	addr            string
+	demo            bool
+	origins, hosts  string
+	tokenFile       string
+	logLevel        string
+	logFormat       string
+	maxMessage      int
+	maxBatch        int
+	maxInFlight     int
+	maxQueue        int
+	compression     bool
+	shutdownTimeout time.Duration
+}
+
+func parseFlags(args []string, out io.Writer) (*config, error) {
+	var c config
+	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
+	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
+	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser (default: same origin only)")
+	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry (default: any; on loopback, localhost and IPs only)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request needs one")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "json", "log `format`: json or console")
+	fs.IntVar(&c.maxMessage, "max-message", 1<<20, "largest WebSocket message or POST body, in `bytes`")
+	fs.IntVar(&c.maxBatch, "max-batch", 1000, "most `elements` in a batch")
+	fs.IntVar(&c.maxInFlight, "max-inflight", 256, "most `calls` served at once per connection")
+	fs.IntVar(&c.maxQueue, "max-queue", 1024, "most `events` waiting for one peer before it is closed as too slow")
+	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return &c, nil
+}
+
+// run runs the hub until ctx ends, then shuts it down. ready, if set, is
+// told the address once the hub listens.
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Addr)) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(c.logLevel, c.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do about it on exit
+
+	opts := &server.Options{
+		AllowedOrigins: splitList(c.origins),
+		AllowedHosts:   splitList(c.hosts),
+		MaxMessage:     c.maxMessage,
+		MaxBatch:       c.maxBatch,
+		MaxInFlight:    c.maxInFlight,
+		MaxQueue:       c.maxQueue,
+		Compression:    c.compression,
+		Logger:         log,
+	}
+	mux := peer.NewMux()
+	hubOpts := &hub.Options{}
+	if c.demo {
+		demo.Register(mux)
+		hubOpts.Policy = hub.AllowAll
+	}
+	opts.Router = mux
+	opts.Hub = hub.New(hubOpts)
+	if c.tokenFile != "" {
+		tokens, err := readTokens(c.tokenFile)
+		if err != nil {
+			return err
+		}
+		opts.Authenticate = server.TokenAuth(tokens)
+	}
+	srv := server.New(opts)
+
+	routes := http.NewServeMux()
+	routes.Handle("/", web.Handler())
+	routes.Handle("/rpc", srv)
+	routes.Handle("/healthz", srv)
+	routes.Handle("/metrics", srv)
+	hs := &http.Server{
+		Handler:           routes,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	log.Info("hub listening", zap.String("addr", ln.Addr().String()), zap.Bool("demo", c.demo),
+		zap.Bool("auth", c.tokenFile != ""))
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", zap.Duration("timeout", c.shutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Shutdown(sctx) }() // the WebSockets
+	herr := hs.Shutdown(sctx)                  // the listener and plain HTTP requests
+	serr := <-errc
+	<-served
+	if err := errors.Join(herr, serr); err != nil {
+		log.Warn("shutdown timed out; connections closed", zap.Error(err))
+	}
+	log.Info("hub stopped")
+	return nil
+}
+
+func newLogger(level, format string, w io.Writer) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	var enc zapcore.Encoder
+	switch format {
+	case "json":
+		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	case "console":
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.TimeEncoderOfLayout(time.TimeOnly + ".000")
+		enc = zapcore.NewConsoleEncoder(ec)
+	default:
+		return nil, fmt.Errorf("unknown log format %q (want json or console)", format)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
+	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
+}
+
+// readTokens reads a token file: one token per line; blank lines and lines
+// starting with # are skipped. A token's identity is "token-N", N its line.
+func readTokens(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tokens := make(map[string]string)
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		tok := strings.TrimSpace(sc.Text())
+		if tok == "" || strings.HasPrefix(tok, "#") {
+			continue
+		}
+		tokens[tok] = fmt.Sprintf("token-%d", n)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%s holds no tokens", path)
+	}
+	return tokens, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
