@@ -433,8 +433,10 @@ func TestToken(t *testing.T) {
 	hc := NewHTTP(h.httpURL(), nil)
 	defer hc.Close()
 	var se *StatusError
-	if err := hc.Call(ctx(t), "echo", []int{1}, nil); !errors.As(err, &se) || se.StatusCode != 401 {
-		t.Fatalf("POST without a token: %v", err)
+	var perr *peer.Error
+	err := hc.Call(ctx(t), "echo", []int{1}, nil)
+	if !errors.As(err, &se) || se.StatusCode != 401 || !errors.As(err, &perr) || perr.Code != peer.CodeUnauthorized {
+		t.Fatalf("POST without a token: %v; want HTTP 401 with -32001", err)
 	}
 	hc2 := NewHTTP(h.httpURL(), &Options{Header: http.Header{"Authorization": {"Bearer s3cret"}}})
 	defer hc2.Close()

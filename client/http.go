@@ -46,17 +46,31 @@ func (h *HTTPClient) Close() error {
 
 // StatusError is returned when the server answers a POST with an HTTP
 // status other than 200 (or 204 for notifications): 401, 413, 415...
+// When the body holds a JSON-RPC error (a 401 carries -32001), Err is
+// that error and errors.As finds it.
 type StatusError struct {
 	StatusCode int
-	Status     string // "413 Request Entity Too Large"
-	Body       string // the start of the response body
+	Status     string      // "413 Request Entity Too Large"
+	Body       string      // the start of the response body
+	Err        *peer.Error // the JSON-RPC error in the body, if any
 }
 
 func (e *StatusError) Error() string {
-	if e.Body == "" {
+	switch {
+	case e.Err != nil:
+		return "client: HTTP " + e.Status + ": " + e.Err.Error()
+	case e.Body == "":
 		return "client: HTTP " + e.Status
 	}
 	return "client: HTTP " + e.Status + ": " + e.Body
+}
+
+// Unwrap returns Err, so that errors.As(err, &rpcErr) sees it.
+func (e *StatusError) Unwrap() error {
+	if e.Err == nil {
+		return nil
+	}
+	return e.Err
 }
 
 // request is a JSON-RPC request as sent over POST.
@@ -216,8 +230,14 @@ func (h *HTTPClient) post(ctx context.Context, v any) ([]byte, error) {
 	case resp.StatusCode == http.StatusNoContent:
 		return nil, nil
 	case resp.StatusCode != http.StatusOK:
-		text := strings.TrimSpace(string(body[:min(len(body), 200)]))
-		return nil, &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Body: text}
+		se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+		var r response
+		if json.Unmarshal(body, &r) == nil && r.Error != nil {
+			se.Err = r.Error
+		} else {
+			se.Body = strings.TrimSpace(string(body[:min(len(body), 200)]))
+		}
+		return nil, se
 	case len(body) > h.o.MaxMessage:
 		return nil, fmt.Errorf("client: response over %d bytes", h.o.MaxMessage)
 	}

@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server"
+	"github.com/switchboard-rpc/switchboard/server/demo"
+	"go.uber.org/goleak"
+)
+
+// bin is the rpc binary under test, built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rpc-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "rpc")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// wait bounds every wait in these tests.
+const wait = 20 * time.Second
+
+// testHub is the real hub with the demo methods on 127.0.0.1.
+type testHub struct {
+	addr string
+	srv  *server.Server
+}
+
+func startHub(t *testing.T, opts *server.Options) *testHub {
+	t.Helper()
+	var o server.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Router = demo.Mux()
+	o.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
+	srv := server.New(&o)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = hs.Close()
+		<-done
+	})
+	return &testHub{addr: ln.Addr().String(), srv: srv}
+}
+
+func (h *testHub) ws() string   { return "ws://" + h.addr + "/rpc" }
+func (h *testHub) http() string { return "http://" + h.addr + "/rpc" }
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// rpc runs the binary to completion.
+func rpc(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "RPC_TOKEN=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("rpc %v: %v", args, err)
+	}
+	return r
+}
+
+func (r result) check(t *testing.T, code int, stdout string) {
+	t.Helper()
+	if r.code != code || r.stdout != stdout {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q", r.code, r.stdout, r.stderr, code, stdout)
+	}
+}
+
+func TestCall(t *testing.T) {
+	h := startHub(t, nil)
+	for _, url := range []string{h.http(), h.ws()} {
+		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) {
+			rpc(t, "", "call", url, "add", "1", "2").check(t, 0, "3\n")
+			rpc(t, "", "call", url, "subtract", `{"minuend": 42, "subtrahend": 23}`).check(t, 0, "19\n")
+			rpc(t, "", "call", url, "subtract", "42", "23").check(t, 0, "19\n")
+			rpc(t, "", "call", url, "echo", "hello", "42", "true", "null", `"7"`, "a b").
+				check(t, 0, `["hello",42,true,null,"7","a b"]`+"\n")
+			rpc(t, "", "call", url, "get_data").check(t, 0, `["hello",5]`+"\n")
+			rpc(t, "", "call", "-pretty", url, "echo", `{"a": [1]}`).check(t, 0, "{\n  \"a\": [\n    1\n  ]\n}\n")
+		})
+	}
+}
+
+func TestCallErrors(t *testing.T) {
+	h := startHub(t, nil)
+	for _, url := range []string{h.http(), h.ws()} {
+		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) {
+			r := rpc(t, "", "call", url, "no_such_method")
+			r.check(t, exitRPCError, "")
+			if !strings.Contains(r.stderr, "error -32601: Method not found") {
+				t.Errorf("stderr %q", r.stderr)
+			}
+			r = rpc(t, "", "call", "-timeout", "300ms", url, "sleep", `{"ms": 10000}`)
+			r.check(t, exitTimeout, "")
+			if !strings.Contains(r.stderr, "timed out after 300ms") {
+				t.Errorf("stderr %q", r.stderr)
+			}
+		})
+	}
+	// A port with no one listening.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	for _, url := range []string{"http://" + dead + "/rpc", "ws://" + dead + "/rpc"} {
+		r := rpc(t, "", "call", url, "add", "1", "2")
+		r.check(t, exitConn, "")
+		if !strings.Contains(r.stderr, dead) || !strings.Contains(r.stderr, "connection refused") {
+			t.Errorf("stderr %q: want the address and the cause", r.stderr)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"bogus"},
+		{"call"},
+		{"call", "ftp://x/rpc", "m"},
+		{"call", "-nosuchflag", "http://x/rpc", "m"},
+		{"subscribe", "http://127.0.0.1:1/rpc", "news"},
+		{"serve", "ws://127.0.0.1:1/rpc", "noequals"},
+		{"publish", "http://127.0.0.1:1/rpc", "topic"},
+	} {
+		r := rpc(t, "", args...)
+		if r.code != exitUsage || r.stderr == "" {
+			t.Errorf("rpc %q: exit %d, stderr %q; want exit 2 and an explanation", args, r.code, r.stderr)
+		}
+	}
+	for _, c := range commands {
+		r := rpc(t, "", c.name, "-h")
+		if r.code != 0 || !strings.Contains(r.stderr, "Usage: rpc "+c.name) || !strings.Contains(r.stderr, "Examples:") {
+			t.Errorf("rpc %s -h: exit %d, stderr %q", c.name, r.code, r.stderr)
+		}
+	}
+	r := rpc(t, "", "help")
+	if r.code != 0 || !strings.Contains(r.stdout, "subscribe") {
+		t.Errorf("rpc help: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+func TestNotifyAndBatch(t *testing.T) {
+	h := startHub(t, nil)
+	for _, url := range []string{h.http(), h.ws()} {
+		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) {
+			rpc(t, "", "notify", url, "notify_hello", "7").check(t, 0, "")
+			rpc(t, "", "notify", url, "no_such_method").check(t, 0, "") // notifications get no errors
+
+			in := `[{"jsonrpc":"2.0","method":"sum","params":[1,2,4],"id":"1"},
+				{"method":"notify_hello","params":[7]},
+				{"method":"subtract","params":[42,23],"id":2},
+				{"method":"get_data","id":null}]`
+			rpc(t, in, "batch", url).check(t, 0,
+				`[{"jsonrpc":"2.0","id":"1","result":7},{"jsonrpc":"2.0","id":2,"result":19},{"jsonrpc":"2.0","id":null,"result":["hello",5]}]`+"\n")
+
+			r := rpc(t, `[{"method":"add","params":[1,2],"id":1},{"method":"foo.get","id":"5"}]`, "batch", url)
+			r.check(t, exitRPCError,
+				`[{"jsonrpc":"2.0","id":1,"result":3},{"jsonrpc":"2.0","id":"5","error":{"code":-32601,"message":"Method not found"}}]`+"\n")
+			if !strings.Contains(r.stderr, "1 of 2 calls failed") {
+				t.Errorf("stderr %q", r.stderr)
+			}
+			if r := rpc(t, `{"not": "an array"}`, "batch", url); r.code != exitUsage {
+				t.Errorf("batch of an object: exit %d", r.code)
+			}
+		})
+	}
+}
+
+// start runs the binary in the background and returns its stderr lines.
+func start(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		s := bufio.NewScanner(pipe)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		for range lines { // the reader ends with the process
+		}
+		_ = cmd.Wait()
+	})
+	return cmd, &stdout, lines
+}
+
+// waitLine waits for a stderr line containing s.
+func waitLine(t *testing.T, lines <-chan string, s string) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("process ended before printing %q", s)
+			}
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %q", s)
+		}
+	}
+}
+
+// exited waits for cmd to end and returns its exit status.
+func exited(t *testing.T, cmd *exec.Cmd, lines <-chan string) int {
+	t.Helper()
+	deadline := time.After(wait)
+	for open := true; open; {
+		select {
+		case _, open = <-lines:
+		case <-deadline:
+			t.Fatal("timed out waiting for the process to exit")
+		}
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+func TestSubscribePublish(t *testing.T) {
+	h := startHub(t, nil)
+	cmd, stdout, lines := start(t, "subscribe", "-n", "3", h.ws(), "news.>", "chat.*")
+	waitLine(t, lines, "subscribed to news.>, chat.*")
+
+	rpc(t, "", "publish", h.http(), "news.sport", `{"score": [2, 1]}`).check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.ws(), "other", "nobody").check(t, 0, `{"delivered":0}`+"\n")
+	rpc(t, "", "publish", h.ws(), "chat.room1", "hello world").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "null", "publish", h.http(), "news.a.b", "-").check(t, 0, `{"delivered":1}`+"\n")
+
+	if code := exited(t, cmd, lines); code != 0 {
+		t.Fatalf("subscribe exited %d", code)
+	}
+	want := `{"topic":"news.sport","data":{"score":[2,1]}}
+{"topic":"chat.room1","data":"hello world"}
+{"topic":"news.a.b","data":null}
+`
+	if stdout.String() != want {
+		t.Fatalf("events:\n%s\nwant:\n%s", stdout, want)
+	}
+
+	// Interrupted, it exits cleanly.
+	cmd, _, lines = start(t, "subscribe", h.ws(), "x")
+	waitLine(t, lines, "subscribed to x")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := exited(t, cmd, lines); code != 0 {
+		t.Fatalf("interrupted subscribe exited %d", code)
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	h := startHub(t, nil)
+	r := rpc(t, "", "discover", h.http())
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"methods\n", "\nadd(a number, b number) -> number\n", "\nsum(params ...number) -> number\n", "\necho(params? any) -> any\n", "\nsleep(ms integer) -> {slept: integer}\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("discover output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = rpc(t, "", "discover", "-json", h.ws())
+	var doc struct {
+		OpenRPC string `json:"openrpc"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &doc) != nil || doc.OpenRPC == "" {
+		t.Fatalf("discover -json: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+func TestServe(t *testing.T) {
+	h := startHub(t, nil)
+	_, _, lines := start(t, "serve", h.ws(), "upper=tr a-z A-Z", "fail=echo it broke >&2; exit 3", "method=echo $RPC_METHOD")
+	waitLine(t, lines, "serving upper, fail, method")
+
+	peers := h.srv.Hub().Peers()
+	if len(peers) != 1 {
+		t.Fatalf("%d peers", len(peers))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	var got json.RawMessage
+	if err := peers[0].Call(ctx, "upper", []string{"abc"}, &got); err != nil || string(got) != `["ABC"]` {
+		t.Fatalf("upper: %s, %v", got, err)
+	}
+	if err := peers[0].Call(ctx, "method", nil, &got); err != nil || string(got) != `"method"` {
+		t.Fatalf("method: %s, %v", got, err)
+	}
+	err := peers[0].Call(ctx, "fail", nil, nil)
+	var perr *peer.Error
+	if !errors.As(err, &perr) || perr.Code != peer.CodeApplication || perr.Message != "it broke" {
+		t.Fatalf("fail: %v", err)
+	}
+}
+
+func TestToken(t *testing.T) {
+	h := startHub(t, &server.Options{Authenticate: server.TokenAuth(map[string]string{"s3cret": "alice"})})
+	r := rpc(t, "", "call", h.http(), "add", "1", "2")
+	r.check(t, exitRPCError, "")
+	if !strings.Contains(r.stderr, "-32001") {
+		t.Errorf("POST without a token: stderr %q", r.stderr)
+	}
+	r = rpc(t, "", "call", h.ws(), "add", "1", "2")
+	r.check(t, exitConn, "")
+	if !strings.Contains(r.stderr, "401") {
+		t.Errorf("WebSocket without a token: stderr %q", r.stderr)
+	}
+	rpc(t, "", "call", "-token", "s3cret", h.ws(), "add", "1", "2").check(t, 0, "3\n")
+	rpc(t, "", "call", "-H", "Authorization: Bearer s3cret", h.http(), "add", "1", "2").check(t, 0, "3\n")
+}
