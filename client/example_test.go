@@ -1,0 +1,143 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server"
+	"github.com/switchboard-rpc/switchboard/server/demo"
+)
+
+// demoHub starts a hub with the demo methods on a local port and returns
+// its http:// URL and a function that stops it.
+func demoHub() (string, func()) {
+	srv := server.New(&server.Options{
+		Router: demo.Mux(),
+		Hub:    hub.New(&hub.Options{Policy: hub.AllowAll}),
+	})
+	ts := httptest.NewServer(srv)
+	return ts.URL + "/rpc", func() {
+		_ = srv.Shutdown(context.Background())
+		ts.Close()
+	}
+}
+
+// A client calls the hub, serves a method the hub calls back, and
+// subscribes to a topic.
+func Example() {
+	url, stop := demoHub()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// The methods the hub may call on this client.
+	mux := peer.NewMux()
+	mux.Handle("greet", peer.Func(func(_ context.Context, p struct{ Name string }) (string, error) {
+		return "hello, " + p.Name, nil
+	}))
+
+	c, err := client.Dial(ctx, strings.Replace(url, "http", "ws", 1), &client.Options{Router: mux})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	var sum float64
+	if err := c.Call(ctx, "add", []float64{1, 2}, &sum); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("add:", sum)
+
+	// The demo's callback makes the hub call greet on this client.
+	var greeting string
+	err = c.Call(ctx, "callback", map[string]any{"method": "greet", "params": []string{"gopher"}}, &greeting)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("callback:", greeting)
+
+	events := make(chan client.Event, 1)
+	sub, err := c.Subscribe(ctx, "news.>", func(ev client.Event) { events <- ev })
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := c.Publish(ctx, "news.go", "Go 1.26 is out"); err != nil {
+		log.Fatal(err)
+	}
+	ev := <-events
+	fmt.Println("event:", ev.Topic, string(ev.Data))
+
+	// A JSON-RPC error comes back as a *peer.Error.
+	err = c.Call(ctx, "no_such_method", nil, nil)
+	var rpcErr *peer.Error
+	if errors.As(err, &rpcErr) {
+		fmt.Println("error:", rpcErr.Code, rpcErr.Message)
+	}
+	// Output:
+	// add: 3
+	// callback: hello, gopher
+	// event: news.go "Go 1.26 is out"
+	// error: -32601 Method not found
+}
+
+// An HTTPClient makes one-shot calls and batches over POST.
+func ExampleNewHTTP() {
+	url, stop := demoHub()
+	defer stop()
+	ctx := context.Background()
+
+	hc := client.NewHTTP(url, nil)
+	defer hc.Close()
+
+	var diff float64
+	var data []any
+	batch := []peer.BatchElem{
+		{Method: "subtract", Params: []float64{42, 23}, Result: &diff},
+		{Method: "get_data", Result: &data},
+		{Method: "notify_hello", Params: []int{7}, Notify: true},
+	}
+	if err := hc.Batch(ctx, batch); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(diff, data, batch[0].Err, batch[1].Err)
+	// Output: 19 [hello 5] <nil> <nil>
+}
+
+// Calls made while the client is reconnecting wait for the connection by
+// default; WithFailFast makes one fail at once instead.
+func ExampleWithFailFast() {
+	url, stop := demoHub()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	lost := make(chan struct{}, 1)
+	c, err := client.Dial(ctx, strings.Replace(url, "http", "ws", 1), &client.Options{
+		OnState: func(s client.State, err error) {
+			if s == client.StateDisconnected {
+				select {
+				case lost <- struct{}{}:
+				default:
+				}
+			}
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	stop() // the hub goes away
+	<-lost
+	err = c.Call(client.WithFailFast(ctx, true), "add", []int{1, 2}, nil)
+	fmt.Println(err)
+	// Output: client: not connected
+}
