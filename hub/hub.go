@@ -128,6 +128,26 @@ func (p *Peer) Topics() []string {
 	return topics
 }
 
+// Subscribe subscribes the peer to the patterns, as rpc.subscribe would,
+// without asking the hub's Policy: the server's Go code decides. It returns
+// an error wrapping ErrInvalidTopic for a bad pattern, a *peer.Error when
+// the peer would exceed Options.MaxSubscriptions, and an error wrapping
+// peer.ErrClosed after the peer left.
+func (p *Peer) Subscribe(patterns ...string) error {
+	for _, t := range patterns {
+		if !validTopic(t, true) {
+			return fmt.Errorf("%w: %q", ErrInvalidTopic, t)
+		}
+	}
+	return p.h.subscribe(p, patterns)
+}
+
+// Unsubscribe removes the peer's subscriptions to the patterns and returns
+// those it had.
+func (p *Peer) Unsubscribe(patterns ...string) []string {
+	return p.h.unsubscribe(p, patterns)
+}
+
 // Join registers conn as a connected peer with the given identity and
 // returns it. The peer's id is id, or a new UUID when id is "". A server
 // calls Join before it serves conn, with a context from [WithIdentity],
@@ -278,10 +298,10 @@ func (h *Hub) publish(topic string, data []byte) int {
 			switch err := p.conn.Post(msg); {
 			case err == nil:
 				delivered++
-			case errors.Is(err, peer.ErrTooSlow):
+			case err == peer.ErrTooSlow: //nolint:errorlint // only the Post that closes the peer returns it bare
 				dropped++
 				slow++
-			default:
+			default: // closed already (too slow earlier, or gone)
 				dropped++
 			}
 		}
@@ -320,7 +340,7 @@ func (h *Hub) subscribe(p *Peer, patterns []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if p.left {
-		return peer.ErrClosed
+		return fmt.Errorf("hub: peer %s left: %w", p.id, peer.ErrClosed)
 	}
 	added := 0
 	for _, t := range patterns {

@@ -3,45 +3,389 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server"
 )
 
 func TestWebSocketCall(t *testing.T) {
 	ts := newTestServer(t, nil)
 	c := ts.dialPeer(t, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
 	var sum float64
-	if err := c.Call(ctx, "add", []float64{1, 2}, &sum); err != nil || sum != 3 {
+	if err := c.Call(timeout(t), "add", []float64{1, 2}, &sum); err != nil || sum != 3 {
 		t.Fatalf("add = %v, %v; want 3", sum, err)
 	}
 }
 
-func TestSubscribePublish(t *testing.T) {
+func TestWebSocketRules(t *testing.T) {
 	ts := newTestServer(t, nil)
-	events := make(chan json.RawMessage, 10)
-	sub := ts.dialPeer(t, &peer.Options{Router: eventRouter(events)})
-	pub := ts.dialPeer(t, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
+	ws := ts.dialRaw(t, nil)
 
-	var res struct{ Topics []string }
-	if err := sub.Call(ctx, "rpc.subscribe", map[string]string{"topic": "chat.*"}, &res); err != nil {
+	// Invalid JSON: -32700, and the socket stays open.
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}`,
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]`))
+	// Binary frames are read like text frames.
+	if err := ws.Write(timeout(t), websocket.MessageBinary, []byte(`{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	var pr struct{ Delivered int }
-	if err := pub.Call(ctx, "rpc.publish", []any{"chat.room1", "hi"}, &pr); err != nil || pr.Delivered != 1 {
-		t.Fatalf("publish = %+v, %v", pr, err)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":19,"id":1}`, read(t, ws))
+	// A notification gets nothing; the next call's reply is the next message.
+	write(t, ws, `{"jsonrpc":"2.0","method":"update","params":[1,2,3,4,5]}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":["hello",5],"id":"x"}`,
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"get_data","id":"x"}`))
+	// Batches.
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`, roundTrip(t, ws, `[]`))
+	assertJSONEqual(t, `[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null},{"jsonrpc":"2.0","result":3,"id":2}]`,
+		roundTrip(t, ws, `[1,{"jsonrpc":"2.0","method":"add","params":[1,2],"id":2}]`))
+	// A slow call does not block a fast one on the same connection.
+	write(t, ws, `{"jsonrpc":"2.0","method":"sleep","params":{"ms":10000},"id":"slow"}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":"fast"}`,
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":"fast"}`))
+	write(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"slow"}}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":"slow"}`, read(t, ws))
+	ws.Close(websocket.StatusNormalClosure, "")
+}
+
+func TestWebSocketTooBig(t *testing.T) {
+	for _, compression := range []bool{false, true} {
+		name := "plain"
+		mode := websocket.CompressionDisabled
+		if compression {
+			name, mode = "deflate", websocket.CompressionContextTakeover
+		}
+		t.Run(name, func(t *testing.T) {
+			ts := newTestServer(t, &server.Options{MaxMessage: 4096, Compression: compression})
+			ws := ts.dialRaw(t, &websocket.DialOptions{CompressionMode: mode})
+			// Under the limit, as it arrives (compressed, much smaller still).
+			small := `{"jsonrpc":"2.0","method":"echo","params":["` + strings.Repeat("a", 4000) + `"],"id":1}`
+			if got := roundTrip(t, ws, small); !strings.Contains(got, `"result"`) {
+				t.Fatalf("small message: %.100s", got)
+			}
+			// Over it: 1009. Compressed, the frame is tiny: the limit is on
+			// the decompressed size.
+			write(t, ws, `{"jsonrpc":"2.0","method":"echo","params":["`+strings.Repeat("a", 5000)+`"],"id":2}`)
+			_, _, err := ws.Read(timeout(t))
+			if got := websocket.CloseStatus(err); got != websocket.StatusMessageTooBig {
+				t.Fatalf("read after oversize message: %v (status %d), want 1009", err, got)
+			}
+		})
 	}
+}
+
+func TestTopicsOverWebSocket(t *testing.T) {
+	ts := newTestServer(t, nil)
+	a := ts.dialRaw(t, nil)
+	b := ts.dialRaw(t, nil)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["chat.*"]},"id":1}`,
+		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":{"topic":"chat.*"},"id":1}`))
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["chat.>","news"]},"id":1}`,
+		roundTrip(t, b, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["chat.>","news"],"id":1}`))
+
+	// b publishes on chat.room1: a and b (the publisher is subscribed too).
+	write(t, b, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"chat.room1","data":{"text":"hi"}},"id":2}`)
+	event := `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1","data":{"text":"hi"}}}`
+	assertJSONEqual(t, event, read(t, a))
+	// b gets its event and its reply, in either order.
+	got := []string{read(t, b), read(t, b)}
+	assertJSONEqual(t, `[`+event+`,{"jsonrpc":"2.0","result":{"delivered":2},"id":2}]`, "["+strings.Join(got, ",")+"]")
+
+	// chat.room1.thread matches chat.> only.
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"delivered":1},"id":3}`,
+		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.room1.thread",[1,2]],"id":3}`))
+	assertJSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1.thread","data":[1,2]}}`, read(t, b))
+
+	// Bad topics: -32602.
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params: invalid topic to publish on: \"chat.*\""},"id":4}`,
+		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.*",1],"id":4}`))
+	if got := roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["a..b"],"id":5}`); !strings.Contains(got, "-32602") {
+		t.Fatalf("bad pattern: %s", got)
+	}
+	// Unsubscribe: those removed.
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["chat.*"]},"id":6}`,
+		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.unsubscribe","params":{"topic":"chat.*"},"id":6}`))
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"delivered":1},"id":7}`,
+		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.x",null],"id":7}`))
+}
+
+func TestDefaultPolicyRefusesPublish(t *testing.T) {
+	ts := newTestServer(t, &server.Options{Hub: hub.New(nil)})
+	ws := ts.dialRaw(t, nil)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["news"]},"id":1}`,
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["news"],"id":1}`))
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized: publish \"news\""},"id":2}`,
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.publish","params":["news",1],"id":2}`))
+	// The server's Go code may publish.
+	if n, err := ts.srv.Hub().Publish(timeout(t), "news", "server says"); err != nil || n != 1 {
+		t.Fatalf("Publish = %d, %v", n, err)
+	}
+	assertJSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"news","data":"server says"}}`, read(t, ws))
+}
+
+func TestServerToClientCalls(t *testing.T) {
+	joined := make(chan *hub.Peer, 1)
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, OnJoin: func(p *hub.Peer) { joined <- p }})
+	ts := newTestServer(t, &server.Options{Hub: h})
+
+	mux := peer.NewMux()
+	mux.Handle("whoami", peer.Func(func(context.Context, struct{}) (string, error) { return "the client", nil }))
+	mux.Handle("fail", peer.Func(func(context.Context, json.RawMessage) (any, error) {
+		return nil, peer.Errorf(4242, "no way").WithData(map[string]int{"why": 7})
+	}))
+	c := ts.dialPeer(t, &peer.Options{Router: mux})
+
+	// The demo's callback: the hub calls the caller back.
+	var who string
+	if err := c.Call(timeout(t), "callback", map[string]any{"method": "whoami"}, &who); err != nil || who != "the client" {
+		t.Fatalf("callback whoami = %q, %v", who, err)
+	}
+	// The client's error passes through unchanged.
+	err := c.Call(timeout(t), "callback", map[string]any{"method": "fail", "params": []int{1}}, nil)
+	var e *peer.Error
+	if !errors.As(err, &e) || e.Code != 4242 || e.Message != "no way" || string(e.Data) != `{"why":7}` {
+		t.Fatalf("callback fail = %v", err)
+	}
+	err = c.Call(timeout(t), "callback", map[string]any{"method": "nope"}, nil)
+	if !errors.As(err, &e) || e.Code != peer.CodeMethodNotFound {
+		t.Fatalf("callback nope = %v", err)
+	}
+
+	// Go code calls the peer through the hub.
+	var p *hub.Peer
 	select {
-	case e := <-events:
-		assertJSONEqual(t, `{"topic":"chat.room1","data":"hi"}`, string(e))
-	case <-ctx.Done():
-		t.Fatal("no event")
+	case p = <-joined:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnJoin not called")
 	}
+	if got := h.Peer(p.ID()); got != p {
+		t.Fatalf("Peer(%s) = %v", p.ID(), got)
+	}
+	who = ""
+	if err := p.Call(timeout(t), "whoami", nil, &who); err != nil || who != "the client" {
+		t.Fatalf("Peer.Call = %q, %v", who, err)
+	}
+}
+
+func TestOriginRefused(t *testing.T) {
+	ts := newTestServer(t, &server.Options{AllowedOrigins: []string{"*.example.com", "https://app.example.org"}})
+	for _, tt := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"", true}, // not a browser
+		{"http://" + ts.Listener.Addr().String(), true}, // same origin
+		{"https://evil.com", false},
+		{"https://sub.example.com", true},
+		{"https://example.com", false},
+		{"https://app.example.org", true},
+		{"http://app.example.org", false},
+		{"null", false},
+	} {
+		t.Run(tt.origin, func(t *testing.T) {
+			h := http.Header{}
+			if tt.origin != "" {
+				h.Set("Origin", tt.origin)
+			}
+			ws, resp, err := websocket.Dial(timeout(t), ts.wsURL(), &websocket.DialOptions{HTTPHeader: h})
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("dial: %v", err)
+				}
+				ws.Close(websocket.StatusNormalClosure, "")
+			} else if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+				if ws != nil {
+					ws.CloseNow()
+				}
+				t.Fatalf("dial from %s: %v, want 403", tt.origin, err)
+			}
+			status, _ := post(t, ts.URL, "application/json", `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`, h)
+			if want := map[bool]int{true: 200, false: 403}[tt.ok]; status != want {
+				t.Fatalf("POST status %d, want %d", status, want)
+			}
+		})
+	}
+}
+
+func TestHostRefusedOnLoopback(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for _, tt := range []struct {
+		host string
+		ok   bool
+	}{
+		{"localhost", true},
+		{"localhost:8080", true},
+		{"app.localhost", true},
+		{"127.0.0.1:1", true},
+		{"[::1]:1", true},
+		{"evil.com", false},
+		{"evil.com:8080", false},
+		{"localhost.evil.com", false},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/healthz", nil)
+		req.Host = tt.host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{true: 200, false: 403}[tt.ok]; resp.StatusCode != want {
+			t.Errorf("Host %s: status %d, want %d", tt.host, resp.StatusCode, want)
+		}
+	}
+	ts2 := newTestServer(t, &server.Options{AllowedHosts: []string{"hub.example.com"}})
+	for host, want := range map[string]int{"hub.example.com": 200, "localhost": 403} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts2.URL+"/healthz", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("AllowedHosts, Host %s: status %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	auth := server.TokenAuth(map[string]string{"s3cret": "alice", "banned": "mallory"})
+	mux := peer.NewMux()
+	mux.Handle("whoami", peer.Func(func(ctx context.Context, _ struct{}) (any, error) {
+		return hub.Identity(ctx), nil
+	}))
+	mux.Handle("admin", peer.Func(func(context.Context, struct{}) (string, error) { return "done", nil }))
+	ts := newTestServer(t, &server.Options{
+		Router: mux,
+		Authenticate: func(r *http.Request) (any, error) {
+			id, err := auth(r)
+			if id == "mallory" {
+				return nil, server.ErrForbidden
+			}
+			return id, err
+		},
+		Authorize: func(ctx context.Context, method string) error {
+			if method == "admin" && hub.Identity(ctx) != "root" {
+				return errors.New("admins only")
+			}
+			return nil
+		},
+	})
+	call := `{"jsonrpc":"2.0","method":"whoami","id":1}`
+
+	// WebSocket: refused before the upgrade.
+	for token, want := range map[string]int{"": 401, "wrong": 401, "banned": 403} {
+		h := http.Header{}
+		if token != "" {
+			h.Set("Authorization", "Bearer "+token)
+		}
+		ws, resp, err := websocket.Dial(timeout(t), ts.wsURL(), &websocket.DialOptions{HTTPHeader: h})
+		if err == nil {
+			ws.CloseNow()
+		}
+		if resp == nil || resp.StatusCode != want {
+			t.Errorf("dial with token %q: %v, want %d", token, err, want)
+		}
+	}
+	// POST: 401 with a -32001 error.
+	status, body := post(t, ts.URL, "application/json", call, nil)
+	if status != 401 {
+		t.Fatalf("POST without token: %d", status)
+	}
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized"},"id":null}`, body)
+	status, body = post(t, ts.URL, "application/json", call, http.Header{"Authorization": {"Bearer s3cret"}})
+	if status != 200 {
+		t.Fatalf("POST with token: %d %s", status, body)
+	}
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"alice","id":1}`, body)
+
+	// The token in the query, as a browser sends it; the handler sees
+	// the identity, and Authorize refuses a method with -32001.
+	ws, _, err := websocket.Dial(timeout(t), ts.wsURL()+"?token=s3cret", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"alice","id":1}`, roundTrip(t, ws, call))
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized: admin"},"id":2}`,
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"admin","id":2}`))
+	ws.Close(websocket.StatusNormalClosure, "")
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ws := ts.dialRaw(t, nil)
+	write(t, ws, `{"jsonrpc":"2.0","method":"sleep","params":{"ms":300},"id":1}`)
+	// Wait until the call runs: its first progress report... 300ms has
+	// two; rather, a round trip proves the sleep was dispatched first.
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- ts.srv.Shutdown(ctx) }()
+
+	// The call in flight finishes and its reply arrives (progress
+	// notifications may come first), then the close with 1001.
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("read before the reply: %v", err)
+		}
+		var m struct{ Method string }
+		_ = json.Unmarshal(b, &m)
+		if m.Method == "rpc.progress" {
+			continue
+		}
+		assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"slept":300},"id":1}`, string(b))
+		break
+	}
+	_, _, err := ws.Read(ctx)
+	if got := websocket.CloseStatus(err); got != websocket.StatusGoingAway {
+		t.Fatalf("after the reply: %v, want close 1001", err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	// New connections and POSTs are refused, and health says so.
+	if _, resp, err := websocket.Dial(timeout(t), ts.wsURL(), nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("dial after shutdown: %v", err)
+	}
+	if status, _ := post(t, ts.URL, "application/json", `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`, nil); status != http.StatusServiceUnavailable {
+		t.Fatalf("POST after shutdown: %d", status)
+	}
+	if status, _ := get(t, ts.URL+"/healthz"); status != http.StatusServiceUnavailable {
+		t.Fatalf("healthz after shutdown: %d", status)
+	}
+}
+
+func TestShutdownForcesAtDeadline(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ws := ts.dialRaw(t, nil)
+	write(t, ws, `{"jsonrpc":"2.0","method":"sleep","params":{"ms":60000},"id":1}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`))
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+	for {
+		_, _, err := ws.Read(timeout(t))
+		if err != nil {
+			break // closed; the sleep was cancelled
+		}
+	}
+}
+
+func timeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // eventRouter serves rpc.event notifications by sending their params to ch.

@@ -1,0 +1,100 @@
+package hub
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestValidTopic(t *testing.T) {
+	tests := []struct {
+		topic          string
+		publish, subOK bool
+	}{
+		{"news", true, true},
+		{"chat.room1", true, true},
+		{"a_b-c:d.E9", true, true},
+		{"chat.*", false, true},
+		{"chat.>", false, true},
+		{"*.x.>", false, true},
+		{"*", false, true},
+		{">", false, true},
+		{"", false, false},
+		{".", false, false},
+		{"a.", false, false},
+		{".a", false, false},
+		{"a..b", false, false},
+		{"a.>.b", false, false},
+		{"a.b*", false, false},
+		{"a.>>", false, false},
+		{"a b", false, false},
+		{"a/b", false, false},
+		{`a"b`, false, false},
+		{"é", false, false},
+		{strings.Repeat("a", maxTopicLen), true, true},
+		{strings.Repeat("a", maxTopicLen+1), false, false},
+	}
+	for _, tt := range tests {
+		if got := validTopic(tt.topic, false); got != tt.publish {
+			t.Errorf("validTopic(%q, publish) = %v, want %v", tt.topic, got, tt.publish)
+		}
+		if got := validTopic(tt.topic, true); got != tt.subOK {
+			t.Errorf("validTopic(%q, subscribe) = %v, want %v", tt.topic, got, tt.subOK)
+		}
+	}
+}
+
+func TestMatch(t *testing.T) {
+	patterns := []string{"a", "a.b", "a.*", "a.>", "*.b", ">", "a.b.c", "a.*.c", "*", "b.>"}
+	tests := []struct {
+		topic string
+		want  []string
+	}{
+		{"a", []string{"a", ">", "*"}},
+		{"a.b", []string{"a.b", "a.*", "a.>", "*.b", ">"}},
+		{"a.c", []string{"a.*", "a.>", ">"}},
+		{"a.b.c", []string{"a.>", ">", "a.b.c", "a.*.c"}},
+		{"a.x.c", []string{"a.>", ">", "a.*.c"}},
+		{"b", []string{">", "*"}},
+		{"b.b", []string{"*.b", ">", "b.>"}},
+		{"c.d.e", []string{">"}},
+	}
+	var root node
+	peers := map[*Peer]string{}
+	for _, pat := range patterns {
+		p := &Peer{id: pat}
+		peers[p] = pat
+		root.insert(p, pat)
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, n := range root.match(nil, tt.topic) {
+			for _, s := range n.subs {
+				got = append(got, peers[s.p])
+			}
+		}
+		slices.Sort(got)
+		want := slices.Clone(tt.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("match(%q) = %q, want %q", tt.topic, got, want)
+		}
+	}
+}
+
+func TestRemovePrunes(t *testing.T) {
+	var root node
+	a, b := &Peer{id: "a"}, &Peer{id: "b"}
+	s1 := root.insert(a, "x.y.z")
+	s2 := root.insert(b, "x.y.z")
+	s3 := root.insert(a, "x.*")
+	s1.remove()
+	if n := root.match(nil, "x.y.z"); len(n) != 1 || len(n[0].subs) != 1 || n[0].subs[0] != s2 {
+		t.Fatalf("after removing one of two, match = %v", n)
+	}
+	s2.remove()
+	s3.remove()
+	if len(root.children) != 0 {
+		t.Fatalf("tree not pruned: %v", root.children)
+	}
+}

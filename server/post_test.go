@@ -1,0 +1,151 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-rpc/switchboard/server"
+)
+
+func TestPost(t *testing.T) {
+	ts := newTestServer(t, nil)
+	tests := []struct {
+		name, in string
+		status   int
+		want     string // "" for no body
+	}{
+		{"by position", `{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`, 200,
+			`{"jsonrpc":"2.0","result":19,"id":1}`},
+		{"by name", `{"jsonrpc":"2.0","method":"subtract","params":{"subtrahend":23,"minuend":42},"id":3}`, 200,
+			`{"jsonrpc":"2.0","result":19,"id":3}`},
+		{"notification", `{"jsonrpc":"2.0","method":"update","params":[1,2,3,4,5]}`, 204, ``},
+		{"unknown method", `{"jsonrpc":"2.0","method":"foobar","id":"1"}`, 200,
+			`{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":"1"}`},
+		{"parse error", `{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]`, 200,
+			`{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}`},
+		{"empty batch", `[]`, 200,
+			`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`},
+		{"batch", `[
+			{"jsonrpc":"2.0","method":"sum","params":[1,2,4],"id":"1"},
+			{"jsonrpc":"2.0","method":"notify_hello","params":[7]},
+			{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":"2"},
+			{"foo":"boo"},
+			{"jsonrpc":"2.0","method":"foo.get","params":{"name":"myself"},"id":"5"},
+			{"jsonrpc":"2.0","method":"get_data","id":"9"}]`, 200,
+			`[{"jsonrpc":"2.0","result":7,"id":"1"},
+			{"jsonrpc":"2.0","result":19,"id":"2"},
+			{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null},
+			{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":"5"},
+			{"jsonrpc":"2.0","result":["hello",5],"id":"9"}]`},
+		{"batch of notifications", `[{"jsonrpc":"2.0","method":"notify_sum","params":[1,2,4]},{"jsonrpc":"2.0","method":"notify_hello","params":[7]}]`, 204, ``},
+		{"echo", `{"jsonrpc":"2.0","method":"echo","params":{"a":[1,"x",null]},"id":1}`, 200,
+			`{"jsonrpc":"2.0","result":{"a":[1,"x",null]},"id":1}`},
+		{"add by name", `{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":1}`, 200,
+			`{"jsonrpc":"2.0","result":3,"id":1}`},
+		{"callback has no peer", `{"jsonrpc":"2.0","method":"callback","params":{"method":"x"},"id":1}`, 200,
+			`{"jsonrpc":"2.0","error":{"code":-32000,"message":"callback needs a WebSocket connection: over HTTP POST there is no peer to call back"},"id":1}`},
+		{"subscribe has no peer", `{"jsonrpc":"2.0","method":"rpc.subscribe","params":{"topic":"news"},"id":1}`, 200,
+			`{"jsonrpc":"2.0","error":{"code":-32000,"message":"rpc.subscribe needs a WebSocket connection to deliver events to"},"id":1}`},
+		{"publish", `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"news","data":1},"id":1}`, 200,
+			`{"jsonrpc":"2.0","result":{"delivered":0},"id":1}`},
+		{"ping", `{"jsonrpc":"2.0","method":"rpc.ping","id":1}`, 200, `{"jsonrpc":"2.0","result":{},"id":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := post(t, ts.URL, "application/json", tt.in, nil)
+			if status != tt.status {
+				t.Fatalf("status %d, want %d (body %s)", status, tt.status, body)
+			}
+			assertJSONEqual(t, tt.want, body)
+		})
+	}
+}
+
+func TestPostHTTPErrors(t *testing.T) {
+	ts := newTestServer(t, &server.Options{MaxMessage: 1000})
+	call := `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`
+	for _, tt := range []struct {
+		name, contentType, body string
+		status                  int
+	}{
+		{"json with charset", "application/json; charset=utf-8", call, 200},
+		{"text/plain", "text/plain", call, http.StatusUnsupportedMediaType},
+		{"form", "application/x-www-form-urlencoded", call, http.StatusUnsupportedMediaType},
+		{"no content type", "", call, http.StatusUnsupportedMediaType},
+		{"too big", "application/json", `{"jsonrpc":"2.0","method":"echo","params":["` + strings.Repeat("x", 1000) + `"],"id":1}`, http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if status, body := post(t, ts.URL, tt.contentType, tt.body, nil); status != tt.status {
+				t.Fatalf("status %d, want %d (%s)", status, tt.status, body)
+			}
+		})
+	}
+	for _, method := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch} {
+		req, _ := http.NewRequestWithContext(t.Context(), method, ts.URL+"/rpc", strings.NewReader(call))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == "" {
+			t.Errorf("%s: status %d, Allow %q; want 405 with Allow", method, resp.StatusCode, resp.Header.Get("Allow"))
+		}
+	}
+	resp, err := http.Get(ts.URL + "/rpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUpgradeRequired || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET without upgrade: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	ts := newTestServer(t, nil)
+	post(t, ts.URL, "application/json", `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`, nil)
+	post(t, ts.URL, "application/json", `{"jsonrpc":"2.0","method":"nope","id":1}`, nil)
+	if status, body := get(t, ts.URL+"/healthz"); status != 200 || body != "ok\n" {
+		t.Fatalf("healthz: %d %q", status, body)
+	}
+	status, body := get(t, ts.URL+"/metrics")
+	if status != 200 {
+		t.Fatalf("metrics: %d", status)
+	}
+	for _, want := range []string{
+		`switchboard_calls_total{method="add",outcome="ok"} 1`,
+		`switchboard_calls_total{method="",outcome="method_not_found"} 1`,
+		`switchboard_call_duration_seconds_bucket{method="add"`,
+		"switchboard_connections 0",
+		"switchboard_connections_total 0",
+		"switchboard_published_total 0",
+		"switchboard_delivered_total 0",
+		"switchboard_dropped_total 0",
+		"switchboard_slow_consumers_total 0",
+		"switchboard_subscriptions 0",
+		"go_goroutines",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if status, _ := get(t, ts.URL+"/nope"); status != 404 {
+		t.Errorf("/nope: %d", status)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, resp.Body)
+	return resp.StatusCode, b.String()
+}
