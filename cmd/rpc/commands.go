@@ -191,14 +191,7 @@ Examples:
 		}
 		opts := o.options()
 		opts.MaxAttempts = 0 // reconnect for as long as it takes
-		opts.OnState = func(s client.State, err error) {
-			switch {
-			case s == client.StateDisconnected && err != nil:
-				fmt.Fprintf(o.stderr, "rpc: disconnected: %v\n", err)
-			case s == client.StateConnected:
-				fmt.Fprintf(o.stderr, "rpc: connected\n")
-			}
-		}
+		opts.OnState = o.reportState()
 		c, err := o.dial(ctx, args[0], opts)
 		if err != nil {
 			return err
@@ -238,6 +231,26 @@ Examples:
 			return c.Err()
 		}
 	},
+}
+
+// reportState returns an OnState callback that tells on stderr when the
+// connection is lost and when it is back.
+func (o *cli) reportState() func(client.State, error) {
+	var prev client.State
+	up := false // connected once already
+	return func(s client.State, err error) {
+		switch {
+		case s == client.StateDisconnected && prev == client.StateConnected:
+			fmt.Fprintf(o.stderr, "rpc: connection lost: %v; reconnecting\n", err)
+		case s == client.StateDisconnected:
+			fmt.Fprintf(o.stderr, "rpc: reconnection failed: %v\n", err)
+		case s == client.StateConnected && up:
+			fmt.Fprintf(o.stderr, "rpc: reconnected\n")
+		case s == client.StateConnected:
+			up = true
+		}
+		prev = s
+	}
 }
 
 // dial opens a WebSocket client for the long-running commands.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -53,14 +52,7 @@ Examples:
 		opts := o.options()
 		opts.Router = mux
 		opts.MaxAttempts = 0
-		opts.OnState = func(s client.State, err error) {
-			switch {
-			case s == client.StateDisconnected && err != nil:
-				fmt.Fprintf(o.stderr, "rpc: disconnected: %v\n", err)
-			case s == client.StateConnected:
-				fmt.Fprintf(o.stderr, "rpc: connected\n")
-			}
-		}
+		opts.OnState = o.reportState()
 		c, err := o.dial(ctx, args[0], opts)
 		if err != nil {
 			return err
