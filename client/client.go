@@ -76,6 +76,8 @@ type Client struct {
 	done chan struct{} // closed when the client is closed and its goroutines are gone
 	wg   sync.WaitGroup
 
+	cbMu sync.Mutex // serializes setState, so OnState sees changes in order
+
 	mu     sync.Mutex
 	pc     *peer.Conn    // nil while disconnected
 	ready  chan struct{} // closed when pc is set or the client closes
@@ -247,9 +249,16 @@ func (c *Client) reconnect(cause error) (*conn, error) {
 	}
 }
 
-// setState records s and reports it to Options.OnState.
+// setState records s and reports it to Options.OnState, one change at a
+// time. Nothing follows StateClosed.
 func (c *Client) setState(s State, err error) {
+	c.cbMu.Lock()
+	defer c.cbMu.Unlock()
 	c.mu.Lock()
+	if c.state == StateClosed {
+		c.mu.Unlock()
+		return
+	}
 	c.state = s
 	c.mu.Unlock()
 	if c.o.OnState != nil {
@@ -406,7 +415,8 @@ func (c *Client) lost(err error) error {
 // connection drops fails with an error wrapping ErrConnectionLost and the
 // connection's error; it may or may not have run. If ctx ends first, the
 // hub is told to cancel the call (rpc.cancel) and Call returns ctx.Err().
-// A ctx without a deadline gets Options.CallTimeout.
+// A ctx without a deadline gets Options.CallTimeout, and a ctx made with
+// [peer.WithProgress] receives the hub's rpc.progress notifications.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()

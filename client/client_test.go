@@ -444,3 +444,45 @@ func TestToken(t *testing.T) {
 		t.Fatalf("POST with the header: %v", err)
 	}
 }
+
+func TestSamePatternTwice(t *testing.T) {
+	h := startHub(t)
+	c := dial(t, h.url(), nil)
+	a, b := make(chan Event, 10), make(chan Event, 10)
+	subA, err := c.Subscribe(ctx(t), "t.*", func(ev Event) { a <- ev })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Subscribe(ctx(t), "t.*", func(ev Event) { b <- ev }); err != nil {
+		t.Fatal(err)
+	}
+	// Overlapping patterns each get the event; the hub sends it once.
+	wide := make(chan Event, 10)
+	if _, err := c.Subscribe(ctx(t), ">", func(ev Event) { wide <- ev }); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.publish("t.1", 1); n != 1 {
+		t.Fatalf("delivered %d", n)
+	}
+	recv(t, a, "a")
+	recv(t, b, "b")
+	recv(t, wide, "wide")
+
+	// Closing one leaves the hub subscription for the other.
+	if err := subA.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.publish("t.2", 2)
+	if ev := recv(t, b, "b after closing a"); string(ev.Data) != "2" {
+		t.Fatalf("got %s", ev.Data)
+	}
+	recv(t, wide, "wide")
+	select {
+	case ev := <-a:
+		t.Fatalf("closed subscription got %s", ev.Data)
+	default:
+	}
+	if topics := h.hub().Peers()[0].Topics(); len(topics) != 2 {
+		t.Fatalf("hub topics %v; want > and t.*", topics)
+	}
+}

@@ -66,8 +66,8 @@ type Options struct {
 	// OnState, if set, is called at each change of the connection's state,
 	// with the error that caused it (nil for StateConnecting and
 	// StateConnected, and for StateClosed after Close). Calls come one at a
-	// time, in order, from the client's own goroutine; OnState should
-	// return quickly and must not call Close.
+	// time, in order, StateClosed last; OnState should return quickly and
+	// must not call the client's Close.
 	OnState func(s State, err error)
 
 	// MaxMessage caps the size of one incoming message, in bytes. Default
