@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -135,11 +136,16 @@ type conn struct {
 func (c *Client) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{
+	ws, resp, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{
 		HTTPClient: c.hc,
 		HTTPHeader: c.o.Header,
 	})
 	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			// Refused by the server: say how (a 401 carries -32001).
+			body, _ := io.ReadAll(resp.Body)
+			err = statusError(resp, body)
+		}
 		return nil, fmt.Errorf("dial %s: %w", c.url, err)
 	}
 	ws.SetReadLimit(int64(c.o.MaxMessage))

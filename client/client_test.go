@@ -419,8 +419,11 @@ func TestHTTP(t *testing.T) {
 
 func TestToken(t *testing.T) {
 	h := startHubWith(t, &server.Options{Authenticate: server.TokenAuth(map[string]string{"s3cret": "alice"})})
-	if _, err := Dial(ctx(t), h.url(), nil); err == nil || !strings.Contains(err.Error(), "401") {
-		t.Fatalf("Dial without a token: %v; want a 401", err)
+	var se *StatusError
+	var perr *peer.Error
+	_, err := Dial(ctx(t), h.url(), nil)
+	if !errors.As(err, &se) || se.StatusCode != 401 || !errors.As(err, &perr) || perr.Code != peer.CodeUnauthorized {
+		t.Fatalf("Dial without a token: %v; want HTTP 401 with -32001", err)
 	}
 	c := dial(t, h.url(), &Options{Token: "s3cret"})
 	if err := c.Call(ctx(t), "echo", []int{1}, nil); err != nil {
@@ -432,9 +435,7 @@ func TestToken(t *testing.T) {
 
 	hc := NewHTTP(h.httpURL(), nil)
 	defer hc.Close()
-	var se *StatusError
-	var perr *peer.Error
-	err := hc.Call(ctx(t), "echo", []int{1}, nil)
+	err = hc.Call(ctx(t), "echo", []int{1}, nil)
 	if !errors.As(err, &se) || se.StatusCode != 401 || !errors.As(err, &perr) || perr.Code != peer.CodeUnauthorized {
 		t.Fatalf("POST without a token: %v; want HTTP 401 with -32001", err)
 	}

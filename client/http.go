@@ -45,9 +45,10 @@ func (h *HTTPClient) Close() error {
 }
 
 // StatusError is returned when the server answers a POST with an HTTP
-// status other than 200 (or 204 for notifications): 401, 413, 415...
-// When the body holds a JSON-RPC error (a 401 carries -32001), Err is
-// that error and errors.As finds it.
+// status other than 200 (or 204 for notifications): 401, 413, 415...,
+// and by Dial when the WebSocket handshake is refused. Err is the
+// JSON-RPC error the body holds, or -32001 for a 401 or 403 without one,
+// and errors.As finds it.
 type StatusError struct {
 	StatusCode int
 	Status     string      // "413 Request Entity Too Large"
@@ -230,18 +231,28 @@ func (h *HTTPClient) post(ctx context.Context, v any) ([]byte, error) {
 	case resp.StatusCode == http.StatusNoContent:
 		return nil, nil
 	case resp.StatusCode != http.StatusOK:
-		se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
-		var r response
-		if json.Unmarshal(body, &r) == nil && r.Error != nil {
-			se.Err = r.Error
-		} else {
-			se.Body = strings.TrimSpace(string(body[:min(len(body), 200)]))
-		}
-		return nil, se
+		return nil, statusError(resp, body)
 	case len(body) > h.o.MaxMessage:
 		return nil, fmt.Errorf("client: response over %d bytes", h.o.MaxMessage)
 	}
 	return body, nil
+}
+
+// statusError describes an HTTP reply that is not the one expected.
+func statusError(resp *http.Response, body []byte) *StatusError {
+	se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+	var r response
+	if json.Unmarshal(body, &r) == nil && r.Error != nil {
+		se.Err = r.Error
+		return se
+	}
+	se.Body = strings.TrimSpace(string(body[:min(len(body), 200)]))
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		// A refused WebSocket handshake has a plain-text body; it is
+		// still the protocol's -32001.
+		se.Err = &peer.Error{Code: peer.CodeUnauthorized, Message: http.StatusText(resp.StatusCode)}
+	}
+	return se
 }
 
 // decode turns a response into the call's outcome.

@@ -96,6 +96,10 @@ func (o *cli) exit(err error) int {
 		return exitRPCError
 	case errors.As(err, &pe):
 		o.printError(pe)
+		var se *client.StatusError
+		if errors.As(err, &se) {
+			fmt.Fprintf(o.stderr, "rpc: the server answered HTTP %s\n", se.Status)
+		}
 		return exitRPCError
 	case errors.Is(err, context.DeadlineExceeded):
 		fmt.Fprintf(o.stderr, "rpc: timed out after %v: %v\n", o.timeout, err)

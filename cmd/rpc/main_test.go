@@ -382,8 +382,8 @@ func TestToken(t *testing.T) {
 		t.Errorf("POST without a token: stderr %q", r.stderr)
 	}
 	r = rpc(t, "", "call", h.ws(), "add", "1", "2")
-	r.check(t, exitConn, "")
-	if !strings.Contains(r.stderr, "401") {
+	r.check(t, exitRPCError, "")
+	if !strings.Contains(r.stderr, "-32001") || !strings.Contains(r.stderr, "401") {
 		t.Errorf("WebSocket without a token: stderr %q", r.stderr)
 	}
 	rpc(t, "", "call", "-token", "s3cret", h.ws(), "add", "1", "2").check(t, 0, "3\n")
