@@ -46,18 +46,19 @@ type Conn struct {
 	done    chan struct{} // closed when the reader, writer and handlers have stopped
 	closing chan struct{} // closed when the connection starts closing
 
-	mu       sync.Mutex
-	closed   bool
-	serving  bool
-	cause    error // why the connection closed
-	nextID   uint64
-	pending  map[uint64]*pendingCall
-	inflight map[string]context.CancelCauseFunc // by raw request id
-	running  int                                // handlers running, for MaxInFlight
-	batches  int                                // batch goroutines not yet done
-	tail     chan struct{}                      // done channel of the last serial call
-	draining bool                               // Shutdown called: refuse new calls
-	idle     chan struct{}                      // closed when draining and nothing is left
+	mu          sync.Mutex
+	closed      bool
+	serving     bool
+	cancelServe context.CancelFunc // ends the reader and handler contexts
+	cause       error              // why the connection closed
+	nextID      uint64
+	pending     map[uint64]*pendingCall
+	inflight    map[string]context.CancelCauseFunc // by raw request id
+	running     int                                // handlers running, for MaxInFlight
+	batches     int                                // batch goroutines not yet done
+	tail        chan struct{}                      // done channel of the last serial call
+	draining    bool                               // Shutdown called: refuse new calls
+	idle        chan struct{}                      // closed when draining and nothing is left
 
 	// The outbound queue. writing is true while a goroutine writes it.
 	queue   []outMsg
@@ -113,28 +114,31 @@ func (c *Conn) Serve(ctx context.Context) error {
 		return fmt.Errorf("%w: Serve called twice or after Close", ErrClosed)
 	}
 	c.serving = true
+	hctx, cancel := context.WithCancel(ctx)
+	c.cancelServe = cancel // closing ends the handlers
 	c.mu.Unlock()
-
-	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(c.life, cancel) // Close ends the reader and handlers
+
+	// Cancelling ctx closes the connection with 1001. Reads are not given
+	// ctx: a transport may tear the connection down when a read's context
+	// ends (coder/websocket does), and the close frame must get out first.
+	// Closing the transport is what ends the read.
+	stop := context.AfterFunc(ctx, func() {
+		c.teardown(context.Cause(ctx), CloseGoingAway, "going away")
+	})
 	defer stop()
+	rctx := context.WithoutCancel(ctx)
 	for {
-		msg, err := c.t.Read(ctx)
+		msg, err := c.t.Read(rctx)
 		if err != nil {
-			switch {
-			case ctx.Err() != nil && c.life.Err() == nil:
-				c.teardown(context.Cause(ctx), CloseGoingAway, "going away")
-			default:
-				c.teardown(err, CloseNormal, "")
-			}
+			c.teardown(err, CloseNormal, "")
 			break
 		}
 		if len(msg) > c.o.MaxMessage {
 			c.teardown(&CloseError{Code: CloseTooBig, Reason: "message too big"}, CloseTooBig, "message too big")
 			break
 		}
-		c.dispatch(ctx, msg)
+		c.dispatch(hctx, msg)
 	}
 	c.wg.Wait()
 	close(c.done)
@@ -143,6 +147,10 @@ func (c *Conn) Serve(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Closing returns a channel closed as soon as the connection starts
+// closing, for whatever reason; [Conn.Err] then tells why.
+func (c *Conn) Closing() <-chan struct{} { return c.closing }
 
 // Done returns a channel closed once the connection has closed and its
 // reader, writer and handlers have all stopped.
@@ -229,16 +237,21 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	}
 	close(c.closing)
 	serving := c.serving
-	// Closing a WebSocket waits for the other side's close frame; do it
-	// on a goroutine so that no caller (a publisher, say) ever waits.
+	if c.cancelServe != nil {
+		c.cancelServe()
+	}
+	// Closing a WebSocket writes the close frame after the frame being
+	// written, then waits for the other side's; do it on a goroutine so
+	// that no caller (a publisher, say) ever waits. Writes are cancelled
+	// only then, so the close code reaches the other side.
 	c.wg.Add(1)
 	c.mu.Unlock()
 
 	go func() {
 		defer c.wg.Done()
 		_ = c.t.Close(code, reason)
+		c.stop()
 	}()
-	c.stop()
 	for _, p := range pending {
 		p.ch <- reply{err: c.cause}
 	}
@@ -369,6 +382,13 @@ func (c *Conn) prepare(m *message) (*call, []byte) {
 // start runs one call on a goroutine of its own, or refuses it at once
 // when MaxInFlight calls are running.
 func (c *Conn) start(ctx context.Context, cl *call) {
+	if _, ok := cl.h.(inlineHandler); ok {
+		hctx := context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID})
+		if out := run(hctx, &c.o, cl); out != nil {
+			c.post(out)
+		}
+		return
+	}
 	hctx, ok := c.acquire(ctx, cl)
 	if !ok {
 		if !cl.req.IsNotification() {
@@ -510,7 +530,10 @@ func (c *Conn) post(b []byte) {
 // Post queues a pre-encoded message (a hub event, say) without waiting.
 // If MaxQueue posted messages are already waiting, the other side is not
 // keeping up: the connection is closed with 1008 and Post returns
-// ErrTooSlow. Post must not be given a message it will modify later.
+// ErrTooSlow itself, unwrapped, from that one call only, so a caller can
+// count each slow peer once. Calls after the connection closed return its
+// close cause (wrapping ErrClosed, and ErrTooSlow if that was the cause).
+// Post must not be given a message it will modify later.
 func (c *Conn) Post(msg []byte) error {
 	c.mu.Lock()
 	if c.closed {

@@ -535,3 +535,69 @@ func TestDiscover(t *testing.T) {
 		t.Fatal("subtract missing from rpc.discover")
 	}
 }
+
+func TestInline(t *testing.T) {
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(1)
+	var got []int
+	m := NewMux()
+	m.HandleFunc("block", func(ctx context.Context, _ *Request) (any, error) {
+		started.Done()
+		<-release
+		return nil, nil
+	})
+	m.Handle("event", Inline(Func(func(_ context.Context, p []int) (any, error) {
+		got = append(got, p[0]) // the reader runs these one at a time
+		return nil, nil
+	})))
+	m.Handle("fast", Inline(Func(func(_ context.Context, p []int) (int, error) { return p[0] * 2, nil })))
+	p := newRawPeer(t, &Options{Router: m, MaxInFlight: 1})
+	// The only in-flight slot is taken...
+	p.write(`{"jsonrpc":"2.0","method":"block","id":"b"}`)
+	started.Wait()
+	// ...yet inline notifications and calls are served, in order.
+	for i := range 500 {
+		p.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"event","params":[%d]}`, i))
+	}
+	p.write(`{"jsonrpc":"2.0","method":"fast","params":[21],"id":"f"}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":42,"id":"f"}`, p.read())
+	if len(got) != 500 {
+		t.Fatalf("got %d events", len(got))
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("event %d arrived as %d", i, v)
+		}
+	}
+	close(release)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":null,"id":"b"}`, p.read())
+	// Inline methods are still described by rpc.discover.
+	if d, ok := unwrap(m.load()["fast"].h).(describer); !ok || d == nil {
+		t.Fatal("inline Func lost its description")
+	}
+}
+
+func TestClosingBeforeDone(t *testing.T) {
+	started := make(chan struct{})
+	release := make(chan struct{})
+	m := NewMux()
+	m.HandleFunc("stubborn", func(ctx context.Context, _ *Request) (any, error) {
+		close(started)
+		<-release // ignores its context
+		return nil, nil
+	})
+	a, b := Pipe(nil, &Options{Router: m})
+	go a.Call(context.Background(), "stubborn", nil, nil) //nolint:errcheck
+	<-started
+	a.Close()
+	<-b.Closing() // b learns at once that the connection is going...
+	select {
+	case <-b.Done():
+		t.Fatal("Done before the handler returned")
+	default: // ...while Done waits for its handler.
+	}
+	close(release)
+	<-b.Done()
+	<-a.Done()
+}

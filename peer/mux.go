@@ -39,6 +39,31 @@ func Serial(h Handler) Handler { return serialHandler{h} }
 
 type serialHandler struct{ Handler }
 
+// Inline marks h as a handler that never blocks and returns within
+// microseconds, such as one that hands an event to a queue. It runs on the
+// connection's reader goroutine, in arrival order, without a goroutine or
+// an in-flight slot of its own: nothing else on the connection is read
+// while it runs, so it must not wait on anything, least of all on a call
+// over the same connection. Inline suits notifications whose order
+// matters (events) and trivial calls.
+func Inline(h Handler) Handler { return inlineHandler{h} }
+
+type inlineHandler struct{ Handler }
+
+// unwrap returns the handler inside the Serial and Inline markers.
+func unwrap(h Handler) Handler {
+	for {
+		switch w := h.(type) {
+		case serialHandler:
+			h = w.Handler
+		case inlineHandler:
+			h = w.Handler
+		default:
+			return h
+		}
+	}
+}
+
 // describer is implemented by handlers that know their Go parameter and
 // result types ([Func]), so rpc.discover can describe them.
 type describer interface {
