@@ -136,8 +136,9 @@ func TestSlowConsumer(t *testing.T) {
 	t.Logf("published %d x %d KiB in %v", msgs, size>>10, publishing)
 
 	st := h.Stats()
-	// Once closed, the stalled peer leaves the hub: later events skip it.
-	if st.SlowClosed != 1 || st.Dropped == 0 || st.Delivered < msgs || st.Peers != 1 {
+	// Events published after the close, until the stalled peer has left
+	// the hub, count as dropped.
+	if st.SlowClosed != 1 || st.Dropped == 0 || st.Delivered+st.Dropped > 2*msgs || st.Delivered < msgs {
 		t.Fatalf("Stats = %+v, want one slow consumer closed", st)
 	}
 	// The stalled subscriber, reading at last, finds what was buffered,
@@ -146,13 +147,15 @@ func TestSlowConsumer(t *testing.T) {
 	for err == nil {
 		_, _, err = stalled.Read(timeout(t))
 	}
-	t.Logf("stalled subscriber: %v", err)
-	if status := websocket.CloseStatus(err); status != -1 && status != websocket.StatusPolicyViolation {
-		t.Fatalf("stalled subscriber closed with %d, want 1008 (or a dropped connection)", status)
+	// The close frame waited behind the stuck write; the server gives it
+	// 5s, and this subscriber reads well within that.
+	if status := websocket.CloseStatus(err); status != websocket.StatusPolicyViolation {
+		t.Fatalf("stalled subscriber: %v, want close 1008", err)
 	}
 	if _, body := get(t, ts.URL+"/metrics"); !strings.Contains(body, "switchboard_slow_consumers_total 1") {
 		t.Fatal("metrics do not count the slow consumer")
 	}
+	fast.Close(websocket.StatusNormalClosure, "")
 	// The server logged the disconnect with code 1008 (Shutdown waits
 	// for every connection's goroutine, so the line is written).
 	if err := ts.srv.Shutdown(timeout(t)); err != nil {

@@ -48,7 +48,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 
 	id := uuid.NewString()
 	log := s.log.With(zap.String("peer", id), zap.String("remote", r.RemoteAddr))
-	conn := peer.NewConn(peer.WebSocket(ws), s.peerOptions(log))
+	conn := peer.NewConn(newWSTransport(ws), s.peerOptions(log))
 
 	s.mu.Lock()
 	if s.closing {
@@ -73,6 +73,9 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	code, reason := closeCode(conn, err)
+	if code == 0 && s.isClosing() {
+		code, reason = peer.CloseGoingAway, "going away"
+	}
 	fields := []zap.Field{zap.Duration("duration", time.Since(start)), zap.Int("code", code)}
 	if reason != "" {
 		fields = append(fields, zap.String("reason", reason))

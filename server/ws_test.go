@@ -387,20 +387,3 @@ func timeout(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// eventRouter serves rpc.event notifications by sending their params to ch.
-func eventRouter(ch chan<- json.RawMessage) peer.Router {
-	return routerFunc(func(method string) (peer.Handler, bool) {
-		if method != "rpc.event" {
-			return nil, false
-		}
-		return peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
-			ch <- append(json.RawMessage(nil), req.Params...)
-			return nil, nil
-		}), true
-	})
-}
-
-type routerFunc func(string) (peer.Handler, bool)
-
-func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }
