@@ -276,12 +276,16 @@ func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) 
 
 // publish fans the event out. topic must be valid and data valid JSON.
 func (h *Hub) publish(topic string, data []byte) int {
-	msg := encodeEvent(topic, data)
 	h.stats.published.Add(1)
 	delivered, dropped, slow := 0, 0, 0
 
 	h.mu.Lock()
 	nodes := h.root.match(h.match[:0], topic)
+	if len(nodes) == 0 {
+		h.mu.Unlock()
+		return 0
+	}
+	msg := encodeEvent(topic, data)
 	dedup := len(nodes) > 1
 	if dedup {
 		h.seq++
