@@ -74,7 +74,7 @@ type Client struct {
 
 	ctx  context.Context // the client's lifetime; cancelled by Close
 	stop context.CancelFunc
-	done chan struct{} // closed when the client is closed and its goroutines are gone
+	done chan struct{} // closed when the client is closed
 	wg   sync.WaitGroup
 
 	cbMu sync.Mutex // serializes setState, so OnState sees changes in order
@@ -149,7 +149,7 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("dial %s: %w", c.url, err)
 	}
 	ws.SetReadLimit(int64(c.o.MaxMessage))
-	t := &transport{Transport: peer.WebSocket(ws), down: make(chan struct{})}
+	t := &transport{Transport: peer.WebSocket(ws), down: make(chan struct{}), inline: c.inlineEvent}
 	pc := peer.NewConn(t, &peer.Options{
 		Router:      c.router,
 		MaxMessage:  c.o.MaxMessage,
@@ -480,22 +480,32 @@ type publishParams struct {
 
 // transport signals when its connection goes down, so that the client can
 // reconnect without waiting for the old connection's handlers to return.
+// It also hands rpc.event notifications to inline as they are read, on
+// the reader goroutine: they are queued to subscriptions in arrival
+// order, and never wait for (or are dropped for want of) an in-flight
+// slot of the peer, as a burst of events would if each were a handler.
 type transport struct {
 	peer.Transport
-	once sync.Once
-	down chan struct{}
-	err  error // the read error that took the connection down, if any
+	inline func(msg []byte) bool // reports whether it took msg
+	once   sync.Once
+	down   chan struct{}
+	err    error // the read error that took the connection down, if any
 }
 
 func (t *transport) Read(ctx context.Context) ([]byte, error) {
-	b, err := t.Transport.Read(ctx)
-	if err != nil {
-		t.once.Do(func() {
-			t.err = err
-			close(t.down)
-		})
+	for {
+		b, err := t.Transport.Read(ctx)
+		if err != nil {
+			t.once.Do(func() {
+				t.err = err
+				close(t.down)
+			})
+			return nil, err
+		}
+		if !t.inline(b) {
+			return b, nil
+		}
 	}
-	return b, err
 }
 
 func (t *transport) Close(code int, reason string) error {
@@ -503,9 +513,9 @@ func (t *transport) Close(code int, reason string) error {
 	return t.Transport.Close(code, reason)
 }
 
-// router serves the client's rpc.event notifications and, for every other
-// method, the user's Router. rpc.event is serial, so events are queued to
-// subscriptions in the order they arrived.
+// router serves the user's Router, and rpc.event when it comes in a form
+// the transport does not take inline (inside a batch, say); it is serial,
+// so those events are queued in the order they arrived too.
 type router struct {
 	user   peer.Router
 	events peer.Handler

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/goleak"
@@ -298,12 +300,11 @@ func TestOutage(t *testing.T) {
 
 	// A call in flight when the connection drops.
 	inflight := make(chan error, 1)
-	go func() { inflight <- c.Call(ctx(t), "sleep", map[string]int{"ms": 5000}, nil) }()
-	// Let it reach the hub: a later call on the same connection that
-	// returns means the sleep request was written before it.
-	if err := c.Call(ctx(t), "echo", []int{1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	running := make(chan struct{})
+	var once sync.Once
+	pctx := peer.WithProgress(ctx(t), func(json.RawMessage) { once.Do(func() { close(running) }) })
+	go func() { inflight <- c.Call(pctx, "sleep", map[string]int{"ms": 5000}, nil) }()
+	recv(t, running, "the sleep call's first progress report")
 	h.stop()
 	err := recv(t, inflight, "in-flight call")
 	if !errors.Is(err, ErrConnectionLost) {
@@ -355,13 +356,10 @@ func TestOutage(t *testing.T) {
 	}
 
 	// The option, for the whole client.
-	c2 := dial(t, h.url(), &Options{FailFast: true, MinBackoff: time.Hour})
+	states2 := newStateLog()
+	c2 := dial(t, h.url(), &Options{FailFast: true, MinBackoff: time.Hour, OnState: states2.on})
 	h.stop()
-	for c2.State() == StateConnected {
-		if err := c2.Call(ctx(t), "echo", []int{1}, nil); err != nil {
-			break
-		}
-	}
+	states2.until(t, StateDisconnected)
 	if err := c2.Call(ctx(t), "echo", []int{1}, nil); !errors.Is(err, ErrDisconnected) {
 		t.Fatalf("FailFast client: %v", err)
 	}
@@ -487,3 +485,56 @@ func TestSamePatternTwice(t *testing.T) {
 		t.Fatalf("hub topics %v; want > and t.*", topics)
 	}
 }
+
+// TestEventForms sends events the way the hub does not (in a batch, or
+// malformed) from a bare peer, and checks that the well-formed ones are
+// delivered in order.
+func TestEventForms(t *testing.T) {
+	router := routerFunc(func(method string) (peer.Handler, bool) {
+		if method != "rpc.subscribe" {
+			return nil, false
+		}
+		return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
+			c := peer.ConnFromContext(ctx)
+			for _, m := range []string{
+				`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"a","data":1}}`,
+				`{"jsonrpc":"2.0","method":"rpc.event","params":{"data":"no topic"}}`,
+				`[{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"a","data":2}},` +
+					`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"a","data":3}}]`,
+				`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"a","data":4,"seq":99}}`,
+				// Mixed with something else, the peer serves it (last, as
+				// its order relative to later messages is not kept).
+				`[{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"a","data":5}},{"jsonrpc":"2.0","method":"rpc.ping"}]`,
+			} {
+				if err := c.Post([]byte(m)); err != nil {
+					return nil, err
+				}
+			}
+			return map[string]any{"topics": []string{"a"}}, nil
+		}), false
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		_ = peer.NewConn(peer.WebSocket(ws), &peer.Options{Router: router}).Serve(r.Context())
+	}))
+	defer srv.Close()
+
+	c := dial(t, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	got := make(chan string, 10)
+	if _, err := c.Subscribe(ctx(t), "a", func(ev Event) { got <- string(ev.Data) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1", "2", "3", "4", "5"} {
+		if ev := recv(t, got, "event "+want); ev != want {
+			t.Fatalf("got event %s, want %s", ev, want)
+		}
+	}
+	c.Close()
+}
+
+type routerFunc func(string) (peer.Handler, bool)
+
+func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,13 +202,60 @@ func (s *Subscription) push(ev Event, log *zap.Logger) {
 	}
 }
 
-// onEvent serves rpc.event. It is registered as serial, so it runs for
-// one event at a time in arrival order, and only queues.
+var eventMethod = []byte(`"rpc.event"`)
+
+// inlineEvent takes msg if it is an rpc.event notification, or a batch of
+// nothing else, and queues the events. It runs on the reader goroutine and
+// never blocks. Events in a batch mixed with other messages go through the
+// peer (onEvent), and may be queued after events read later.
+func (c *Client) inlineEvent(msg []byte) bool {
+	if !bytes.Contains(msg, eventMethod) {
+		return false
+	}
+	type notification struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+		ID      json.RawMessage `json:"id"`
+	}
+	isEvent := func(m *notification) bool {
+		return m.JSONRPC == "2.0" && m.Method == "rpc.event" && m.ID == nil
+	}
+	var ms []notification
+	if t := bytes.TrimSpace(msg); len(t) > 0 && t[0] == '[' {
+		if json.Unmarshal(t, &ms) != nil || len(ms) == 0 {
+			return false
+		}
+	} else {
+		ms = make([]notification, 1)
+		if json.Unmarshal(t, &ms[0]) != nil {
+			return false
+		}
+	}
+	for i := range ms {
+		if !isEvent(&ms[i]) {
+			return false // a call, a response, or not valid: the peer handles it
+		}
+	}
+	for i := range ms {
+		_ = c.deliver(ms[i].Params)
+	}
+	return true
+}
+
+// onEvent serves the rpc.event notifications the transport did not take.
+// It is registered as serial, so it runs for one event at a time in
+// arrival order, and only queues.
 func (c *Client) onEvent(_ context.Context, req *peer.Request) (any, error) {
+	return nil, c.deliver(req.Params)
+}
+
+// deliver queues an event to every subscription whose pattern matches it.
+func (c *Client) deliver(params json.RawMessage) error {
 	var ev Event
-	if err := json.Unmarshal(req.Params, &ev); err != nil || ev.Topic == "" {
-		c.log.Debug("malformed rpc.event dropped", zap.ByteString("params", req.Params))
-		return nil, peer.Errorf(peer.CodeInvalidParams, "rpc.event needs a topic")
+	if err := json.Unmarshal(params, &ev); err != nil || ev.Topic == "" {
+		c.log.Debug("malformed rpc.event dropped", zap.ByteString("params", params))
+		return peer.Errorf(peer.CodeInvalidParams, "rpc.event needs a topic")
 	}
 	c.smu.Lock()
 	defer c.smu.Unlock()
@@ -216,7 +264,7 @@ func (c *Client) onEvent(_ context.Context, req *peer.Request) (any, error) {
 			s.push(ev, c.log)
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // resubscribe subscribes pc to the patterns of the client's subscriptions,
