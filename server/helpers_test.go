@@ -190,3 +190,21 @@ func jsonEqual(a, b any) bool {
 	bj, _ := json.Marshal(b)
 	return bytes.Equal(aj, bj)
 }
+
+// eventRouter serves rpc.event notifications by sending their params to
+// ch, in arrival order.
+func eventRouter(ch chan<- json.RawMessage) peer.Router {
+	return routerFunc(func(method string) (peer.Handler, bool) {
+		if method != "rpc.event" {
+			return nil, false
+		}
+		return peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
+			ch <- append(json.RawMessage(nil), req.Params...)
+			return nil, nil
+		}), true
+	})
+}
+
+type routerFunc func(string) (peer.Handler, bool)
+
+func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }

@@ -1,0 +1,59 @@
+// Package hub keeps the peers connected to a Switchboard server and the
+// topics they subscribe to, and fans published messages out to them.
+//
+// A [Hub] starts no goroutines. The server tells it when a connection
+// joins ([Hub.Join]) and leaves ([Hub.Leave]); in between the hub answers
+// that connection's topic methods through the [peer.Router] that
+// [Hub.Router] wraps around the application's own, and the server's Go
+// code can list the peers, look one up and call methods on it:
+//
+//	h := hub.New(&hub.Options{Policy: hub.AllowAll})
+//	srv := server.New(&server.Options{Router: mux, Hub: h})
+//	...
+//	for _, p := range h.Peers() {
+//		var answer string
+//		err := p.Call(ctx, "ask", map[string]string{"question": "ready?"}, &answer)
+//		...
+//	}
+//	n, err := h.Publish(ctx, "prices.SWB", quote) // n peers reached
+//
+// # Topics
+//
+// Topics are dot-separated words of letters, digits, '_', '-' and ':', such
+// as "chat.room1". A subscription pattern may use "*" for any one word and,
+// as its last word, ">" for one or more words: "chat.*" matches
+// "chat.room1", "chat.>" matches "chat.room1" and "chat.room1.thread".
+// Peers use the system methods of the wire protocol:
+//
+//	rpc.subscribe    {"topic": "chat.*"} or ["chat.*", "news"]  -> {"topics": [...]}
+//	rpc.unsubscribe  the same                                   -> {"topics": [those removed]}
+//	rpc.publish      {"topic": "chat.room1", "data": ...} or [topic, data] -> {"delivered": n}
+//	rpc.event        hub -> peer: {"topic": "chat.room1", "data": ...}
+//
+// A peer subscribed through several matching patterns gets each event once.
+// A bad topic or pattern is answered with -32602.
+//
+// # Delivery
+//
+// A published message is encoded once, and the same bytes are queued on
+// every subscriber's connection with [peer.Conn.Post], which never waits.
+// Events reach every subscriber in the order they were published (the hub
+// hands each event to all subscribers before taking the next), and a
+// peer's own topic requests take effect in the order it sent them.
+//
+// A subscriber that lets the connection's MaxQueue events pile up unread
+// is closed with WebSocket close code 1008 ("too slow"): it neither slows
+// the publisher nor the other subscribers. [Hub.Stats] counts such closes
+// and the events they cost.
+//
+// # Authorization
+//
+// A [Policy] decides who may subscribe to a pattern and publish on a topic;
+// it sees the request's context, and so the caller's [Identity]. A refusal
+// is answered with -32001. The default, [DefaultPolicy], lets peers
+// subscribe and lets only Go code publish; [AllowAll] suits demos and
+// tests. [Hub.Publish] and [Peer.Subscribe], called by the server's own
+// code, are not subject to the policy.
+//
+// The wire protocol is described in docs/protocol.md.
+package hub

@@ -1,0 +1,96 @@
+package demo_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server/demo"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestSpecExamples(t *testing.T) {
+	opts := &peer.Options{Router: demo.Mux()}
+	for _, tt := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`, `{"jsonrpc":"2.0","id":1,"result":19}`},
+		{`{"jsonrpc":"2.0","method":"subtract","params":[23,42],"id":2}`, `{"jsonrpc":"2.0","id":2,"result":-19}`},
+		{`{"jsonrpc":"2.0","method":"subtract","params":{"subtrahend":23,"minuend":42},"id":3}`, `{"jsonrpc":"2.0","id":3,"result":19}`},
+		{`{"jsonrpc":"2.0","method":"subtract","params":{"minuend":42,"subtrahend":23},"id":4}`, `{"jsonrpc":"2.0","id":4,"result":19}`},
+		{`{"jsonrpc":"2.0","method":"update","params":[1,2,3,4,5]}`, ``},
+		{`{"jsonrpc":"2.0","method":"foobar"}`, ``},
+		{`{"jsonrpc":"2.0","method":"sum","params":[1,2,4],"id":"1"}`, `{"jsonrpc":"2.0","id":"1","result":7}`},
+		{`{"jsonrpc":"2.0","method":"get_data","id":"9"}`, `{"jsonrpc":"2.0","id":"9","result":["hello",5]}`},
+		{`[{"jsonrpc":"2.0","method":"notify_sum","params":[1,2,4]},{"jsonrpc":"2.0","method":"notify_hello","params":[7]}]`, ``},
+		{`{"jsonrpc":"2.0","method":"echo","params":[1,{"a":null}],"id":1}`, `{"jsonrpc":"2.0","id":1,"result":[1,{"a":null}]}`},
+		{`{"jsonrpc":"2.0","method":"echo","id":1}`, `{"jsonrpc":"2.0","id":1,"result":null}`},
+		{`{"jsonrpc":"2.0","method":"add","params":[1.5,2],"id":1}`, `{"jsonrpc":"2.0","id":1,"result":3.5}`},
+		{`{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":1}`, `{"jsonrpc":"2.0","id":1,"result":3}`},
+		{`{"jsonrpc":"2.0","method":"sleep","params":{"ms":1},"id":1}`, `{"jsonrpc":"2.0","id":1,"result":{"slept":1}}`},
+		{`{"jsonrpc":"2.0","method":"sleep","params":{"ms":-1},"id":1}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: ms must be between 0 and 600000"}}`},
+		{`{"jsonrpc":"2.0","method":"callback","params":{"method":"x"},"id":1}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"callback needs a WebSocket connection: over HTTP POST there is no peer to call back"}}`},
+	} {
+		if got := string(peer.Respond(t.Context(), []byte(tt.in), opts)); got != tt.want {
+			t.Errorf("%s\n got %s\nwant %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSleepProgressAndCancel(t *testing.T) {
+	a, b := peer.Pipe(nil, &peer.Options{Router: demo.Mux()})
+	defer func() { a.Close(); <-a.Done(); <-b.Done() }()
+
+	var mu sync.Mutex
+	var reports []int64
+	ctx := peer.WithProgress(t.Context(), func(data json.RawMessage) {
+		var p demo.SleepResult
+		_ = json.Unmarshal(data, &p)
+		mu.Lock()
+		reports = append(reports, p.Slept)
+		mu.Unlock()
+	})
+	var res demo.SleepResult
+	if err := a.Call(ctx, "sleep", demo.SleepParams{MS: 350}, &res); err != nil || res.Slept != 350 {
+		t.Fatalf("sleep = %+v, %v", res, err)
+	}
+	mu.Lock()
+	if len(reports) < 2 {
+		t.Errorf("progress reports %v, want about 3", reports)
+	}
+	mu.Unlock()
+
+	// Cancelled by the caller's context: the callee gets rpc.cancel.
+	cctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := a.Call(cctx, "sleep", demo.SleepParams{MS: 60000}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancelled sleep: %v", err)
+	}
+}
+
+func TestCallback(t *testing.T) {
+	client := peer.NewMux()
+	client.Handle("name", peer.Func(func(_ context.Context, p []string) (string, error) { return "client " + p[0], nil }))
+	client.Handle("fail", peer.Func(func(context.Context, json.RawMessage) (any, error) {
+		return nil, peer.Errorf(7, "nope").WithData([]int{1})
+	}))
+	a, b := peer.Pipe(&peer.Options{Router: client}, &peer.Options{Router: demo.Mux()})
+	defer func() { a.Close(); <-a.Done(); <-b.Done() }()
+
+	var got string
+	if err := a.Call(t.Context(), "callback", demo.CallbackParams{Method: "name", Params: json.RawMessage(`["x"]`)}, &got); err != nil || got != "client x" {
+		t.Fatalf("callback name = %q, %v", got, err)
+	}
+	err := a.Call(t.Context(), "callback", demo.CallbackParams{Method: "fail"}, nil)
+	var e *peer.Error
+	if !errors.As(err, &e) || e.Code != 7 || e.Message != "nope" || string(e.Data) != "[1]" {
+		t.Fatalf("callback fail = %v", err)
+	}
+	if err := a.Call(t.Context(), "callback", map[string]any{}, nil); !errors.As(err, &e) || e.Code != peer.CodeInvalidParams {
+		t.Fatalf("callback without method = %v", err)
+	}
+}

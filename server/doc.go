@@ -1,0 +1,54 @@
+// Package server serves Switchboard over HTTP: JSON-RPC 2.0 on /rpc, over
+// a WebSocket or as an HTTP POST, plus /healthz and /metrics.
+//
+// A [Server] is an http.Handler. Each WebSocket becomes a [peer.Conn]
+// served on its request's goroutine and joins the server's [hub.Hub], so
+// both sides can call each other and the peer can subscribe to topics.
+// An HTTP POST body is answered in the response, with no connection:
+//
+//	mux := peer.NewMux()
+//	mux.Handle("add", peer.Func(add))
+//	srv := server.New(&server.Options{
+//		Router: mux,
+//		Hub:    hub.New(&hub.Options{Policy: hub.AllowAll}),
+//		Logger: logger,
+//	})
+//	hs := &http.Server{Addr: "127.0.0.1:8080", Handler: srv}
+//	go hs.ListenAndServe()
+//	...
+//	srv.Shutdown(ctx) // WebSockets: finish calls in flight, close with 1001
+//	hs.Shutdown(ctx)  // the listener and plain HTTP requests
+//
+// # HTTP
+//
+// POST /rpc takes Content-Type application/json and answers 200 with the
+// reply (JSON-RPC errors included), or 204 when there is nothing to answer
+// (notifications only). A wrong method gets 405, a wrong content type 415,
+// a body over [Options].MaxMessage 413, and GET without an Upgrade 426.
+// Over POST there is no peer: methods that need one, such as rpc.subscribe,
+// answer with an error at once.
+//
+// # Security
+//
+// Browsers may open a WebSocket or POST only from the server's own origin
+// unless [Options].AllowedOrigins says otherwise. On a loopback listener
+// the Host header must name this machine (localhost or an IP address), which
+// defeats DNS rebinding. [Options].Authenticate runs before the upgrade and
+// before a POST body is read; a refusal is 401 (or 403), and the identity
+// it returns reaches handlers and the hub's policy through [hub.Identity].
+// [Options].Authorize refuses single methods with -32001.
+//
+// # Limits
+//
+// One message or body is at most 1 MiB by default (after decompression, if
+// [Options].Compression is on); a larger WebSocket message closes the
+// connection with 1009. A peer that does not read its events fast enough
+// is closed with 1008 once [Options].MaxQueue of them wait.
+//
+// # Metrics
+//
+// /metrics serves the server's own Prometheus registry: connections,
+// calls by method and outcome, handler latency, published, delivered and
+// dropped events, slow consumers closed, refused requests, and the Go
+// runtime's metrics. docs/server.md lists them.
+package server
