@@ -104,7 +104,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	c.log = c.o.Logger.With(zap.String("url", url))
 	c.hc, c.ownHC = c.o.httpClient()
-	c.router = router{user: c.o.Router, events: peer.Serial(peer.HandlerFunc(c.onEvent))}
+	c.router = router{user: c.o.Router, events: peer.Inline(peer.HandlerFunc(c.onEvent))}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 
 	c.setState(StateConnecting, nil)
@@ -118,7 +118,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	c.pc = cn.pc
+	c.pc = cn
 	close(c.ready)
 	c.mu.Unlock()
 	c.setState(StateConnected, nil)
@@ -126,14 +126,8 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	return c, nil
 }
 
-// conn is one WebSocket connection and the signal that it went down.
-type conn struct {
-	pc *peer.Conn
-	t  *transport
-}
-
 // connect dials, starts serving and re-subscribes the client's topics.
-func (c *Client) connect(ctx context.Context) (*conn, error) {
+func (c *Client) connect(ctx context.Context) (*peer.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
 	defer cancel()
 	ws, resp, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{
@@ -149,8 +143,7 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("dial %s: %w", c.url, err)
 	}
 	ws.SetReadLimit(int64(c.o.MaxMessage))
-	t := &transport{Transport: peer.WebSocket(ws), down: make(chan struct{}), inline: c.inlineEvent}
-	pc := peer.NewConn(t, &peer.Options{
+	pc := peer.NewConn(peer.WebSocket(ws), &peer.Options{
 		Router:      c.router,
 		MaxMessage:  c.o.MaxMessage,
 		MaxInFlight: c.o.MaxInFlight,
@@ -163,22 +156,21 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 		_ = pc.Close()
 		return nil, err
 	}
-	return &conn{pc: pc, t: t}, nil
+	return pc, nil
 }
 
 // run repairs the connection whenever it drops, until the client closes.
-func (c *Client) run(cn *conn) {
+// It watches Closing rather than Done, so that a handler slow to return
+// does not hold up the reconnection.
+func (c *Client) run(pc *peer.Conn) {
 	for {
 		select {
-		case <-cn.t.down:
+		case <-pc.Closing():
 		case <-c.ctx.Done():
 			return
 		}
-		cause := cn.t.err
-		if cause == nil {
-			cause = cn.pc.Err() // set before the peer closes its transport
-		}
-		if !c.markDown(cn.pc, cause) {
+		cause := pc.Err()
+		if !c.markDown(pc, cause) {
 			return
 		}
 		c.log.Info("connection lost", zap.Error(cause))
@@ -190,15 +182,15 @@ func (c *Client) run(cn *conn) {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			_ = next.pc.Close()
+			_ = next.Close()
 			return
 		}
-		c.pc = next.pc
+		c.pc = next
 		close(c.ready)
 		c.mu.Unlock()
 		c.log.Info("reconnected")
 		c.setState(StateConnected, nil)
-		cn = next
+		pc = next
 	}
 }
 
@@ -223,7 +215,7 @@ func (c *Client) markDown(pc *peer.Conn, cause error) bool {
 
 // reconnect dials until it succeeds, the client closes, or it has tried
 // Options.MaxAttempts times.
-func (c *Client) reconnect(cause error) (*conn, error) {
+func (c *Client) reconnect(cause error) (*peer.Conn, error) {
 	if c.o.MaxAttempts < 0 {
 		return nil, cause
 	}
@@ -241,9 +233,9 @@ func (c *Client) reconnect(cause error) (*conn, error) {
 			return nil, ErrClosed
 		}
 		c.setState(StateConnecting, nil)
-		cn, err := c.connect(c.ctx)
+		pc, err := c.connect(c.ctx)
 		if err == nil {
-			return cn, nil
+			return pc, nil
 		}
 		if c.ctx.Err() != nil {
 			return nil, ErrClosed
@@ -478,44 +470,10 @@ type publishParams struct {
 	Data  any    `json:"data"`
 }
 
-// transport signals when its connection goes down, so that the client can
-// reconnect without waiting for the old connection's handlers to return.
-// It also hands rpc.event notifications to inline as they are read, on
-// the reader goroutine: they are queued to subscriptions in arrival
-// order, and never wait for (or are dropped for want of) an in-flight
-// slot of the peer, as a burst of events would if each were a handler.
-type transport struct {
-	peer.Transport
-	inline func(msg []byte) bool // reports whether it took msg
-	once   sync.Once
-	down   chan struct{}
-	err    error // the read error that took the connection down, if any
-}
-
-func (t *transport) Read(ctx context.Context) ([]byte, error) {
-	for {
-		b, err := t.Transport.Read(ctx)
-		if err != nil {
-			t.once.Do(func() {
-				t.err = err
-				close(t.down)
-			})
-			return nil, err
-		}
-		if !t.inline(b) {
-			return b, nil
-		}
-	}
-}
-
-func (t *transport) Close(code int, reason string) error {
-	t.once.Do(func() { close(t.down) })
-	return t.Transport.Close(code, reason)
-}
-
-// router serves the user's Router, and rpc.event when it comes in a form
-// the transport does not take inline (inside a batch, say); it is serial,
-// so those events are queued in the order they arrived too.
+// router serves rpc.event itself and every other method with the user's
+// Router. rpc.event is Inline: it runs on the reader goroutine, in arrival
+// order, and only queues the event, so a burst of events needs neither
+// goroutines nor in-flight slots, and none is dropped for want of one.
 type router struct {
 	user   peer.Router
 	events peer.Handler

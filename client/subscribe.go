@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,50 +201,9 @@ func (s *Subscription) push(ev Event, log *zap.Logger) {
 	}
 }
 
-var eventMethod = []byte(`"rpc.event"`)
-
-// inlineEvent takes msg if it is an rpc.event notification, or a batch of
-// nothing else, and queues the events. It runs on the reader goroutine and
-// never blocks. Events in a batch mixed with other messages go through the
-// peer (onEvent), and may be queued after events read later.
-func (c *Client) inlineEvent(msg []byte) bool {
-	if !bytes.Contains(msg, eventMethod) {
-		return false
-	}
-	type notification struct {
-		JSONRPC string          `json:"jsonrpc"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-		ID      json.RawMessage `json:"id"`
-	}
-	isEvent := func(m *notification) bool {
-		return m.JSONRPC == "2.0" && m.Method == "rpc.event" && m.ID == nil
-	}
-	var ms []notification
-	if t := bytes.TrimSpace(msg); len(t) > 0 && t[0] == '[' {
-		if json.Unmarshal(t, &ms) != nil || len(ms) == 0 {
-			return false
-		}
-	} else {
-		ms = make([]notification, 1)
-		if json.Unmarshal(t, &ms[0]) != nil {
-			return false
-		}
-	}
-	for i := range ms {
-		if !isEvent(&ms[i]) {
-			return false // a call, a response, or not valid: the peer handles it
-		}
-	}
-	for i := range ms {
-		_ = c.deliver(ms[i].Params)
-	}
-	return true
-}
-
-// onEvent serves the rpc.event notifications the transport did not take.
-// It is registered as serial, so it runs for one event at a time in
-// arrival order, and only queues.
+// onEvent serves rpc.event on the reader goroutine (see router). Events
+// that arrive inside a batch are served by the batch's workers, and may
+// be queued out of order; the hub sends each event on its own.
 func (c *Client) onEvent(_ context.Context, req *peer.Request) (any, error) {
 	return nil, c.deliver(req.Params)
 }
