@@ -30,8 +30,10 @@ type Options struct {
 	MaxSubscriptions int
 
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
-	// it has left. They run on the goroutine of Hub.Join and Hub.Leave
-	// (in a server, the connection's); they may call the peer.
+	// it has left, on the goroutine of Hub.Join and Hub.Leave (in a
+	// server, the connection's). OnJoin runs before the connection is
+	// served, so it must not wait for the peer: to call it, start a
+	// goroutine. By OnLeave the connection is closed.
 	OnJoin, OnLeave func(*Peer)
 }
 
