@@ -163,13 +163,28 @@ func (c *Client) connect(ctx context.Context) (*peer.Conn, error) {
 // It watches Closing rather than Done, so that a handler slow to return
 // does not hold up the reconnection.
 func (c *Client) run(pc *peer.Conn) {
+	var tick <-chan time.Time
+	if c.o.PingInterval > 0 {
+		t := time.NewTicker(c.o.PingInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var pingErr error
 	for {
 		select {
 		case <-pc.Closing():
 		case <-c.ctx.Done():
 			return
+		case <-tick:
+			if err := c.ping(pc); err != nil {
+				pingErr = err
+			}
+			continue
 		}
 		cause := pc.Err()
+		if pingErr != nil {
+			cause, pingErr = pingErr, nil
+		}
 		if !c.markDown(pc, cause) {
 			return
 		}
@@ -192,6 +207,20 @@ func (c *Client) run(pc *peer.Conn) {
 		c.setState(StateConnected, nil)
 		pc = next
 	}
+}
+
+// ping checks that the hub still answers on pc, and closes pc when it
+// does not answer within PingInterval: a connection can die without
+// either end being told (a laptop put to sleep, a NAT that forgot it).
+func (c *Client) ping(pc *peer.Conn) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.o.PingInterval)
+	defer cancel()
+	err := pc.Call(ctx, "rpc.ping", nil, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || c.ctx.Err() != nil {
+		return nil
+	}
+	_ = pc.CloseWith(peer.CloseGoingAway, "ping timeout")
+	return fmt.Errorf("%w: no answer to rpc.ping within %v", ErrConnectionLost, c.o.PingInterval)
 }
 
 // markDown records that pc is gone, once, and reports whether the client

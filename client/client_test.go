@@ -544,3 +544,37 @@ func TestEventForms(t *testing.T) {
 type routerFunc func(string) (peer.Handler, bool)
 
 func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }
+
+// TestPing connects to a server that reads but never answers, as a dead
+// connection would look: the unanswered ping closes it and the client
+// dials again.
+func TestPing(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		for {
+			if _, _, err := ws.Read(r.Context()); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	causes := make(chan error, 10)
+	c := dial(t, "ws"+strings.TrimPrefix(srv.URL, "http"), &Options{
+		PingInterval: 50 * time.Millisecond,
+		MinBackoff:   10 * time.Millisecond,
+		OnState: func(s State, err error) {
+			if s == StateDisconnected {
+				causes <- err
+			}
+		},
+	})
+	err := recv(t, causes, "the ping to fail")
+	if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "rpc.ping") {
+		t.Fatalf("cause %v", err)
+	}
+	c.Close()
+}

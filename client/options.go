@@ -44,6 +44,11 @@ type Options struct {
 	// whose context has no deadline. Default 30s; negative means no bound.
 	CallTimeout time.Duration
 
+	// PingInterval is how often the client sends rpc.ping to check that
+	// the connection still works; a ping unanswered for as long closes the
+	// connection, and the client reconnects. Default 30s; negative: never.
+	PingInterval time.Duration
+
 	// MinBackoff is the pause before the first reconnection attempt; each
 	// failed attempt doubles it, up to MaxBackoff. Every pause is drawn at
 	// random between half and all of its nominal length (jitter), so that
@@ -95,12 +100,13 @@ type Options struct {
 }
 
 const (
-	defaultDialTimeout = 10 * time.Second
-	defaultCallTimeout = 30 * time.Second
-	defaultMinBackoff  = 100 * time.Millisecond
-	defaultMaxBackoff  = 10 * time.Second
-	defaultMaxMessage  = 1 << 20
-	defaultEventBuffer = 1024
+	defaultDialTimeout  = 10 * time.Second
+	defaultCallTimeout  = 30 * time.Second
+	defaultPingInterval = 30 * time.Second
+	defaultMinBackoff   = 100 * time.Millisecond
+	defaultMaxBackoff   = 10 * time.Second
+	defaultMaxMessage   = 1 << 20
+	defaultEventBuffer  = 1024
 )
 
 // withDefaults returns a copy of o with every zero field set.
@@ -114,6 +120,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = defaultCallTimeout
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = defaultPingInterval
 	}
 	if c.MinBackoff <= 0 {
 		c.MinBackoff = defaultMinBackoff
