@@ -48,7 +48,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 
 	id := uuid.NewString()
 	log := s.log.With(zap.String("peer", id), zap.String("remote", r.RemoteAddr))
-	conn := peer.NewConn(newWSTransport(ws), s.peerOptions(log))
+	conn := peer.NewConn(peer.WebSocket(ws), s.peerOptions(log))
 
 	s.mu.Lock()
 	if s.closing {
