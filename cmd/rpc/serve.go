@@ -58,6 +58,13 @@ Examples:
 			return err
 		}
 		defer c.Close()
+		// A round trip, so that "serving" means the hub has taken the
+		// connection in and can call it.
+		pctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		if err := c.Call(pctx, "rpc.ping", nil, nil); err != nil {
+			return err
+		}
 		fmt.Fprintf(o.stderr, "rpc: serving %s\n", strings.Join(names, ", "))
 		select {
 		case <-ctx.Done():
