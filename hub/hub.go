@@ -59,6 +59,8 @@ type Hub struct {
 	seq   uint64  // publish sequence, for deduplication
 	match []*node // scratch for Publish, reused under mu
 
+	handlers struct{ subscribe, unsubscribe, publish peer.Handler }
+
 	stats struct {
 		published, delivered, dropped, slow atomic.Uint64
 	}
@@ -79,6 +81,9 @@ func New(opts *Options) *Hub {
 	if h.o.MaxSubscriptions <= 0 {
 		h.o.MaxSubscriptions = 1000
 	}
+	h.handlers.subscribe = peer.Inline(peer.HandlerFunc(h.serveSubscribe))
+	h.handlers.unsubscribe = peer.Inline(peer.HandlerFunc(h.serveUnsubscribe))
+	h.handlers.publish = peer.Inline(peer.HandlerFunc(h.servePublish))
 	return h
 }
 

@@ -54,16 +54,17 @@ type routerFunc func(string) (peer.Handler, bool)
 
 func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }
 
-// eventRouter serves rpc.event by sending the params to ch, in order.
+// eventRouter serves rpc.event by sending the params to ch, in order, on
+// the reader (ch must have room).
 func eventRouter(ch chan<- event) peer.Router {
 	return routerFunc(func(method string) (peer.Handler, bool) {
 		if method != "rpc.event" {
 			return nil, false
 		}
-		return peer.Func(func(_ context.Context, e event) (any, error) {
+		return peer.Inline(peer.Func(func(_ context.Context, e event) (any, error) {
 			ch <- e
 			return nil, nil
-		}), true
+		})), false
 	})
 }
 
@@ -326,8 +327,10 @@ func TestRouterDelegates(t *testing.T) {
 	if hd, _ := r.Lookup("nope"); hd != nil {
 		t.Fatal("unknown method found")
 	}
-	if hd, serial := r.Lookup("rpc.publish"); hd == nil || !serial {
-		t.Fatal("rpc.publish not served serially")
+	for _, m := range []string{"rpc.subscribe", "rpc.unsubscribe", "rpc.publish"} {
+		if hd, _ := r.Lookup(m); hd == nil {
+			t.Fatalf("%s not served", m)
+		}
 	}
 	if hd, _ := h.Router(nil).Lookup("add"); hd != nil {
 		t.Fatal("nil app router served add")
@@ -464,3 +467,40 @@ func (s stallTransport) Write(ctx context.Context, _ []byte) error {
 }
 
 func (stallTransport) Close(int, string) error { return nil }
+
+// TestOneOrderForAll: with several publishers at once, every subscriber
+// sees the same sequence of events.
+func TestOneOrderForAll(t *testing.T) {
+	const subs, pubs, each = 5, 4, 100
+	h := hub.New(&hub.Options{Policy: hub.AllowAll})
+	clients := make([]*client, subs)
+	for i := range clients {
+		events := make(chan event, pubs*each)
+		clients[i] = connect(t, h, nil, eventRouter(events))
+		clients[i].events = events
+		subscribe(t, clients[i], []string{"all"})
+	}
+	var wg sync.WaitGroup
+	for p := range pubs {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := h.Publish(context.Background(), "all", fmt.Sprintf("%d-%d", p, i)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var first []string
+	for i, c := range clients {
+		var seq []string
+		for range pubs * each {
+			seq = append(seq, string(c.next(t).Data))
+		}
+		if i == 0 {
+			first = seq
+		} else if !slices.Equal(seq, first) {
+			t.Fatalf("subscriber %d saw another order", i)
+		}
+	}
+}

@@ -28,7 +28,9 @@ func (a Action) String() string {
 // publish on a topic. ctx is the request's: [Identity] gives what
 // authentication said the caller is. Allow returns nil to allow; any error
 // refuses, and the caller gets -32001 (or the code of a *peer.Error).
-// Allow runs on the request's goroutine and may block briefly.
+// Allow runs on the reader goroutine of the peer's connection (the hub's
+// methods run inline, in arrival order), so it must not block: decide from
+// the identity and the topic, or from data already in memory.
 type Policy interface {
 	Allow(ctx context.Context, action Action, topic string) error
 }

@@ -12,10 +12,13 @@ import (
 // (rpc.subscribe, rpc.unsubscribe, rpc.publish) and hands every other
 // method, rpc.discover included, to app (which may be nil).
 //
-// The hub's methods are serial on each connection: a peer's subscribes,
-// unsubscribes and publishes take effect in the order it sent them, so a
+// The hub's methods run inline, on the reader of the peer's connection
+// (see [peer.Inline]): they take no in-flight slot, so a burst of
+// rpc.publish notifications is never dropped, and a peer's subscribes,
+// unsubscribes and publishes take effect in the order it sent them; a
 // peer that subscribes and then publishes, without waiting in between,
-// receives its own event.
+// receives its own event. They are quick (fan-out never waits), but the
+// Policy runs there too, so it must not block.
 func (h *Hub) Router(app peer.Router) peer.Router {
 	return router{h: h, app: app}
 }
@@ -28,11 +31,11 @@ type router struct {
 func (r router) Lookup(method string) (peer.Handler, bool) {
 	switch method {
 	case "rpc.subscribe":
-		return peer.HandlerFunc(r.h.serveSubscribe), true
+		return r.h.handlers.subscribe, false
 	case "rpc.unsubscribe":
-		return peer.HandlerFunc(r.h.serveUnsubscribe), true
+		return r.h.handlers.unsubscribe, false
 	case "rpc.publish":
-		return peer.HandlerFunc(r.h.servePublish), true
+		return r.h.handlers.publish, false
 	}
 	if r.app == nil {
 		return nil, false

@@ -171,3 +171,23 @@ func TestSlowConsumer(t *testing.T) {
 		t.Fatalf("no disconnect with code 1008 logged: %v", logs.FilterMessage("peer disconnected").All())
 	}
 }
+
+// TestPublishBurst: a burst of rpc.publish notifications, far more than
+// MaxInFlight, loses none and keeps its order (the hub's methods take no
+// in-flight slot).
+func TestPublishBurst(t *testing.T) {
+	const msgs = 1000
+	ts := newTestServer(t, &server.Options{MaxInFlight: 4})
+	sub := ts.dialRaw(t, nil)
+	roundTrip(t, sub, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["burst"],"id":1}`)
+	pub := ts.dialRaw(t, nil)
+	for i := range msgs {
+		write(t, pub, fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.publish","params":["burst",%d]}`, i))
+	}
+	for i := range msgs {
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"burst","data":%d}}`, i)
+		if got := read(t, sub); got != want {
+			t.Fatalf("event %d: %s", i, got)
+		}
+	}
+}

@@ -198,10 +198,10 @@ func eventRouter(ch chan<- json.RawMessage) peer.Router {
 		if method != "rpc.event" {
 			return nil, false
 		}
-		return peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
+		return peer.Inline(peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
 			ch <- append(json.RawMessage(nil), req.Params...)
 			return nil, nil
-		}), true
+		})), false
 	})
 }
 

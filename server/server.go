@@ -32,10 +32,11 @@ type Options struct {
 	// against a fixed set.
 	Authenticate func(r *http.Request) (identity any, err error)
 
-	// Authorize, if set, is asked before each call or notification a
-	// peer makes, with the request's context (hub.Identity gives the
-	// caller) and the method. An error refuses it with -32001, or with
-	// the code of a *peer.Error.
+	// Authorize, if set, is asked before each call or notification of a
+	// method of Router (rpc.discover included), with the request's context
+	// (hub.Identity gives the caller) and the method. An error refuses it
+	// with -32001, or with the code of a *peer.Error. The topic methods
+	// are decided by the hub's Policy instead.
 	Authorize func(ctx context.Context, method string) error
 
 	// AllowedOrigins lists the origins, beyond the request's own host,
@@ -130,10 +131,11 @@ func New(opts *Options) *Server {
 	}
 	s.hub = s.o.Hub
 	s.log = s.o.Logger
-	s.router = s.hub.Router(s.o.Router)
-	if s.o.Authorize != nil {
-		s.router = authorizer{s.router, s.o.Authorize}
+	app := s.o.Router
+	if app != nil && s.o.Authorize != nil {
+		app = authorizer{app, s.o.Authorize}
 	}
+	s.router = s.hub.Router(app)
 	s.metrics = newMetrics(s)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/rpc", s.serveRPC)
@@ -251,7 +253,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// authorizer asks Options.Authorize before every method the router serves.
+// authorizer asks Options.Authorize before every method the app's router
+// serves. (A handler the app marked peer.Inline runs on a goroutine of its
+// own once wrapped: peer has no way to ask whether a handler is inline.)
 type authorizer struct {
 	next      peer.Router
 	authorize func(ctx context.Context, method string) error
