@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -241,6 +242,10 @@ func (o *cli) reportState() func(client.State, error) {
 	return func(s client.State, err error) {
 		switch {
 		case s == client.StateDisconnected && prev == client.StateConnected:
+			var ce *peer.CloseError
+			if errors.As(err, &ce) {
+				err = ce // "closed with code 1001: going away" says it all
+			}
 			fmt.Fprintf(o.stderr, "rpc: connection lost: %v; reconnecting\n", err)
 		case s == client.StateDisconnected:
 			fmt.Fprintf(o.stderr, "rpc: reconnection failed: %v\n", err)

@@ -52,39 +52,76 @@ func TestMain(m *testing.M) {
 // wait bounds every wait in these tests.
 const wait = 20 * time.Second
 
-// testHub is the real hub with the demo methods on 127.0.0.1.
+// testHub is the real hub with the demo methods on 127.0.0.1. It can be
+// stopped and started again on the same port, as a restarted process.
 type testHub struct {
+	t    *testing.T
 	addr string
+	opts server.Options
 	srv  *server.Server
+	stop func() // shuts the running hub down; nil when stopped
 }
 
 func startHub(t *testing.T, opts *server.Options) *testHub {
 	t.Helper()
-	var o server.Options
+	h := &testHub{t: t}
 	if opts != nil {
-		o = *opts
+		h.opts = *opts
 	}
-	o.Router = demo.Mux()
-	o.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
-	srv := server.New(&o)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.addr = ln.Addr().String()
+	h.serve(ln)
+	t.Cleanup(h.shutdown)
+	return h
+}
+
+func (h *testHub) serve(ln net.Listener) {
+	o := h.opts
+	o.Router = demo.Mux()
+	o.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
+	srv := server.New(&o)
 	hs := &http.Server{Handler: srv}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = hs.Serve(ln)
 	}()
-	t.Cleanup(func() {
+	h.srv = srv
+	h.stop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		_ = hs.Close()
 		<-done
-	})
-	return &testHub{addr: ln.Addr().String(), srv: srv}
+	}
+}
+
+// shutdown stops the hub if it runs.
+func (h *testHub) shutdown() {
+	if h.stop != nil {
+		h.stop()
+		h.stop = nil
+	}
+}
+
+// start listens again on the same address.
+func (h *testHub) start() {
+	h.t.Helper()
+	var ln net.Listener
+	var err error
+	for range 100 { // the old socket may linger a moment
+		if ln, err = net.Listen("tcp", h.addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.serve(ln)
 }
 
 func (h *testHub) ws() string   { return "ws://" + h.addr + "/rpc" }
@@ -326,6 +363,29 @@ func TestSubscribePublish(t *testing.T) {
 	}
 	if code := exited(t, cmd, lines); code != 0 {
 		t.Fatalf("interrupted subscribe exited %d", code)
+	}
+}
+
+// TestSubscribeRestart restarts the hub under a running subscribe.
+func TestSubscribeRestart(t *testing.T) {
+	h := startHub(t, nil)
+	cmd, stdout, lines := start(t, "subscribe", "-n", "2", h.ws(), "news.>")
+	waitLine(t, lines, "subscribed to news.>")
+	rpc(t, "", "publish", h.http(), "news.a", "before").check(t, 0, `{"delivered":1}`+"\n")
+
+	h.shutdown()
+	waitLine(t, lines, "rpc: connection lost: closed with code 1001: going away; reconnecting")
+	h.start()
+	waitLine(t, lines, "rpc: reconnected")
+	rpc(t, "", "publish", h.http(), "news.b", "after").check(t, 0, `{"delivered":1}`+"\n")
+	if code := exited(t, cmd, lines); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	want := `{"topic":"news.a","data":"before"}
+{"topic":"news.b","data":"after"}
+`
+	if stdout.String() != want {
+		t.Fatalf("events:\n%s\nwant:\n%s", stdout, want)
 	}
 }
 
