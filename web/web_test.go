@@ -60,7 +60,11 @@ func TestSwitchboardJS(t *testing.T) {
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "done") {
 		t.Fatalf("smoke.mjs: %v", err)
 	}
-	// The aborted call reached the hub as rpc.cancel.
+	// The aborted call reached the hub as rpc.cancel. (Shutdown first:
+	// it waits until every connection's handlers have returned.)
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := http.Get(ts.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
