@@ -12,7 +12,8 @@ import (
 )
 
 // Event is one message published on a topic, as delivered by the hub in
-// an rpc.event notification.
+// an rpc.event notification. Subscriptions that match the same event share
+// its Data: handlers must not modify it.
 type Event struct {
 	Topic string          `json:"topic"` // the topic it was published on
 	Data  json.RawMessage `json:"data"`  // the published value, as JSON

@@ -31,10 +31,10 @@ type cli struct {
 	compact  bool
 
 	// Flags of some commands only.
-	progress bool // call: print rpc.progress on stderr
-	count    int  // subscribe: exit after this many events
-	rawJSON  bool // discover: print the OpenRPC document
-	shell    string
+	progress bool   // call: print rpc.progress on stderr
+	count    int    // subscribe: exit after this many events
+	rawJSON  bool   // discover: print the OpenRPC document
+	shell    string // serve: the shell that runs commands
 }
 
 type headerFlag []string
@@ -79,7 +79,7 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-// rpcFailed means JSON-RPC errors were already reported: exit status 1.
+// errRPCFailed means JSON-RPC errors were already reported: exit status 1.
 var errRPCFailed = errors.New("some calls failed")
 
 // exit reports err on stderr and returns the exit status for it.
