@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"go.uber.org/zap"
 )
 
 // BearerToken returns the token a client sent with a request: from an
@@ -116,20 +118,32 @@ func isLoopback(a net.Addr) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// authenticate runs Options.Authenticate. On refusal it returns the HTTP
-// status to answer with.
-func (s *Server) authenticate(r *http.Request) (identity any, status int, err error) {
+// authenticate runs Options.Authenticate. On refusal it answers the
+// request (401, or 403 for ErrForbidden; a POST also gets a -32001 error
+// body), logs and counts it, and returns false.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, post bool) (identity any, ok bool) {
 	if s.o.Authenticate == nil {
-		return nil, 0, nil
+		return nil, true
 	}
-	identity, err = s.o.Authenticate(r)
-	switch {
-	case err == nil:
-		return identity, 0, nil
-	case errors.Is(err, ErrForbidden):
-		return nil, http.StatusForbidden, err
+	identity, err := s.o.Authenticate(r)
+	if err == nil {
+		return identity, true
 	}
-	return nil, http.StatusUnauthorized, err
+	status := http.StatusUnauthorized
+	if errors.Is(err, ErrForbidden) {
+		status = http.StatusForbidden
+	} else {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+	}
+	s.metrics.rejected.WithLabelValues("auth").Inc()
+	s.log.Info("request refused", zap.String("reason", "auth"), zap.Int("status", status),
+		zap.String("remote", r.RemoteAddr), zap.Error(err))
+	if post {
+		writeJSON(w, status, []byte(`{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized"},"id":null}`))
+	} else {
+		plain(w, status, http.StatusText(status)+"\n")
+	}
+	return nil, false
 }
 
 func isUpgrade(r *http.Request) bool {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/peer"
-	"go.uber.org/zap"
 )
 
 // servePost answers one JSON-RPC request or batch sent as an HTTP POST
@@ -19,15 +18,8 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json\n")
 		return
 	}
-	identity, status, err := s.authenticate(r)
-	if err != nil {
-		s.metrics.rejected.WithLabelValues("auth").Inc()
-		s.log.Info("request refused", zap.String("reason", "auth"), zap.Int("status", status),
-			zap.String("remote", r.RemoteAddr), zap.Error(err))
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-		}
-		writeJSON(w, status, []byte(`{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized"},"id":null}`))
+	identity, ok := s.authenticate(w, r, true)
+	if !ok {
 		return
 	}
 	if !s.begin() {

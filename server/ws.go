@@ -15,15 +15,8 @@ import (
 // serveWebSocket upgrades the request and serves the connection, as a
 // peer of the hub, on this goroutine until it ends.
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
-	identity, status, err := s.authenticate(r)
-	if err != nil {
-		s.metrics.rejected.WithLabelValues("auth").Inc()
-		s.log.Info("request refused", zap.String("reason", "auth"), zap.Int("status", status),
-			zap.String("remote", r.RemoteAddr), zap.Error(err))
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-		}
-		plain(w, status, http.StatusText(status)+"\n")
+	identity, ok := s.authenticate(w, r, false)
+	if !ok {
 		return
 	}
 	if !s.begin() {
