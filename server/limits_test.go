@@ -1,0 +1,72 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/switchboard-rpc/switchboard/server"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func TestLimits(t *testing.T) {
+	ts := newTestServer(t, &server.Options{MaxBatch: 2, MaxInFlight: 1})
+	batch3 := `[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},{"jsonrpc":"2.0","method":"add","params":[1,2],"id":2},{"jsonrpc":"2.0","method":"add","params":[1,2],"id":3}]`
+	tooMany := `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`
+
+	// Over MaxBatch: one -32600 for the whole batch, over POST and WebSocket.
+	status, body := post(t, ts.URL, "application/json", batch3, nil)
+	if status != 200 {
+		t.Fatalf("POST: %d", status)
+	}
+	assertJSONEqual(t, tooMany, body)
+	ws := ts.dialRaw(t, nil)
+	assertJSONEqual(t, tooMany, roundTrip(t, ws, batch3))
+
+	// Over MaxInFlight: -32004 at once; the running call is unaffected.
+	write(t, ws, `{"jsonrpc":"2.0","method":"sleep","params":{"ms":60000},"id":"long"}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32004,"message":"Too many requests in flight"},"id":"more"}`,
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":"more"}`))
+	write(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"long"}}`)
+	if got := read(t, ws); !strings.Contains(got, "-32002") {
+		t.Fatalf("cancel: %s", got)
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	ts := newTestServer(t, nil)
+	_, body := post(t, ts.URL, "application/json", `{"jsonrpc":"2.0","method":"rpc.discover","id":1}`, nil)
+	for _, want := range []string{`"openrpc"`, `"subtract"`, `"sleep"`, `"callback"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("rpc.discover lacks %s: %.200s", want, body)
+		}
+	}
+}
+
+// TestLogging: one Info line when a peer connects and one when it leaves,
+// with its id and address; nothing per message.
+func TestLogging(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	ts := newTestServer(t, &server.Options{Logger: zap.New(core)})
+	ws := ts.dialRaw(t, nil)
+	for range 10 {
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`)
+	}
+	roundTrip(t, ws, `{"jsonrpc":"2.0","method":"nope","id":1}`)
+	ws.Close(1000, "bye")
+	if err := ts.srv.Shutdown(timeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	entries := logs.All()
+	if len(entries) != 2 || entries[0].Message != "peer connected" || entries[1].Message != "peer disconnected" {
+		t.Fatalf("logged %d lines: %v", len(entries), entries)
+	}
+	connected, left := entries[0].ContextMap(), entries[1].ContextMap()
+	if connected["peer"] == "" || connected["peer"] != left["peer"] || connected["remote"] == "" {
+		t.Fatalf("fields: %v / %v", connected, left)
+	}
+	if left["code"] != int64(1000) || left["reason"] != "bye" || left["duration"] == nil {
+		t.Fatalf("disconnect fields: %v", left)
+	}
+}
