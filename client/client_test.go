@@ -578,3 +578,65 @@ func TestPing(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestCloseDuringOutage closes a client that is waiting to reconnect, with
+// a call waiting for the connection: both end at once, and no goroutine
+// is left.
+func TestCloseDuringOutage(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	h := startHub(t)
+	states := newStateLog()
+	c, err := Dial(ctx(t), h.url(), &Options{MinBackoff: time.Hour, OnState: states.on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan Event, 1)
+	if _, err := c.Subscribe(ctx(t), "x", func(ev Event) { events <- ev }); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	states.until(t, StateDisconnected)
+
+	waiting := make(chan error, 1)
+	go func() { waiting <- c.Call(ctx(t), "echo", nil, nil) }()
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	if err := recv(t, waiting, "the waiting call"); !errors.Is(err, ErrClosed) {
+		t.Errorf("waiting call: %v; want ErrClosed", err)
+	}
+	states.until(t, StateClosed)
+	goleak.VerifyNone(t, before)
+}
+
+func TestNoReconnect(t *testing.T) {
+	h := startHub(t)
+	c := dial(t, h.url(), &Options{MaxAttempts: -1})
+	h.stop()
+	recv(t, c.Done(), "the client to close")
+	if err := c.Err(); !errors.Is(err, ErrClosed) || !errors.Is(err, peer.ErrClosed) {
+		t.Fatalf("Err = %v; want ErrClosed with the connection's error", err)
+	}
+}
+
+func TestCallCancelled(t *testing.T) {
+	h := startHub(t)
+	c := dial(t, h.url(), nil)
+	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := c.Call(short, "sleep", map[string]int{"ms": 5000}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("sleep: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("call returned after %v", d)
+	}
+	// The connection is still good.
+	if err := c.Call(ctx(t), "echo", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -176,6 +176,15 @@ func TestCall(t *testing.T) {
 	}
 }
 
+func TestProgress(t *testing.T) {
+	h := startHub(t, nil)
+	r := rpc(t, "", "call", "-progress", h.ws(), "sleep", `{"ms": 250}`)
+	r.check(t, 0, `{"slept":250}`+"\n")
+	if !strings.Contains(r.stderr, "progress: {\"slept\":100}\n") {
+		t.Errorf("stderr %q: want the progress reports", r.stderr)
+	}
+}
+
 func TestCallErrors(t *testing.T) {
 	h := startHub(t, nil)
 	for _, url := range []string{h.http(), h.ws()} {
