@@ -56,7 +56,11 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	p := s.hub.Join(conn, id, identity)
 	s.metrics.connections.Inc()
 	start := time.Now()
-	log.Info("peer connected", zap.Any("identity", identity))
+	if identity != nil {
+		log.Info("peer connected", zap.Any("identity", identity))
+	} else {
+		log.Info("peer connected")
+	}
 
 	err = conn.Serve(hub.WithIdentity(r.Context(), identity))
 

@@ -142,6 +142,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}
 	log.Info("hub listening", zap.String("addr", ln.Addr().String()), zap.Bool("demo", c.demo),
 		zap.Bool("auth", c.tokenFile != ""))
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && c.tokenFile == "" {
+		log.Warn("listening beyond loopback without -token-file: anyone who reaches this address can call the hub")
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
