@@ -2,9 +2,13 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,8 +17,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
+	"github.com/switchboard-rpc/switchboard/server/demo"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
@@ -638,5 +644,36 @@ func TestCallCancelled(t *testing.T) {
 	// The connection is still good.
 	if err := c.Call(ctx(t), "echo", nil, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	srv := server.New(&server.Options{Router: demo.Mux(), Hub: hub.New(&hub.Options{Policy: hub.AllowAll})})
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake below
+	ts.StartTLS()
+	defer func() {
+		_ = srv.Shutdown(t.Context())
+		ts.Close()
+	}()
+	roots := x509.NewCertPool()
+	roots.AddCert(ts.Certificate())
+	opts := &Options{TLSConfig: &tls.Config{RootCAs: roots}}
+
+	c := dial(t, "wss"+strings.TrimPrefix(ts.URL, "https")+"/rpc", opts)
+	var sum float64
+	if err := c.Call(ctx(t), "add", []int{1, 2}, &sum); err != nil || sum != 3 {
+		t.Fatalf("wss add = %v, %v", sum, err)
+	}
+	hc := NewHTTP(ts.URL+"/rpc", opts)
+	defer hc.Close()
+	if err := hc.Call(ctx(t), "add", []int{2, 2}, &sum); err != nil || sum != 4 {
+		t.Fatalf("https add = %v, %v", sum, err)
+	}
+	c.Close()
+
+	// Without the test CA, the certificate is refused.
+	if _, err := Dial(ctx(t), "wss"+strings.TrimPrefix(ts.URL, "https")+"/rpc", nil); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("Dial without the CA: %v", err)
 	}
 }
