@@ -77,14 +77,15 @@ type Client struct {
 	done chan struct{} // closed when the client is closed
 	wg   sync.WaitGroup
 
-	cbMu sync.Mutex // serializes setState, so OnState sees changes in order
-
 	mu     sync.Mutex
 	pc     *peer.Conn    // nil while disconnected
 	ready  chan struct{} // closed when pc is set or the client closes
 	state  State
 	closed bool
 	err    error // why the client closed
+
+	changes []stateChange // not yet reported to OnState
+	changed chan struct{} // 1-buffered: changes has news
 
 	smu  sync.Mutex
 	subs map[*Subscription]struct{}
@@ -96,21 +97,26 @@ type Client struct {
 // losses of the connection are repaired in the background.
 func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	c := &Client{
-		url:   url,
-		o:     opts.withDefaults(),
-		ready: make(chan struct{}),
-		done:  make(chan struct{}),
-		subs:  make(map[*Subscription]struct{}),
+		url:     url,
+		o:       opts.withDefaults(),
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
+		subs:    make(map[*Subscription]struct{}),
+		changed: make(chan struct{}, 1),
 	}
 	c.log = c.o.Logger.With(zap.String("url", url))
 	c.hc, c.ownHC = c.o.httpClient()
 	c.router = router{user: c.o.Router, events: peer.Inline(peer.HandlerFunc(c.onEvent))}
 	c.ctx, c.stop = context.WithCancel(context.Background())
+	if c.o.OnState != nil {
+		c.wg.Go(c.notify)
+	}
 
 	c.setState(StateConnecting, nil)
 	cn, err := c.connect(ctx)
 	if err != nil {
 		c.stop()
+		c.setState(StateClosed, err)
 		c.wg.Wait()
 		if c.ownHC {
 			c.hc.CloseIdleConnections()
@@ -276,20 +282,45 @@ func (c *Client) reconnect(cause error) (*peer.Conn, error) {
 	}
 }
 
-// setState records s and reports it to Options.OnState, one change at a
-// time. Nothing follows StateClosed.
+// setState records s and queues it for Options.OnState. Nothing follows
+// StateClosed.
 func (c *Client) setState(s State, err error) {
-	c.cbMu.Lock()
-	defer c.cbMu.Unlock()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.state == StateClosed {
-		c.mu.Unlock()
 		return
 	}
 	c.state = s
-	c.mu.Unlock()
-	if c.o.OnState != nil {
-		c.o.OnState(s, err)
+	if c.o.OnState == nil {
+		return
+	}
+	c.changes = append(c.changes, stateChange{s, err})
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+type stateChange struct {
+	s   State
+	err error
+}
+
+// notify calls OnState with each change, in order, on a goroutine of its
+// own, so that OnState may call the client and never holds up the
+// reconnection. It returns after reporting StateClosed.
+func (c *Client) notify() {
+	for range c.changed {
+		c.mu.Lock()
+		changes := c.changes
+		c.changes = nil
+		c.mu.Unlock()
+		for _, ch := range changes {
+			c.o.OnState(ch.s, ch.err)
+			if ch.s == StateClosed {
+				return
+			}
+		}
 	}
 }
 
@@ -315,8 +346,9 @@ func (c *Client) Err() error {
 
 // Close closes the connection (code 1000), stops reconnecting, ends the
 // subscriptions and waits for the client's goroutines, including event
-// handlers that are running: Close must not be called from an event
-// handler or from OnState. Calls in flight fail with ErrClosed.
+// handlers that are running and the report of StateClosed to OnState:
+// Close must not be called from an event handler or from OnState. Calls
+// in flight fail with ErrClosed.
 func (c *Client) Close() error {
 	c.shutdown(nil)
 	c.wg.Wait()

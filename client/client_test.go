@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -675,5 +676,30 @@ func TestTLS(t *testing.T) {
 	// Without the test CA, the certificate is refused.
 	if _, err := Dial(ctx(t), "wss"+strings.TrimPrefix(ts.URL, "https")+"/rpc", nil); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("Dial without the CA: %v", err)
+	}
+}
+
+// TestOnStateCalls calls the client from OnState when it is back.
+func TestOnStateCalls(t *testing.T) {
+	h := startHub(t)
+	var cp atomic.Pointer[Client]
+	results := make(chan error, 10)
+	connected := 0
+	c := dial(t, h.url(), &Options{
+		MinBackoff: 10 * time.Millisecond,
+		OnState: func(s State, _ error) {
+			if s != StateConnected {
+				return
+			}
+			if connected++; connected == 2 { // back after the restart
+				results <- cp.Load().Call(context.Background(), "echo", []string{"hi"}, nil)
+			}
+		},
+	})
+	cp.Store(c)
+	h.stop()
+	h.start()
+	if err := recv(t, results, "the call from OnState"); err != nil {
+		t.Fatal(err)
 	}
 }

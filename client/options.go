@@ -71,8 +71,9 @@ type Options struct {
 	// OnState, if set, is called at each change of the connection's state,
 	// with the error that caused it (nil for StateConnecting and
 	// StateConnected, and for StateClosed after Close). Calls come one at a
-	// time, in order, StateClosed last; OnState should return quickly and
-	// must not call the client's Close.
+	// time, in order, from a goroutine of the client's own, StateClosed
+	// last (also when Dial fails). OnState may call the client, but not
+	// its Close; while it runs, later changes wait to be reported.
 	OnState func(s State, err error)
 
 	// MaxMessage caps the size of one incoming message, in bytes. Default
