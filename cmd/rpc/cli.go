@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -216,11 +217,24 @@ func parseValue(s string) json.RawMessage {
 }
 
 // params returns the params for the arguments after METHOD, nil for none.
-func params(args []string) any {
-	if len(args) == 0 {
-		return nil
+// A single "-" reads them from stdin, which must hold a JSON array or
+// object.
+func (o *cli) params(args []string) (any, error) {
+	switch {
+	case len(args) == 0:
+		return nil, nil
+	case len(args) == 1 && args[0] == "-":
+		in, err := io.ReadAll(o.stdin)
+		if err != nil {
+			return nil, err
+		}
+		t := bytes.TrimSpace(in)
+		if len(t) == 0 || (t[0] != '[' && t[0] != '{') || !json.Valid(t) {
+			return nil, usagef("stdin: want params as a JSON array or object")
+		}
+		return json.RawMessage(t), nil
 	}
-	return parseParams(args)
+	return parseParams(args), nil
 }
 
 // parseParams turns the arguments after METHOD into params: one JSON array

@@ -19,13 +19,14 @@ var callCmd = &command{
 	summary: "call a method and print its result",
 	help: `PARAMS is either one JSON array or object, sent as is, or values sent by
 position: each is read as JSON (1, 2.5, true, null, "text") and, when it
-is not valid JSON, as a string.
+is not valid JSON, as a string. "-" reads a JSON array or object from stdin.
 
 Examples:
   rpc call http://127.0.0.1:8080/rpc add 1 2
   rpc call http://127.0.0.1:8080/rpc subtract '{"minuend": 42, "subtrahend": 23}'
   rpc call ws://127.0.0.1:8080/rpc echo hello 42 true
   rpc call -progress ws://127.0.0.1:8080/rpc sleep '{"ms": 300}'
+  jq -c .params request.json | rpc call http://127.0.0.1:8080/rpc echo -
 `,
 	setup: func(o *cli) {
 		o.fs.BoolVar(&o.progress, "progress", false, "print the call's rpc.progress notifications on stderr (ws:// only)")
@@ -33,6 +34,10 @@ Examples:
 	run: func(ctx context.Context, o *cli, args []string) error {
 		if len(args) < 2 {
 			return usagef("want URL and METHOD")
+		}
+		p, err := o.params(args[2:])
+		if err != nil {
+			return err
 		}
 		ctx, cancel := o.withTimeout(ctx)
 		defer cancel()
@@ -47,7 +52,7 @@ Examples:
 			})
 		}
 		var res json.RawMessage
-		if err := c.Call(ctx, args[1], params(args[2:]), &res); err != nil {
+		if err := c.Call(ctx, args[1], p, &res); err != nil {
 			return err
 		}
 		return o.printJSON(res)
@@ -69,6 +74,10 @@ Examples:
 		if len(args) < 2 {
 			return usagef("want URL and METHOD")
 		}
+		p, err := o.params(args[2:])
+		if err != nil {
+			return err
+		}
 		ctx, cancel := o.withTimeout(ctx)
 		defer cancel()
 		c, err := o.open(ctx, args[0])
@@ -76,7 +85,7 @@ Examples:
 			return err
 		}
 		defer c.Close()
-		return c.Notify(ctx, args[1], params(args[2:]))
+		return c.Notify(ctx, args[1], p)
 	},
 }
 

@@ -172,6 +172,11 @@ func TestCall(t *testing.T) {
 				check(t, 0, `["hello",42,true,null,"7","a b"]`+"\n")
 			rpc(t, "", "call", url, "get_data").check(t, 0, `["hello",5]`+"\n")
 			rpc(t, "", "call", "-pretty", url, "echo", `{"a": [1]}`).check(t, 0, "{\n  \"a\": [\n    1\n  ]\n}\n")
+			rpc(t, ` {"minuend": 5, "subtrahend": 8} `, "call", url, "subtract", "-").check(t, 0, "-3\n")
+			rpc(t, "", "call", url, "subtract", "5", "-8").check(t, 0, "13\n")
+			if r := rpc(t, "5", "call", url, "echo", "-"); r.code != exitUsage {
+				t.Errorf("scalar params on stdin: exit %d", r.code)
+			}
 		})
 	}
 }
