@@ -58,7 +58,7 @@ func benchSubscribers(b *testing.B, url string, n int, subscribe bool) ([]*webso
 // is one message published (n deliveries). Compare with
 // BenchmarkRawFanOut, the same work done with coder/websocket alone.
 func BenchmarkFanOut(b *testing.B) {
-	for _, n := range []int{1, 10, 100} {
+	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
 			h := hub.New(nil)
 			srv := server.New(&server.Options{Hub: h, MaxQueue: 1 << 30})
@@ -91,7 +91,7 @@ func BenchmarkFanOut(b *testing.B) {
 // coder/websocket server that writes the same pre-encoded event to n
 // connections, each through a buffered channel and a writer goroutine.
 func BenchmarkRawFanOut(b *testing.B) {
-	for _, n := range []int{1, 10, 100} {
+	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
 			var mu sync.Mutex
 			var queues []chan []byte
