@@ -156,9 +156,10 @@ func (p *Peer) Unsubscribe(patterns ...string) []string {
 }
 
 // Join registers conn as a connected peer with the given identity and
-// returns it. The peer's id is id, or a new UUID when id is "". A server
-// calls Join before it serves conn, with a context from [WithIdentity],
-// and Leave once Serve has returned.
+// returns it. The peer's id is id, or a new UUID when id is ""; Join
+// panics if a joined peer has that id already. A server calls Join before
+// it serves conn (serving it with a context from [WithIdentity], so that
+// the Policy sees the identity) and Leave once Serve has returned.
 func (h *Hub) Join(conn *peer.Conn, id string, identity any) *Peer {
 	if id == "" {
 		id = uuid.NewString()
