@@ -17,7 +17,7 @@ import (
 // stopped and started again on the same port under connected clients,
 // as a restarted process would be: the new hub knows no one.
 type testHub struct {
-	t    *testing.T
+	t    testing.TB
 	addr string
 	opts server.Options // Router and Hub are set by serve
 
@@ -27,9 +27,9 @@ type testHub struct {
 	wg  sync.WaitGroup
 }
 
-func startHub(t *testing.T) *testHub { return startHubWith(t, nil) }
+func startHub(t testing.TB) *testHub { return startHubWith(t, nil) }
 
-func startHubWith(t *testing.T, opts *server.Options) *testHub {
+func startHubWith(t testing.TB, opts *server.Options) *testHub {
 	t.Helper()
 	h := &testHub{t: t}
 	if opts != nil {

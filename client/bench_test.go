@@ -1,0 +1,83 @@
+package client
+
+import (
+	"testing"
+
+	"go.uber.org/zap"
+)
+
+// BenchmarkCall measures a call's round trip through the client to the
+// real hub over a WebSocket on 127.0.0.1.
+func BenchmarkCall(b *testing.B) {
+	h := startHub(b)
+	c, err := Dial(b.Context(), h.url(), &Options{Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		var sum float64
+		if err := c.Call(b.Context(), "add", []int{1, 2}, &sum); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallParallel runs calls from many goroutines over one client.
+func BenchmarkCallParallel(b *testing.B) {
+	h := startHub(b)
+	c, err := Dial(b.Context(), h.url(), &Options{Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			var sum float64
+			if err := c.Call(b.Context(), "add", []int{1, 2}, &sum); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkEvent measures an event from the hub's Publish to the
+// subscription's handler.
+func BenchmarkEvent(b *testing.B) {
+	h := startHub(b)
+	c, err := Dial(b.Context(), h.url(), &Options{Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	got := make(chan struct{}, 1)
+	if _, err := c.Subscribe(b.Context(), "bench", func(Event) { got <- struct{}{} }); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.hub().Publish(b.Context(), "bench", 1); err != nil {
+			b.Fatal(err)
+		}
+		<-got
+	}
+}
+
+// BenchmarkHTTPCall measures one POST per call, over kept-alive
+// connections.
+func BenchmarkHTTPCall(b *testing.B) {
+	h := startHub(b)
+	hc := NewHTTP(h.httpURL(), nil)
+	defer hc.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		var sum float64
+		if err := hc.Call(b.Context(), "add", []int{1, 2}, &sum); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
