@@ -98,3 +98,30 @@ func TestRemovePrunes(t *testing.T) {
 		t.Fatalf("tree not pruned: %v", root.children)
 	}
 }
+
+// FuzzTopic: validation never panics, and a valid topic subscribed to as
+// a pattern matches itself, once.
+func FuzzTopic(f *testing.F) {
+	for _, s := range []string{"a", "a.b", "a.*", "a.>", "*.b.>", "", ".", "a..b", "é.x", "a.>.b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, topic string) {
+		pub, sub := validTopic(topic, false), validTopic(topic, true)
+		if pub && !sub {
+			t.Fatalf("%q valid to publish but not to subscribe", topic)
+		}
+		if !pub {
+			return
+		}
+		var root node
+		p := &Peer{id: "p"}
+		s := root.insert(p, topic)
+		if n := root.match(nil, topic); len(n) != 1 || n[0] != s.n {
+			t.Fatalf("%q does not match itself once: %v", topic, n)
+		}
+		s.remove()
+		if len(root.children) != 0 {
+			t.Fatalf("%q: tree not empty after remove", topic)
+		}
+	})
+}
