@@ -55,6 +55,7 @@ type config struct {
 	maxBatch        int
 	maxInFlight     int
 	maxQueue        int
+	maxSubs         int
 	compression     bool
 	shutdownTimeout time.Duration
 }
@@ -74,6 +75,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxBatch, "max-batch", 1000, "most `elements` in a batch")
 	fs.IntVar(&c.maxInFlight, "max-inflight", 256, "most `calls` served at once per connection")
 	fs.IntVar(&c.maxQueue, "max-queue", 1024, "most `events` waiting for one peer before it is closed as too slow")
+	fs.IntVar(&c.maxSubs, "max-subscriptions", 1000, "most topic `patterns` one peer may subscribe to")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
 	if err := fs.Parse(args); err != nil {
@@ -109,7 +111,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		Logger:         log,
 	}
 	mux := peer.NewMux()
-	hubOpts := &hub.Options{}
+	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs}
 	if c.demo {
 		demo.Register(mux)
 		hubOpts.Policy = hub.AllowAll
