@@ -65,7 +65,7 @@ func newCLI(c *command, e *env) *cli {
 		fmt.Fprintf(w, "Usage: rpc %s [flags] %s\n\n%s\n\nFlags:\n", c.name, c.args, c.summary)
 		fs.PrintDefaults()
 		fmt.Fprintf(w, "\n%s", c.help)
-		fmt.Fprintf(w, "\nExit status: 0 success, 1 JSON-RPC error, 2 usage error, 3 connection failed or lost, 4 timed out.\n")
+		fmt.Fprintf(w, "\nExit status: 0 success, 1 JSON-RPC error, 2 usage error,\n3 connection failed or lost, 4 timed out.\n")
 	}
 	if c.setup != nil {
 		c.setup(o)

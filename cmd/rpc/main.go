@@ -104,7 +104,9 @@ func run(ctx context.Context, args []string, e *env) int {
 		if len(args) > 1 {
 			for _, c := range commands {
 				if c.name == args[1] {
-					newCLI(c, e).fs.Usage()
+					o := newCLI(c, e)
+					o.fs.SetOutput(e.stdout) // asked for: not an error
+					o.fs.Usage()
 					return exitOK
 				}
 			}

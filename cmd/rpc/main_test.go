@@ -248,6 +248,10 @@ func TestUsage(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "subscribe") {
 		t.Errorf("rpc help: exit %d, stdout %q", r.code, r.stdout)
 	}
+	r = rpc(t, "", "help", "batch")
+	if r.code != 0 || !strings.Contains(r.stdout, "Usage: rpc batch") {
+		t.Errorf("rpc help batch: exit %d, stdout %q", r.code, r.stdout)
+	}
 }
 
 func TestNotifyAndBatch(t *testing.T) {
