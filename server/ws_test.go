@@ -13,6 +13,8 @@ import (
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestWebSocketCall(t *testing.T) {
@@ -61,7 +63,8 @@ func TestWebSocketTooBig(t *testing.T) {
 			name, mode = "deflate", websocket.CompressionContextTakeover
 		}
 		t.Run(name, func(t *testing.T) {
-			ts := newTestServer(t, &server.Options{MaxMessage: 4096, Compression: compression})
+			core, logs := observer.New(zap.InfoLevel)
+			ts := newTestServer(t, &server.Options{MaxMessage: 4096, Compression: compression, Logger: zap.New(core)})
 			ws := ts.dialRaw(t, &websocket.DialOptions{CompressionMode: mode})
 			// Under the limit, as it arrives (compressed, much smaller still).
 			small := `{"jsonrpc":"2.0","method":"echo","params":["` + strings.Repeat("a", 4000) + `"],"id":1}`
@@ -74,6 +77,12 @@ func TestWebSocketTooBig(t *testing.T) {
 			_, _, err := ws.Read(timeout(t))
 			if got := websocket.CloseStatus(err); got != websocket.StatusMessageTooBig {
 				t.Fatalf("read after oversize message: %v (status %d), want 1009", err, got)
+			}
+			if err := ts.srv.Shutdown(timeout(t)); err != nil {
+				t.Fatal(err)
+			}
+			if left := logs.FilterMessage("peer disconnected").All(); len(left) != 1 || left[0].ContextMap()["code"] != int64(1009) {
+				t.Fatalf("disconnect logged as %v, want code 1009", left)
 			}
 		})
 	}
