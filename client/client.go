@@ -87,8 +87,9 @@ type Client struct {
 	changes []stateChange // not yet reported to OnState
 	changed chan struct{} // 1-buffered: changes has news
 
-	smu  sync.Mutex
-	subs map[*Subscription]struct{}
+	smu   sync.Mutex
+	subs  map[*Subscription]struct{}
+	hubMu sync.Mutex // held across rpc.subscribe and rpc.unsubscribe calls
 }
 
 // Dial connects to the hub at url (ws:// or wss://, usually ending in

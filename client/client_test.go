@@ -703,3 +703,41 @@ func TestOnStateCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestResubscribeRace subscribes and unsubscribes the same pattern from
+// many goroutines; whatever the interleaving, the hub must end up
+// subscribed exactly when a subscription remains.
+func TestResubscribeRace(t *testing.T) {
+	h := startHub(t)
+	c := dial(t, h.url(), nil)
+	keep, err := c.Subscribe(ctx(t), "r", func(Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				s, err := c.Subscribe(ctx(t), "r", func(Event) {})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.Unsubscribe(ctx(t)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if topics := h.hub().Peers()[0].Topics(); fmt.Sprint(topics) != "[r]" {
+		t.Fatalf("hub topics %v with one subscription left", topics)
+	}
+	if err := keep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if topics := h.hub().Peers()[0].Topics(); len(topics) != 0 {
+		t.Fatalf("hub topics %v with none left", topics)
+	}
+}

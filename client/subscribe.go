@@ -61,6 +61,10 @@ func (c *Client) Subscribe(ctx context.Context, pattern string, fn func(Event)) 
 		wake:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 	}
+	// hubMu orders this rpc.subscribe with the rpc.unsubscribe of another
+	// subscription to the same pattern.
+	c.hubMu.Lock()
+	defer c.hubMu.Unlock()
 	c.smu.Lock()
 	c.mu.Lock()
 	closed, err := c.closed, c.err
@@ -98,30 +102,39 @@ func (s *Subscription) Dropped() int64 {
 // subscribed again. A handler that is running is not waited for, so
 // Unsubscribe may be called from the subscription's own handler.
 func (s *Subscription) Unsubscribe(ctx context.Context) error {
-	if !s.c.remove(s) {
+	c := s.c
+	if !c.remove(s) {
 		return nil
 	}
-	err := s.c.Call(WithFailFast(ctx, true), "rpc.unsubscribe", topicParams{Topic: s.pattern}, nil)
+	c.hubMu.Lock()
+	defer c.hubMu.Unlock()
+	if c.subscribed(s.pattern) { // subscribed again meanwhile
+		return nil
+	}
+	err := c.Call(WithFailFast(ctx, true), "rpc.unsubscribe", topicParams{Topic: s.pattern}, nil)
 	if errors.Is(err, ErrDisconnected) || errors.Is(err, ErrClosed) || errors.Is(err, ErrConnectionLost) {
-		return nil // the hub forgets the connection's subscriptions with it
+		return nil // the hub forgets a connection's subscriptions with it
 	}
 	return err
 }
 
-// Close stops the deliveries at once and tells the hub without waiting
-// for its answer, as a notification.
+// Close is Unsubscribe bounded by Options.DialTimeout, for defer.
 func (s *Subscription) Close() error {
-	if !s.c.remove(s) {
-		return nil
+	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.o.DialTimeout)
+	defer cancel()
+	return s.Unsubscribe(ctx)
+}
+
+// subscribed reports whether a subscription to pattern exists.
+func (c *Client) subscribed(pattern string) bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	for s := range c.subs {
+		if s.pattern == pattern {
+			return true
+		}
 	}
-	c := s.c
-	c.mu.Lock()
-	pc := c.pc
-	c.mu.Unlock()
-	if pc != nil {
-		_ = pc.Notify(c.ctx, "rpc.unsubscribe", topicParams{Topic: s.pattern})
-	}
-	return nil
+	return false
 }
 
 // remove ends s and reports whether the hub should be told: s was still

@@ -185,7 +185,7 @@ func TestProgress(t *testing.T) {
 	h := startHub(t, nil)
 	r := rpc(t, "", "call", "-progress", h.ws(), "sleep", `{"ms": 250}`)
 	r.check(t, 0, `{"slept":250}`+"\n")
-	if !strings.Contains(r.stderr, "progress: {\"slept\":100}\n") {
+	if !strings.HasPrefix(r.stderr, "progress: {\"slept\":") { // about every 100ms
 		t.Errorf("stderr %q: want the progress reports", r.stderr)
 	}
 }
