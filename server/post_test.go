@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -148,4 +151,54 @@ func get(t *testing.T, url string) (int, string) {
 	var b strings.Builder
 	_, _ = io.Copy(&b, resp.Body)
 	return resp.StatusCode, b.String()
+}
+
+// TestShutdownWaitsForPost: a POST in flight when Shutdown starts is
+// answered before Shutdown returns.
+func TestShutdownWaitsForPost(t *testing.T) {
+	started, finished := make(chan struct{}), make(chan struct{})
+	mux := peer.NewMux()
+	mux.Handle("slow", peer.Func(func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		time.Sleep(200 * time.Millisecond) // work that does not watch ctx
+		close(finished)
+		return "done", nil
+	}))
+	ts := newTestServer(t, &server.Options{Router: mux})
+	type result struct {
+		status int
+		body   string
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := http.Post(ts.URL+"/rpc", "application/json", strings.NewReader(`{"jsonrpc":"2.0","method":"slow","id":1}`))
+		if err != nil {
+			res <- result{0, err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		res <- result{resp.StatusCode, string(b)}
+	}()
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler did not start")
+	}
+	if err := ts.srv.Shutdown(timeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-finished:
+	default:
+		t.Fatal("Shutdown returned while the POST's handler was running")
+	}
+	select {
+	case r := <-res:
+		if r.status != 200 || r.body != `{"jsonrpc":"2.0","id":1,"result":"done"}` {
+			t.Fatalf("POST: %d %s", r.status, r.body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer to the POST")
+	}
 }
