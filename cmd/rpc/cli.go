@@ -32,10 +32,11 @@ type cli struct {
 	compact  bool
 
 	// Flags of some commands only.
-	progress bool   // call: print rpc.progress on stderr
-	count    int    // subscribe: exit after this many events
-	rawJSON  bool   // discover: print the OpenRPC document
-	shell    string // serve: the shell that runs commands
+	progress bool     // call: print rpc.progress on stderr
+	count    int      // subscribe: exit after this many events
+	rawJSON  bool     // discover: print the OpenRPC document
+	shell    string   // serve, call: the shell that runs commands
+	serve    specFlag // call: METHOD=COMMAND the hub may call back
 }
 
 type headerFlag []string
@@ -46,6 +47,18 @@ func (h *headerFlag) Set(s string) error {
 		return errors.New(`want "Name: value"`)
 	}
 	*h = append(*h, s)
+	return nil
+}
+
+// specFlag collects METHOD=COMMAND values.
+type specFlag []string
+
+func (f *specFlag) String() string { return strings.Join(*f, ", ") }
+func (f *specFlag) Set(s string) error {
+	if !strings.Contains(s, "=") {
+		return errors.New("want METHOD=COMMAND")
+	}
+	*f = append(*f, s)
 	return nil
 }
 
@@ -189,11 +202,15 @@ type caller interface {
 
 // open returns a client for url: HTTP POST or WebSocket by its scheme.
 func (o *cli) open(ctx context.Context, url string) (caller, error) {
+	return o.openWith(ctx, url, o.options())
+}
+
+func (o *cli) openWith(ctx context.Context, url string, opts *client.Options) (caller, error) {
 	switch {
 	case strings.HasPrefix(url, "http://"), strings.HasPrefix(url, "https://"):
-		return client.NewHTTP(url, o.options()), nil
+		return client.NewHTTP(url, opts), nil
 	case strings.HasPrefix(url, "ws://"), strings.HasPrefix(url, "wss://"):
-		return client.Dial(ctx, url, o.options())
+		return client.Dial(ctx, url, opts)
 	}
 	return nil, usagef("URL %q: want http://, https://, ws:// or wss://", url)
 }

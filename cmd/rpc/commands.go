@@ -27,9 +27,15 @@ Examples:
   rpc call ws://127.0.0.1:8080/rpc echo hello 42 true
   rpc call -progress ws://127.0.0.1:8080/rpc sleep '{"ms": 300}'
   jq -c .params request.json | rpc call http://127.0.0.1:8080/rpc echo -
+
+Over a WebSocket, -serve METHOD=COMMAND answers the calls the server makes
+back on the connection while the call runs, as the serve command does:
+  rpc call -serve 'upper=tr a-z A-Z' ws://127.0.0.1:8080/rpc callback '{"method": "upper", "params": ["hi"]}'
 `,
 	setup: func(o *cli) {
 		o.fs.BoolVar(&o.progress, "progress", false, "print the call's rpc.progress notifications on stderr (ws:// only)")
+		o.fs.Var(&o.serve, "serve", "answer the server's calls of METHOD with a shell `METHOD=COMMAND` (ws:// only, repeatable)")
+		o.fs.StringVar(&o.shell, "shell", "sh", "the `shell` that runs -serve commands (with -c)")
 	},
 	run: func(ctx context.Context, o *cli, args []string) error {
 		if len(args) < 2 {
@@ -39,9 +45,20 @@ Examples:
 		if err != nil {
 			return err
 		}
+		opts := o.options()
+		if len(o.serve) > 0 {
+			if !strings.HasPrefix(args[0], "ws://") && !strings.HasPrefix(args[0], "wss://") {
+				return usagef("-serve needs a ws:// or wss:// URL")
+			}
+			mux, _, err := o.shellMux(o.serve)
+			if err != nil {
+				return err
+			}
+			opts.Router = mux
+		}
 		ctx, cancel := o.withTimeout(ctx)
 		defer cancel()
-		c, err := o.open(ctx, args[0])
+		c, err := o.openWith(ctx, args[0], opts)
 		if err != nil {
 			return err
 		}

@@ -452,6 +452,21 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// TestCallServe has the hub call back the rpc call process itself.
+func TestCallServe(t *testing.T) {
+	h := startHub(t, nil)
+	rpc(t, "", "call", "-serve", "upper=tr a-z A-Z", h.ws(), "callback", `{"method": "upper", "params": ["hi"]}`).
+		check(t, 0, `["HI"]`+"\n")
+	r := rpc(t, "", "call", "-serve", "fail=echo disk full >&2; exit 1", h.ws(), "callback", `{"method": "fail"}`)
+	r.check(t, exitRPCError, "")
+	if r.stderr != "rpc: error -32000: disk full\n" {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	if r := rpc(t, "", "call", "-serve", "x=true", h.http(), "add", "1", "2"); r.code != exitUsage {
+		t.Errorf("-serve over POST: exit %d", r.code)
+	}
+}
+
 func TestToken(t *testing.T) {
 	h := startHub(t, &server.Options{Authenticate: server.TokenAuth(map[string]string{"s3cret": "alice"})})
 	r := rpc(t, "", "call", h.http(), "add", "1", "2")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,18 +37,9 @@ Examples:
 		if len(args) < 2 {
 			return usagef("want URL and at least one METHOD=COMMAND")
 		}
-		mux := peer.NewMux()
-		var names []string
-		for _, a := range args[1:] {
-			name, command, ok := strings.Cut(a, "=")
-			if !ok || name == "" || command == "" {
-				return usagef("%q: want METHOD=COMMAND", a)
-			}
-			if strings.HasPrefix(name, "rpc.") {
-				return usagef("%q: names starting with rpc. are reserved", name)
-			}
-			mux.HandleFunc(name, o.shellHandler(command))
-			names = append(names, name)
+		mux, names, err := o.shellMux(args[1:])
+		if err != nil {
+			return err
 		}
 		opts := o.options()
 		opts.Router = mux
@@ -73,6 +65,27 @@ Examples:
 			return c.Err()
 		}
 	},
+}
+
+// shellMux serves each METHOD=COMMAND of specs with a shellHandler.
+func (o *cli) shellMux(specs []string) (*peer.Mux, []string, error) {
+	mux := peer.NewMux()
+	var names []string
+	for _, a := range specs {
+		name, command, ok := strings.Cut(a, "=")
+		if !ok || name == "" || command == "" {
+			return nil, nil, usagef("%q: want METHOD=COMMAND", a)
+		}
+		if strings.HasPrefix(name, "rpc.") {
+			return nil, nil, usagef("%q: names starting with rpc. are reserved", name)
+		}
+		if slices.Contains(names, name) {
+			return nil, nil, usagef("%q: method %s given twice", a, name)
+		}
+		mux.HandleFunc(name, o.shellHandler(command))
+		names = append(names, name)
+	}
+	return mux, names, nil
 }
 
 // shellHandler answers a call by running command.
