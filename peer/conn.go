@@ -51,6 +51,7 @@ type Conn struct {
 	serving     bool
 	cancelServe context.CancelFunc // ends the reader and handler contexts
 	cause       error              // why the connection closed
+	localClose  bool               // closed by Close, CloseWith or Shutdown
 	nextID      uint64
 	pending     map[uint64]*pendingCall
 	inflight    map[string]context.CancelCauseFunc // by raw request id
@@ -142,10 +143,12 @@ func (c *Conn) Serve(ctx context.Context) error {
 	}
 	c.wg.Wait()
 	close(c.done)
-	if err := c.Err(); !errors.Is(err, ErrClosed) {
-		return err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.localClose {
+		return nil
 	}
-	return nil
+	return c.cause
 }
 
 // Closing returns a channel closed as soon as the connection starts
@@ -224,6 +227,7 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	if cause == nil {
 		cause = ErrClosed
 	}
+	c.localClose = cause == ErrClosed
 	c.cause = cause
 	if !errors.Is(cause, ErrClosed) {
 		c.cause = fmt.Errorf("%w: %w", ErrClosed, cause)

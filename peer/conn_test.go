@@ -601,3 +601,33 @@ func TestClosingBeforeDone(t *testing.T) {
 	<-b.Done()
 	<-a.Done()
 }
+
+func TestServeResult(t *testing.T) {
+	// Closed by this side: Serve returns nil.
+	ta, tb := NewPipeTransport()
+	c := NewConn(ta, nil)
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(context.Background()) }()
+	// A ping answered means Serve is running.
+	tb.Write(t.Context(), []byte(`{"jsonrpc":"2.0","method":"rpc.ping","id":1}`))
+	if _, err := tb.Read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("local close: Serve returned %v", err)
+	}
+	// Closed by the other side: Serve says how.
+	ta, tb = NewPipeTransport()
+	c = NewConn(ta, nil)
+	go func() { done <- c.Serve(context.Background()) }()
+	tb.Close(CloseGoingAway, "restart")
+	err := <-done
+	var ce *CloseError
+	if !errors.As(err, &ce) || ce.Code != CloseGoingAway || ce.Reason != "restart" || !errors.Is(err, ErrClosed) {
+		t.Fatalf("remote close: Serve returned %v", err)
+	}
+	if !IsInline(Inline(HandlerFunc(nil))) || IsInline(HandlerFunc(nil)) {
+		t.Fatal("IsInline")
+	}
+}

@@ -50,6 +50,13 @@ func Inline(h Handler) Handler { return inlineHandler{h} }
 
 type inlineHandler struct{ Handler }
 
+// IsInline reports whether h was marked with [Inline], so that a Router
+// wrapping handlers (to authorize them, say) can keep the mark.
+func IsInline(h Handler) bool {
+	_, ok := h.(inlineHandler)
+	return ok
+}
+
 // unwrap returns the handler inside the Serial and Inline markers.
 func unwrap(h Handler) Handler {
 	for {
