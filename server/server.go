@@ -37,6 +37,7 @@ type Options struct {
 	// (hub.Identity gives the caller) and the method. An error refuses it
 	// with -32001, or with the code of a *peer.Error. The topic methods
 	// are decided by the hub's Policy instead.
+	// For a handler marked peer.Inline it runs on the reader: it must not block.
 	Authorize func(ctx context.Context, method string) error
 
 	// AllowedOrigins lists the origins, beyond the request's own host,
@@ -254,8 +255,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // authorizer asks Options.Authorize before every method the app's router
-// serves. (A handler the app marked peer.Inline runs on a goroutine of its
-// own once wrapped: peer has no way to ask whether a handler is inline.)
+// serves. A handler the app marked peer.Inline stays inline, so Authorize
+// then runs on the connection's reader too.
 type authorizer struct {
 	next      peer.Router
 	authorize func(ctx context.Context, method string) error
@@ -266,7 +267,7 @@ func (a authorizer) Lookup(method string) (peer.Handler, bool) {
 	if h == nil {
 		return nil, false
 	}
-	return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
+	var wrapped peer.Handler = peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
 		if err := a.authorize(ctx, req.Method); err != nil {
 			if e, ok := errors.AsType[*peer.Error](err); ok {
 				return nil, e
@@ -274,7 +275,11 @@ func (a authorizer) Lookup(method string) (peer.Handler, bool) {
 			return nil, peer.Errorf(peer.CodeUnauthorized, "Unauthorized: %s", req.Method)
 		}
 		return h.ServeRPC(ctx, req)
-	}), serial
+	})
+	if peer.IsInline(h) {
+		wrapped = peer.Inline(wrapped)
+	}
+	return wrapped, serial
 }
 
 func plain(w http.ResponseWriter, code int, msg string) {
