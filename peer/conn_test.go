@@ -631,3 +631,45 @@ func TestServeResult(t *testing.T) {
 		t.Fatal("IsInline")
 	}
 }
+
+// Handlers that send faster than the other side reads wait for room in
+// the bounded queue: nothing is dropped and each call's order holds.
+func TestFullQueueWaitsWithoutLoss(t *testing.T) {
+	m := NewMux()
+	m.HandleFunc("chatty", func(ctx context.Context, _ *Request) (any, error) {
+		for i := range 200 {
+			if err := Progress(ctx, i); err != nil {
+				return nil, err
+			}
+		}
+		return "done", nil
+	})
+	p := newRawPeer(t, &Options{Router: m, MaxQueue: 2})
+	const calls = 5
+	for id := range calls {
+		p.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"chatty","id":%d}`, id))
+	}
+	next := make([]int, calls) // next progress value expected per call
+	done := 0
+	for done < calls {
+		var msg struct {
+			ID     *int `json:"id"`
+			Result string
+			Params struct{ ID, Data int }
+		}
+		if err := json.Unmarshal([]byte(p.read()), &msg); err != nil {
+			t.Fatal(err)
+		}
+		if msg.ID != nil { // the result comes after all its progress
+			if msg.Result != "done" || next[*msg.ID] != 200 {
+				t.Fatalf("call %d ended after %d progress messages", *msg.ID, next[*msg.ID])
+			}
+			done++
+			continue
+		}
+		if msg.Params.Data != next[msg.Params.ID] {
+			t.Fatalf("call %d: progress %d, want %d", msg.Params.ID, msg.Params.Data, next[msg.Params.ID])
+		}
+		next[msg.Params.ID]++
+	}
+}
