@@ -3,14 +3,15 @@ package client
 import (
 	"testing"
 
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"go.uber.org/zap"
 )
 
 // BenchmarkCall measures a call's round trip through the client to the
 // real hub over a WebSocket on 127.0.0.1.
 func BenchmarkCall(b *testing.B) {
-	h := startHub(b)
-	c, err := Dial(b.Context(), h.url(), &Options{Logger: zap.NewNop()})
+	h := hubtest.Start(b, nil)
+	c, err := Dial(b.Context(), h.WS(), &Options{Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -26,8 +27,8 @@ func BenchmarkCall(b *testing.B) {
 
 // BenchmarkCallParallel runs calls from many goroutines over one client.
 func BenchmarkCallParallel(b *testing.B) {
-	h := startHub(b)
-	c, err := Dial(b.Context(), h.url(), &Options{Logger: zap.NewNop()})
+	h := hubtest.Start(b, nil)
+	c, err := Dial(b.Context(), h.WS(), &Options{Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,8 +49,8 @@ func BenchmarkCallParallel(b *testing.B) {
 // BenchmarkEvent measures an event from the hub's Publish to the
 // subscription's handler.
 func BenchmarkEvent(b *testing.B) {
-	h := startHub(b)
-	c, err := Dial(b.Context(), h.url(), &Options{Logger: zap.NewNop()})
+	h := hubtest.Start(b, nil)
+	c, err := Dial(b.Context(), h.WS(), &Options{Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func BenchmarkEvent(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := h.hub().Publish(b.Context(), "bench", 1); err != nil {
+		if _, err := h.Hub().Publish(b.Context(), "bench", 1); err != nil {
 			b.Fatal(err)
 		}
 		<-got
@@ -70,8 +71,8 @@ func BenchmarkEvent(b *testing.B) {
 // BenchmarkHTTPCall measures one POST per call, over kept-alive
 // connections.
 func BenchmarkHTTPCall(b *testing.B) {
-	h := startHub(b)
-	hc := NewHTTP(h.httpURL(), nil)
+	h := hubtest.Start(b, nil)
+	hc := NewHTTP(h.HTTP(), nil)
 	defer hc.Close()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -4,14 +4,16 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 )
 
 // TestEventBurst publishes from several publishers at once and checks
 // that the subscriber gets every event, each publisher's in order.
 func TestEventBurst(t *testing.T) {
-	h := startHub(t)
-	c := dial(t, h.url(), nil)
-	pub := dial(t, h.url(), nil)
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), nil)
+	pub := dial(t, h.WS(), nil)
 	const n, workers = 8000, 8
 	type seq struct{ W, I int }
 	got := make(chan seq, n)

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,10 +16,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
-	"github.com/switchboard-rpc/switchboard/server/demo"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
@@ -94,12 +91,12 @@ func (l *stateLog) until(t *testing.T, s State) {
 }
 
 func TestCallBothWays(t *testing.T) {
-	h := startHub(t)
+	h := hubtest.Start(t, nil)
 	mux := peer.NewMux()
 	mux.Handle("greet", peer.Func(func(_ context.Context, p struct{ Name string }) (string, error) {
 		return "hello " + p.Name, nil
 	}))
-	c := dial(t, h.url(), &Options{Router: mux})
+	c := dial(t, h.WS(), &Options{Router: mux})
 
 	var sum float64
 	if err := c.Call(ctx(t), "add", []int{1, 2}, &sum); err != nil || sum != 3 {
@@ -122,7 +119,7 @@ func TestCallBothWays(t *testing.T) {
 		t.Fatalf("callback nope: %v; want -32601", err)
 	}
 	// The hub's own API calls the client too.
-	peers := h.hub().Peers()
+	peers := h.Hub().Peers()
 	if len(peers) != 1 {
 		t.Fatalf("hub has %d peers", len(peers))
 	}
@@ -139,9 +136,9 @@ func TestCallBothWays(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	h := startHub(t)
-	c := dial(t, h.url(), nil)
-	hc := NewHTTP(h.httpURL(), nil)
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), nil)
+	hc := NewHTTP(h.HTTP(), nil)
 	defer hc.Close()
 	for name, batch := range map[string]func(context.Context, []peer.BatchElem) error{
 		"ws": c.Batch, "http": hc.Batch,
@@ -176,9 +173,9 @@ func TestBatch(t *testing.T) {
 }
 
 func TestSubscribe(t *testing.T) {
-	h := startHub(t)
-	c := dial(t, h.url(), nil)
-	pub := NewHTTP(h.httpURL(), nil)
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), nil)
+	pub := NewHTTP(h.HTTP(), nil)
 	defer pub.Close()
 
 	news := make(chan Event, 1000)
@@ -249,11 +246,11 @@ func TestMatch(t *testing.T) {
 }
 
 func TestReconnect(t *testing.T) {
-	h := startHub(t)
+	h := hubtest.Start(t, nil)
 	states := newStateLog()
 	mux := peer.NewMux()
 	mux.Handle("ping2", peer.Func(func(context.Context, struct{}) (string, error) { return "pong", nil }))
-	c := dial(t, h.url(), &Options{
+	c := dial(t, h.WS(), &Options{
 		Router:     mux,
 		MinBackoff: 10 * time.Millisecond,
 		MaxBackoff: 100 * time.Millisecond,
@@ -263,7 +260,7 @@ func TestReconnect(t *testing.T) {
 	if _, err := c.Subscribe(ctx(t), "room.*", func(ev Event) { events <- ev }); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.publish("room.1", "before"); n != 1 {
+	if n := h.Publish("room.1", "before"); n != 1 {
 		t.Fatalf("delivered %d", n)
 	}
 	if ev := recv(t, events, "event"); string(ev.Data) != `"before"` {
@@ -271,16 +268,16 @@ func TestReconnect(t *testing.T) {
 	}
 
 	for round := range 2 {
-		h.stop()
+		h.Stop()
 		states.until(t, StateDisconnected)
 		if c.State() == StateConnected {
 			t.Fatal("still connected")
 		}
-		h.start()
+		h.Start()
 		states.until(t, StateConnected)
 
 		// Re-subscribed: an event published now arrives.
-		if n := h.publish("room.2", round); n != 1 {
+		if n := h.Publish("room.2", round); n != 1 {
 			t.Fatalf("round %d: delivered to %d peers after reconnect", round, n)
 		}
 		if ev := recv(t, events, "event after reconnect"); string(ev.Data) != fmt.Sprint(round) {
@@ -297,9 +294,9 @@ func TestReconnect(t *testing.T) {
 }
 
 func TestOutage(t *testing.T) {
-	h := startHub(t)
+	h := hubtest.Start(t, nil)
 	states := newStateLog()
-	c := dial(t, h.url(), &Options{
+	c := dial(t, h.WS(), &Options{
 		MinBackoff: 20 * time.Millisecond,
 		MaxBackoff: 50 * time.Millisecond,
 		OnState:    states.on,
@@ -312,7 +309,7 @@ func TestOutage(t *testing.T) {
 	pctx := peer.WithProgress(ctx(t), func(json.RawMessage) { once.Do(func() { close(running) }) })
 	go func() { inflight <- c.Call(pctx, "sleep", map[string]int{"ms": 5000}, nil) }()
 	recv(t, running, "the sleep call's first progress report")
-	h.stop()
+	h.Stop()
 	err := recv(t, inflight, "in-flight call")
 	if !errors.Is(err, ErrConnectionLost) {
 		t.Fatalf("in-flight call: %v; want ErrConnectionLost", err)
@@ -355,7 +352,7 @@ func TestOutage(t *testing.T) {
 		t.Fatalf("waiting call returned during the outage: %v", err)
 	case <-time.After(100 * time.Millisecond): // not a synchronization: checks that it waits
 	}
-	h.start()
+	h.Start()
 	for range 3 {
 		if err := recv(t, waited, "waiting call"); err != nil {
 			t.Fatalf("waiting call: %v", err)
@@ -364,19 +361,19 @@ func TestOutage(t *testing.T) {
 
 	// The option, for the whole client.
 	states2 := newStateLog()
-	c2 := dial(t, h.url(), &Options{FailFast: true, MinBackoff: time.Hour, OnState: states2.on})
-	h.stop()
+	c2 := dial(t, h.WS(), &Options{FailFast: true, MinBackoff: time.Hour, OnState: states2.on})
+	h.Stop()
 	states2.until(t, StateDisconnected)
 	if err := c2.Call(ctx(t), "echo", []int{1}, nil); !errors.Is(err, ErrDisconnected) {
 		t.Fatalf("FailFast client: %v", err)
 	}
-	h.start()
+	h.Start()
 }
 
 func TestGiveUp(t *testing.T) {
-	h := startHub(t)
-	c := dial(t, h.url(), &Options{MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
-	h.stop()
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), &Options{MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	h.Stop()
 	recv(t, c.Done(), "client to give up")
 	if err := c.Err(); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "gave up after 2 attempts") {
 		t.Fatalf("Err = %v", err)
@@ -390,17 +387,17 @@ func TestGiveUp(t *testing.T) {
 }
 
 func TestDialError(t *testing.T) {
-	h := startHub(t)
-	h.stop()
-	_, err := Dial(ctx(t), h.url(), nil)
-	if err == nil || !strings.Contains(err.Error(), "dial "+h.url()) || !strings.Contains(err.Error(), "refused") {
+	h := hubtest.Start(t, nil)
+	h.Stop()
+	_, err := Dial(ctx(t), h.WS(), nil)
+	if err == nil || !strings.Contains(err.Error(), "dial "+h.WS()) || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("Dial to a closed port: %v", err)
 	}
 }
 
 func TestHTTP(t *testing.T) {
-	h := startHub(t)
-	hc := NewHTTP(h.httpURL(), &Options{Token: "secret"})
+	h := hubtest.Start(t, nil)
+	hc := NewHTTP(h.HTTP(), &Options{Token: "secret"})
 	defer hc.Close()
 	var sum float64
 	if err := hc.Call(ctx(t), "add", []int{2, 3}, &sum); err != nil || sum != 5 {
@@ -416,35 +413,37 @@ func TestHTTP(t *testing.T) {
 	if err := hc.Call(ctx(t), "echo", 42, nil); !errors.As(err, &perr) || perr.Code != peer.CodeInvalidParams {
 		t.Fatalf("scalar params: %v", err)
 	}
-	h.stop()
-	if err := hc.Call(ctx(t), "add", []int{2, 3}, &sum); err == nil || !strings.Contains(err.Error(), h.httpURL()) {
+	h.Stop()
+	if err := hc.Call(ctx(t), "add", []int{2, 3}, &sum); err == nil || !strings.Contains(err.Error(), h.HTTP()) {
 		t.Fatalf("call to a stopped hub: %v", err)
 	}
 }
 
 func TestToken(t *testing.T) {
-	h := startHubWith(t, &server.Options{Authenticate: server.TokenAuth(map[string]string{"s3cret": "alice"})})
+	h := hubtest.Start(t, &hubtest.Options{
+		Server: server.Options{Authenticate: server.TokenAuth(map[string]string{"s3cret": "alice"})},
+	})
 	var se *StatusError
 	var perr *peer.Error
-	_, err := Dial(ctx(t), h.url(), nil)
+	_, err := Dial(ctx(t), h.WS(), nil)
 	if !errors.As(err, &se) || se.StatusCode != 401 || !errors.As(err, &perr) || perr.Code != peer.CodeUnauthorized {
 		t.Fatalf("Dial without a token: %v; want HTTP 401 with -32001", err)
 	}
-	c := dial(t, h.url(), &Options{Token: "s3cret"})
+	c := dial(t, h.WS(), &Options{Token: "s3cret"})
 	if err := c.Call(ctx(t), "echo", []int{1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if p := h.hub().Peers(); len(p) != 1 || p[0].Identity() != "alice" {
+	if p := h.Hub().Peers(); len(p) != 1 || p[0].Identity() != "alice" {
 		t.Fatalf("peers %v", p)
 	}
 
-	hc := NewHTTP(h.httpURL(), nil)
+	hc := NewHTTP(h.HTTP(), nil)
 	defer hc.Close()
 	err = hc.Call(ctx(t), "echo", []int{1}, nil)
 	if !errors.As(err, &se) || se.StatusCode != 401 || !errors.As(err, &perr) || perr.Code != peer.CodeUnauthorized {
 		t.Fatalf("POST without a token: %v; want HTTP 401 with -32001", err)
 	}
-	hc2 := NewHTTP(h.httpURL(), &Options{Header: http.Header{"Authorization": {"Bearer s3cret"}}})
+	hc2 := NewHTTP(h.HTTP(), &Options{Header: http.Header{"Authorization": {"Bearer s3cret"}}})
 	defer hc2.Close()
 	if err := hc2.Call(ctx(t), "echo", []int{1}, nil); err != nil {
 		t.Fatalf("POST with the header: %v", err)
@@ -452,8 +451,8 @@ func TestToken(t *testing.T) {
 }
 
 func TestSamePatternTwice(t *testing.T) {
-	h := startHub(t)
-	c := dial(t, h.url(), nil)
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), nil)
 	a, b := make(chan Event, 10), make(chan Event, 10)
 	subA, err := c.Subscribe(ctx(t), "t.*", func(ev Event) { a <- ev })
 	if err != nil {
@@ -467,7 +466,7 @@ func TestSamePatternTwice(t *testing.T) {
 	if _, err := c.Subscribe(ctx(t), ">", func(ev Event) { wide <- ev }); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.publish("t.1", 1); n != 1 {
+	if n := h.Publish("t.1", 1); n != 1 {
 		t.Fatalf("delivered %d", n)
 	}
 	recv(t, a, "a")
@@ -478,7 +477,7 @@ func TestSamePatternTwice(t *testing.T) {
 	if err := subA.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h.publish("t.2", 2)
+	h.Publish("t.2", 2)
 	if ev := recv(t, b, "b after closing a"); string(ev.Data) != "2" {
 		t.Fatalf("got %s", ev.Data)
 	}
@@ -488,7 +487,7 @@ func TestSamePatternTwice(t *testing.T) {
 		t.Fatalf("closed subscription got %s", ev.Data)
 	default:
 	}
-	if topics := h.hub().Peers()[0].Topics(); len(topics) != 2 {
+	if topics := h.Hub().Peers()[0].Topics(); len(topics) != 2 {
 		t.Fatalf("hub topics %v; want > and t.*", topics)
 	}
 }
@@ -591,9 +590,9 @@ func TestPing(t *testing.T) {
 // is left.
 func TestCloseDuringOutage(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	h := startHub(t)
+	h := hubtest.Start(t, nil)
 	states := newStateLog()
-	c, err := Dial(ctx(t), h.url(), &Options{MinBackoff: time.Hour, OnState: states.on})
+	c, err := Dial(ctx(t), h.WS(), &Options{MinBackoff: time.Hour, OnState: states.on})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +600,7 @@ func TestCloseDuringOutage(t *testing.T) {
 	if _, err := c.Subscribe(ctx(t), "x", func(ev Event) { events <- ev }); err != nil {
 		t.Fatal(err)
 	}
-	h.stop()
+	h.Stop()
 	states.until(t, StateDisconnected)
 
 	waiting := make(chan error, 1)
@@ -621,9 +620,9 @@ func TestCloseDuringOutage(t *testing.T) {
 }
 
 func TestNoReconnect(t *testing.T) {
-	h := startHub(t)
-	c := dial(t, h.url(), &Options{MaxAttempts: -1})
-	h.stop()
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), &Options{MaxAttempts: -1})
+	h.Stop()
 	recv(t, c.Done(), "the client to close")
 	if err := c.Err(); !errors.Is(err, ErrClosed) || !errors.Is(err, peer.ErrClosed) {
 		t.Fatalf("Err = %v; want ErrClosed with the connection's error", err)
@@ -631,8 +630,8 @@ func TestNoReconnect(t *testing.T) {
 }
 
 func TestCallCancelled(t *testing.T) {
-	h := startHub(t)
-	c := dial(t, h.url(), nil)
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), nil)
 	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -649,24 +648,17 @@ func TestCallCancelled(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	srv := server.New(&server.Options{Router: demo.Mux(), Hub: hub.New(&hub.Options{Policy: hub.AllowAll})})
-	ts := httptest.NewUnstartedServer(srv)
-	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake below
-	ts.StartTLS()
-	defer func() {
-		_ = srv.Shutdown(t.Context())
-		ts.Close()
-	}()
+	h := hubtest.Start(t, &hubtest.Options{TLS: true})
 	roots := x509.NewCertPool()
-	roots.AddCert(ts.Certificate())
+	roots.AddCert(h.Certificate())
 	opts := &Options{TLSConfig: &tls.Config{RootCAs: roots}}
 
-	c := dial(t, "wss"+strings.TrimPrefix(ts.URL, "https")+"/rpc", opts)
+	c := dial(t, h.WS(), opts)
 	var sum float64
 	if err := c.Call(ctx(t), "add", []int{1, 2}, &sum); err != nil || sum != 3 {
 		t.Fatalf("wss add = %v, %v", sum, err)
 	}
-	hc := NewHTTP(ts.URL+"/rpc", opts)
+	hc := NewHTTP(h.HTTP(), opts)
 	defer hc.Close()
 	if err := hc.Call(ctx(t), "add", []int{2, 2}, &sum); err != nil || sum != 4 {
 		t.Fatalf("https add = %v, %v", sum, err)
@@ -674,18 +666,18 @@ func TestTLS(t *testing.T) {
 	c.Close()
 
 	// Without the test CA, the certificate is refused.
-	if _, err := Dial(ctx(t), "wss"+strings.TrimPrefix(ts.URL, "https")+"/rpc", nil); err == nil || !strings.Contains(err.Error(), "certificate") {
+	if _, err := Dial(ctx(t), h.WS(), nil); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("Dial without the CA: %v", err)
 	}
 }
 
 // TestOnStateCalls calls the client from OnState when it is back.
 func TestOnStateCalls(t *testing.T) {
-	h := startHub(t)
+	h := hubtest.Start(t, nil)
 	var cp atomic.Pointer[Client]
 	results := make(chan error, 10)
 	connected := 0
-	c := dial(t, h.url(), &Options{
+	c := dial(t, h.WS(), &Options{
 		MinBackoff: 10 * time.Millisecond,
 		OnState: func(s State, _ error) {
 			if s != StateConnected {
@@ -697,8 +689,8 @@ func TestOnStateCalls(t *testing.T) {
 		},
 	})
 	cp.Store(c)
-	h.stop()
-	h.start()
+	h.Stop()
+	h.Start()
 	if err := recv(t, results, "the call from OnState"); err != nil {
 		t.Fatal(err)
 	}
@@ -708,8 +700,8 @@ func TestOnStateCalls(t *testing.T) {
 // many goroutines; whatever the interleaving, the hub must end up
 // subscribed exactly when a subscription remains.
 func TestResubscribeRace(t *testing.T) {
-	h := startHub(t)
-	c := dial(t, h.url(), nil)
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), nil)
 	keep, err := c.Subscribe(ctx(t), "r", func(Event) {})
 	if err != nil {
 		t.Fatal(err)
@@ -731,13 +723,13 @@ func TestResubscribeRace(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if topics := h.hub().Peers()[0].Topics(); fmt.Sprint(topics) != "[r]" {
+	if topics := h.Hub().Peers()[0].Topics(); fmt.Sprint(topics) != "[r]" {
 		t.Fatalf("hub topics %v with one subscription left", topics)
 	}
 	if err := keep.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if topics := h.hub().Peers()[0].Topics(); len(topics) != 0 {
+	if topics := h.Hub().Peers()[0].Topics(); len(topics) != 0 {
 		t.Fatalf("hub topics %v with none left", topics)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
-	"github.com/switchboard-rpc/switchboard/server/demo"
 	"go.uber.org/goleak"
 )
 
@@ -51,81 +49,6 @@ func TestMain(m *testing.M) {
 
 // wait bounds every wait in these tests.
 const wait = 20 * time.Second
-
-// testHub is the real hub with the demo methods on 127.0.0.1. It can be
-// stopped and started again on the same port, as a restarted process.
-type testHub struct {
-	t    *testing.T
-	addr string
-	opts server.Options
-	srv  *server.Server
-	stop func() // shuts the running hub down; nil when stopped
-}
-
-func startHub(t *testing.T, opts *server.Options) *testHub {
-	t.Helper()
-	h := &testHub{t: t}
-	if opts != nil {
-		h.opts = *opts
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.addr = ln.Addr().String()
-	h.serve(ln)
-	t.Cleanup(h.shutdown)
-	return h
-}
-
-func (h *testHub) serve(ln net.Listener) {
-	o := h.opts
-	o.Router = demo.Mux()
-	o.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
-	srv := server.New(&o)
-	hs := &http.Server{Handler: srv}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = hs.Serve(ln)
-	}()
-	h.srv = srv
-	h.stop = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = hs.Close()
-		<-done
-	}
-}
-
-// shutdown stops the hub if it runs.
-func (h *testHub) shutdown() {
-	if h.stop != nil {
-		h.stop()
-		h.stop = nil
-	}
-}
-
-// start listens again on the same address.
-func (h *testHub) start() {
-	h.t.Helper()
-	var ln net.Listener
-	var err error
-	for range 100 { // the old socket may linger a moment
-		if ln, err = net.Listen("tcp", h.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.serve(ln)
-}
-
-func (h *testHub) ws() string   { return "ws://" + h.addr + "/rpc" }
-func (h *testHub) http() string { return "http://" + h.addr + "/rpc" }
 
 type result struct {
 	stdout, stderr string
@@ -162,8 +85,8 @@ func (r result) check(t *testing.T, code int, stdout string) {
 }
 
 func TestCall(t *testing.T) {
-	h := startHub(t, nil)
-	for _, url := range []string{h.http(), h.ws()} {
+	h := hubtest.Start(t, nil)
+	for _, url := range []string{h.HTTP(), h.WS()} {
 		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) {
 			rpc(t, "", "call", url, "add", "1", "2").check(t, 0, "3\n")
 			rpc(t, "", "call", url, "subtract", `{"minuend": 42, "subtrahend": 23}`).check(t, 0, "19\n")
@@ -182,8 +105,8 @@ func TestCall(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
-	h := startHub(t, nil)
-	r := rpc(t, "", "call", "-progress", h.ws(), "sleep", `{"ms": 250}`)
+	h := hubtest.Start(t, nil)
+	r := rpc(t, "", "call", "-progress", h.WS(), "sleep", `{"ms": 250}`)
 	r.check(t, 0, `{"slept":250}`+"\n")
 	if !strings.HasPrefix(r.stderr, "progress: {\"slept\":") { // about every 100ms
 		t.Errorf("stderr %q: want the progress reports", r.stderr)
@@ -191,8 +114,8 @@ func TestProgress(t *testing.T) {
 }
 
 func TestCallErrors(t *testing.T) {
-	h := startHub(t, nil)
-	for _, url := range []string{h.http(), h.ws()} {
+	h := hubtest.Start(t, nil)
+	for _, url := range []string{h.HTTP(), h.WS()} {
 		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) {
 			r := rpc(t, "", "call", url, "no_such_method")
 			r.check(t, exitRPCError, "")
@@ -255,8 +178,8 @@ func TestUsage(t *testing.T) {
 }
 
 func TestNotifyAndBatch(t *testing.T) {
-	h := startHub(t, nil)
-	for _, url := range []string{h.http(), h.ws()} {
+	h := hubtest.Start(t, nil)
+	for _, url := range []string{h.HTTP(), h.WS()} {
 		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) {
 			rpc(t, "", "notify", url, "notify_hello", "7").check(t, 0, "")
 			rpc(t, "", "notify", url, "no_such_method").check(t, 0, "") // notifications get no errors
@@ -353,14 +276,14 @@ func exited(t *testing.T, cmd *exec.Cmd, lines <-chan string) int {
 }
 
 func TestSubscribePublish(t *testing.T) {
-	h := startHub(t, nil)
-	cmd, stdout, lines := start(t, "subscribe", "-n", "3", h.ws(), "news.>", "chat.*")
+	h := hubtest.Start(t, nil)
+	cmd, stdout, lines := start(t, "subscribe", "-n", "3", h.WS(), "news.>", "chat.*")
 	waitLine(t, lines, "subscribed to news.>, chat.*")
 
-	rpc(t, "", "publish", h.http(), "news.sport", `{"score": [2, 1]}`).check(t, 0, `{"delivered":1}`+"\n")
-	rpc(t, "", "publish", h.ws(), "other", "nobody").check(t, 0, `{"delivered":0}`+"\n")
-	rpc(t, "", "publish", h.ws(), "chat.room1", "hello world").check(t, 0, `{"delivered":1}`+"\n")
-	rpc(t, "null", "publish", h.http(), "news.a.b", "-").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.sport", `{"score": [2, 1]}`).check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.WS(), "other", "nobody").check(t, 0, `{"delivered":0}`+"\n")
+	rpc(t, "", "publish", h.WS(), "chat.room1", "hello world").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "null", "publish", h.HTTP(), "news.a.b", "-").check(t, 0, `{"delivered":1}`+"\n")
 
 	if code := exited(t, cmd, lines); code != 0 {
 		t.Fatalf("subscribe exited %d", code)
@@ -374,7 +297,7 @@ func TestSubscribePublish(t *testing.T) {
 	}
 
 	// Interrupted, it exits cleanly.
-	cmd, _, lines = start(t, "subscribe", h.ws(), "x")
+	cmd, _, lines = start(t, "subscribe", h.WS(), "x")
 	waitLine(t, lines, "subscribed to x")
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -386,16 +309,16 @@ func TestSubscribePublish(t *testing.T) {
 
 // TestSubscribeRestart restarts the hub under a running subscribe.
 func TestSubscribeRestart(t *testing.T) {
-	h := startHub(t, nil)
-	cmd, stdout, lines := start(t, "subscribe", "-n", "2", h.ws(), "news.>")
+	h := hubtest.Start(t, nil)
+	cmd, stdout, lines := start(t, "subscribe", "-n", "2", h.WS(), "news.>")
 	waitLine(t, lines, "subscribed to news.>")
-	rpc(t, "", "publish", h.http(), "news.a", "before").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.a", "before").check(t, 0, `{"delivered":1}`+"\n")
 
-	h.shutdown()
+	h.Stop()
 	waitLine(t, lines, "rpc: connection lost: closed with code 1001: going away; reconnecting")
-	h.start()
+	h.Start()
 	waitLine(t, lines, "rpc: reconnected")
-	rpc(t, "", "publish", h.http(), "news.b", "after").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.b", "after").check(t, 0, `{"delivered":1}`+"\n")
 	if code := exited(t, cmd, lines); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -408,8 +331,8 @@ func TestSubscribeRestart(t *testing.T) {
 }
 
 func TestDiscover(t *testing.T) {
-	h := startHub(t, nil)
-	r := rpc(t, "", "discover", h.http())
+	h := hubtest.Start(t, nil)
+	r := rpc(t, "", "discover", h.HTTP())
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -418,7 +341,7 @@ func TestDiscover(t *testing.T) {
 			t.Errorf("discover output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	r = rpc(t, "", "discover", "-json", h.ws())
+	r = rpc(t, "", "discover", "-json", h.WS())
 	var doc struct {
 		OpenRPC string `json:"openrpc"`
 	}
@@ -428,11 +351,11 @@ func TestDiscover(t *testing.T) {
 }
 
 func TestServe(t *testing.T) {
-	h := startHub(t, nil)
-	_, _, lines := start(t, "serve", h.ws(), "upper=tr a-z A-Z", "fail=echo it broke >&2; exit 3", "method=echo $RPC_METHOD")
+	h := hubtest.Start(t, nil)
+	_, _, lines := start(t, "serve", h.WS(), "upper=tr a-z A-Z", "fail=echo it broke >&2; exit 3", "method=echo $RPC_METHOD")
 	waitLine(t, lines, "serving upper, fail, method")
 
-	peers := h.srv.Hub().Peers()
+	peers := h.Hub().Peers()
 	if len(peers) != 1 {
 		t.Fatalf("%d peers", len(peers))
 	}
@@ -454,31 +377,33 @@ func TestServe(t *testing.T) {
 
 // TestCallServe has the hub call back the rpc call process itself.
 func TestCallServe(t *testing.T) {
-	h := startHub(t, nil)
-	rpc(t, "", "call", "-serve", "upper=tr a-z A-Z", h.ws(), "callback", `{"method": "upper", "params": ["hi"]}`).
+	h := hubtest.Start(t, nil)
+	rpc(t, "", "call", "-serve", "upper=tr a-z A-Z", h.WS(), "callback", `{"method": "upper", "params": ["hi"]}`).
 		check(t, 0, `["HI"]`+"\n")
-	r := rpc(t, "", "call", "-serve", "fail=echo disk full >&2; exit 1", h.ws(), "callback", `{"method": "fail"}`)
+	r := rpc(t, "", "call", "-serve", "fail=echo disk full >&2; exit 1", h.WS(), "callback", `{"method": "fail"}`)
 	r.check(t, exitRPCError, "")
 	if r.stderr != "rpc: error -32000: disk full\n" {
 		t.Errorf("stderr %q", r.stderr)
 	}
-	if r := rpc(t, "", "call", "-serve", "x=true", h.http(), "add", "1", "2"); r.code != exitUsage {
+	if r := rpc(t, "", "call", "-serve", "x=true", h.HTTP(), "add", "1", "2"); r.code != exitUsage {
 		t.Errorf("-serve over POST: exit %d", r.code)
 	}
 }
 
 func TestToken(t *testing.T) {
-	h := startHub(t, &server.Options{Authenticate: server.TokenAuth(map[string]string{"s3cret": "alice"})})
-	r := rpc(t, "", "call", h.http(), "add", "1", "2")
+	h := hubtest.Start(t, &hubtest.Options{
+		Server: server.Options{Authenticate: server.TokenAuth(map[string]string{"s3cret": "alice"})},
+	})
+	r := rpc(t, "", "call", h.HTTP(), "add", "1", "2")
 	r.check(t, exitRPCError, "")
 	if !strings.Contains(r.stderr, "-32001") {
 		t.Errorf("POST without a token: stderr %q", r.stderr)
 	}
-	r = rpc(t, "", "call", h.ws(), "add", "1", "2")
+	r = rpc(t, "", "call", h.WS(), "add", "1", "2")
 	r.check(t, exitRPCError, "")
 	if !strings.Contains(r.stderr, "-32001") || !strings.Contains(r.stderr, "401") {
 		t.Errorf("WebSocket without a token: stderr %q", r.stderr)
 	}
-	rpc(t, "", "call", "-token", "s3cret", h.ws(), "add", "1", "2").check(t, 0, "3\n")
-	rpc(t, "", "call", "-H", "Authorization: Bearer s3cret", h.http(), "add", "1", "2").check(t, 0, "3\n")
+	rpc(t, "", "call", "-token", "s3cret", h.WS(), "add", "1", "2").check(t, 0, "3\n")
+	rpc(t, "", "call", "-H", "Authorization: Bearer s3cret", h.HTTP(), "add", "1", "2").check(t, 0, "3\n")
 }
