@@ -24,7 +24,8 @@
 // POST /rpc takes Content-Type application/json and answers 200 with the
 // reply (JSON-RPC errors included), or 204 when there is nothing to answer
 // (notifications only). A wrong method gets 405, a wrong content type 415,
-// a body over [Options].MaxMessage 413, and GET without an Upgrade 426.
+// a body over [Options].MaxMessage 413, a body still arriving after
+// [Options].BodyTimeout 408, and GET without an Upgrade 426.
 // Over POST there is no peer: methods that need one, such as rpc.subscribe,
 // answer with an error at once.
 //

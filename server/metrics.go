@@ -37,7 +37,7 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"method"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_rejected_total",
-			Help: "HTTP requests to /rpc refused before serving, by reason (origin, host, auth, too_large).",
+			Help: "HTTP requests to /rpc refused before serving, by reason (origin, host, auth, too_large, body_timeout).",
 		}, []string{"reason"}),
 	}
 	stat := func(name, help string, f func() float64, gauge bool) prometheus.Collector {

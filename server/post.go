@@ -5,6 +5,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -22,22 +24,29 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			s.metrics.rejected.WithLabelValues("body_timeout").Inc()
+			plain(w, http.StatusRequestTimeout, "body not received in time\n")
+		case errors.As(err, &tooBig):
+			s.metrics.rejected.WithLabelValues("too_large").Inc()
+			plain(w, http.StatusRequestEntityTooLarge, "body over the size limit\n")
+		default:
+			plain(w, http.StatusBadRequest, "cannot read body\n")
+		}
+		return
+	}
+	// Registered only now: Shutdown waits for calls being served, not
+	// for clients still sending.
 	if !s.begin() {
 		plain(w, http.StatusServiceUnavailable, "shutting down\n")
 		return
 	}
-	defer s.wg.Done()
+	defer s.end()
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.o.MaxMessage)))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			s.metrics.rejected.WithLabelValues("too_large").Inc()
-			plain(w, http.StatusRequestEntityTooLarge, "body over the size limit\n")
-			return
-		}
-		plain(w, http.StatusBadRequest, "cannot read body\n")
-		return
-	}
 	ctx := hub.WithIdentity(r.Context(), identity)
 	reply := peer.Respond(ctx, body, s.peerOptions(s.log))
 	if reply == nil {
@@ -45,6 +54,28 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, reply)
+}
+
+// readBody reads a POST body of at most MaxMessage bytes within
+// BodyTimeout, a deadline on the connection. Once the body is in, the
+// deadline is cleared, so that it cannot end the connection (and cancel
+// the call's context) while the call runs. After a failed read it stays:
+// net/http tries to drain the rest of a small body before answering, and
+// must not wait for a client that trickles it; the connection is closed
+// after the reply. A ResponseWriter that cannot set deadlines (a wrapper
+// without Unwrap) leaves the read unbounded in time.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	timed := rc.SetReadDeadline(time.Now().Add(s.o.BodyTimeout)) == nil
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.o.MaxMessage)))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		return nil, err
+	}
+	if timed {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, nil
 }
 
 func writeJSON(w http.ResponseWriter, code int, body []byte) {

@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -200,5 +203,109 @@ func TestShutdownWaitsForPost(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no answer to the POST")
+	}
+}
+
+// slowPost sends the headers of a POST and the first sent bytes of its
+// body, and returns the connection, with a deadline, for the rest.
+func slowPost(t *testing.T, addr, body string, sent int) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(c, "POST /rpc HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		addr, len(body), body[:sent])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestPostBodyTimeout: a body still arriving after BodyTimeout gets 408,
+// and the connection is closed rather than drained.
+func TestPostBodyTimeout(t *testing.T) {
+	ts := newTestServer(t, &server.Options{BodyTimeout: 50 * time.Millisecond})
+	body := `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`
+	c := slowPost(t, ts.Listener.Addr().String(), body, 10)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !resp.Close {
+		t.Fatalf("stalled body: %d, Connection: close %v; want 408 and close", resp.StatusCode, resp.Close)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after the 408: %v, want EOF", err)
+	}
+}
+
+// TestPostBodyTimeoutCleared: the body deadline is gone once the body is
+// read, so a call may run longer than BodyTimeout.
+func TestPostBodyTimeoutCleared(t *testing.T) {
+	ts := newTestServer(t, &server.Options{BodyTimeout: 50 * time.Millisecond})
+	status, body := post(t, ts.URL, "application/json", `{"jsonrpc":"2.0","method":"sleep","params":{"ms":300},"id":1}`, nil)
+	if status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"slept":300},"id":1}`, body)
+}
+
+// TestShutdownSkipsSlowBodies: POSTs whose bodies are still arriving do
+// not hold Shutdown up; once in, they get 503.
+func TestShutdownSkipsSlowBodies(t *testing.T) {
+	const n = 50
+	arrived := make(chan struct{}, n)
+	ts := newTestServer(t, &server.Options{Authenticate: func(*http.Request) (any, error) {
+		arrived <- struct{}{} // the body is read next
+		return nil, nil
+	}})
+	body := `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = slowPost(t, ts.Listener.Addr().String(), body, 10)
+	}
+	for range n {
+		select {
+		case <-arrived:
+		case <-timeout(t).Done():
+			t.Fatal("the POSTs did not reach the server")
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with %d bodies arriving: %v", n, err)
+	}
+	for _, c := range conns {
+		if _, err := io.WriteString(c, body[10:]); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("POST finished after Shutdown: %d, want 503", resp.StatusCode)
+		}
+	}
+}
+
+// TestShutdownInTime: Shutdown returns nil when nothing was cut short,
+// even if ctx has ended by then.
+func TestShutdownInTime(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with nothing open = %v, want nil", err)
 	}
 }

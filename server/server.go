@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -60,6 +61,11 @@ type Options struct {
 	// 1009 and a POST gets 413.
 	MaxMessage int
 
+	// BodyTimeout bounds reading one POST body, counted from the end of
+	// its headers. Default 10s; a body still arriving then gets 408 and
+	// its connection is closed. It does not apply to WebSockets.
+	BodyTimeout time.Duration
+
 	// MaxBatch caps the elements of one batch. Default 1000; over it, a
 	// single -32600 error.
 	MaxBatch int
@@ -91,7 +97,8 @@ var ErrForbidden = errors.New("server: forbidden")
 var ErrUnauthorized = errors.New("server: unauthorized")
 
 const (
-	defaultMaxMessage = 1 << 20
+	defaultMaxMessage  = 1 << 20
+	defaultBodyTimeout = 10 * time.Second
 )
 
 // Server is an http.Handler serving JSON-RPC 2.0 on /rpc (WebSocket and
@@ -112,12 +119,13 @@ type Server struct {
 	mu      sync.Mutex
 	closing bool
 	conns   map[*peer.Conn]struct{}
-	wg      sync.WaitGroup // connections and POST requests being served
+	active  int           // WebSockets and POSTs being served
+	idle    chan struct{} // closed once closing and nothing is active
 }
 
 // New returns a Server configured by opts.
 func New(opts *Options) *Server {
-	s := &Server{conns: make(map[*peer.Conn]struct{})}
+	s := &Server{conns: make(map[*peer.Conn]struct{}), idle: make(chan struct{})}
 	if opts != nil {
 		s.o = *opts
 	}
@@ -126,6 +134,9 @@ func New(opts *Options) *Server {
 	}
 	if s.o.MaxMessage <= 0 {
 		s.o.MaxMessage = defaultMaxMessage
+	}
+	if s.o.BodyTimeout <= 0 {
+		s.o.BodyTimeout = defaultBodyTimeout
 	}
 	if s.o.Logger == nil {
 		s.o.Logger = zap.NewNop()
@@ -189,15 +200,35 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 }
 
 // begin registers a request being served, or reports false when the
-// server is shutting down.
+// server is shutting down. Each true is paired with a call to end.
 func (s *Server) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return false
 	}
-	s.wg.Add(1)
+	s.active++
 	return true
+}
+
+// end unregisters a request begin registered.
+func (s *Server) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	s.checkIdleLocked()
+}
+
+// checkIdleLocked closes s.idle once the server is closing and serves
+// nothing.
+func (s *Server) checkIdleLocked() {
+	if s.closing && s.active == 0 {
+		select {
+		case <-s.idle:
+		default:
+			close(s.idle)
+		}
+	}
 }
 
 func (s *Server) isClosing() bool {
@@ -221,12 +252,16 @@ func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
 
 // Shutdown stops the server gracefully: new WebSockets and POSTs are
 // refused with 503, every WebSocket stops taking new calls, finishes the
-// calls in flight and closes with 1001 (going away). When ctx ends first,
-// the connections left are closed at once and Shutdown returns ctx.Err().
-// Shutdown does not close listeners: call http.Server.Shutdown as well.
+// calls in flight and closes with 1001 (going away), and POSTs whose body
+// has arrived are answered; it returns nil once all of that is done. When
+// ctx ends first, the connections left are closed at once and Shutdown
+// returns ctx.Err(). POST bodies still arriving are not waited for (they
+// are refused with 503 once read, and BodyTimeout bounds them). Shutdown
+// does not close listeners: call http.Server.Shutdown as well.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	s.checkIdleLocked()
 	conns := make([]*peer.Conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
@@ -239,14 +274,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
+	// Done in time even if ctx has ended meanwhile: nothing was cut short.
 	select {
-	case <-done:
-		return ctx.Err()
+	case <-s.idle:
+		return nil
+	default:
+	}
+	select {
+	case <-s.idle:
+		return nil
 	case <-ctx.Done():
 		// Handlers that ignore their context keep their connection's
 		// goroutine; the connections themselves are closed.

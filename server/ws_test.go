@@ -64,7 +64,9 @@ func TestWebSocketTooBig(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			core, logs := observer.New(zap.InfoLevel)
-			ts := newTestServer(t, &server.Options{MaxMessage: 4096, Compression: compression, Logger: zap.New(core)})
+			left := make(chan struct{})
+			h := hub.New(&hub.Options{OnLeave: func(*hub.Peer) { close(left) }})
+			ts := newTestServer(t, &server.Options{MaxMessage: 4096, Compression: compression, Logger: zap.New(core), Hub: h})
 			ws := ts.dialRaw(t, &websocket.DialOptions{CompressionMode: mode})
 			// Under the limit, as it arrives (compressed, much smaller still).
 			small := `{"jsonrpc":"2.0","method":"echo","params":["` + strings.Repeat("a", 4000) + `"],"id":1}`
@@ -77,6 +79,14 @@ func TestWebSocketTooBig(t *testing.T) {
 			_, _, err := ws.Read(timeout(t))
 			if got := websocket.CloseStatus(err); got != websocket.StatusMessageTooBig {
 				t.Fatalf("read after oversize message: %v (status %d), want 1009", err, got)
+			}
+			// The 1009 is sent before the server's reader has handled
+			// its error: wait for that, or Shutdown may close the
+			// connection first (closeCode's test covers that race).
+			select {
+			case <-left:
+			case <-timeout(t).Done():
+				t.Fatal("the server did not drop the peer")
 			}
 			if err := ts.srv.Shutdown(timeout(t)); err != nil {
 				t.Fatal(err)

@@ -52,6 +52,7 @@ type config struct {
 	logLevel        string
 	logFormat       string
 	maxMessage      int
+	bodyTimeout     time.Duration
 	maxBatch        int
 	maxInFlight     int
 	maxQueue        int
@@ -72,6 +73,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log `format`: json or console")
 	fs.IntVar(&c.maxMessage, "max-message", 1<<20, "largest WebSocket message or POST body, in `bytes`")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", 10*time.Second, "how long a POST body may `take` to arrive once its headers have")
 	fs.IntVar(&c.maxBatch, "max-batch", 1000, "most `elements` in a batch")
 	fs.IntVar(&c.maxInFlight, "max-inflight", 256, "most `calls` served at once per connection")
 	fs.IntVar(&c.maxQueue, "max-queue", 1024, "most `events` waiting for one peer before it is closed as too slow")
@@ -104,6 +106,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		AllowedOrigins: splitList(c.origins),
 		AllowedHosts:   splitList(c.hosts),
 		MaxMessage:     c.maxMessage,
+		BodyTimeout:    c.bodyTimeout,
 		MaxBatch:       c.maxBatch,
 		MaxInFlight:    c.maxInFlight,
 		MaxQueue:       c.maxQueue,
@@ -132,9 +135,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	routes.Handle("/rpc", srv)
 	routes.Handle("/healthz", srv)
 	routes.Handle("/metrics", srv)
+	// No WriteTimeout: a call over POST may run long. No ReadTimeout: the
+	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
+	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
 		Handler:           routes,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 

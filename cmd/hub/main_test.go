@@ -170,6 +170,32 @@ func TestTokenFile(t *testing.T) {
 	ws.Close(websocket.StatusNormalClosure, "")
 }
 
+// TestBodyTimeout: -body-timeout bounds how long a POST body may take.
+func TestBodyTimeout(t *testing.T) {
+	url, _ := start(t, "-demo", "-body-timeout", "50ms")
+	addr := strings.TrimPrefix(url, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The headers and part of the body, and then nothing.
+	if _, err := io.WriteString(c, "POST /rpc HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\""); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("stalled body: %d, want 408", resp.StatusCode)
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty")
 	_ = os.WriteFile(empty, []byte("\n# none\n"), 0o600)
