@@ -22,8 +22,10 @@ type BatchElem struct {
 // for every reply; the replies may come in any order and are matched by
 // id. Each element's outcome is in its Err field. Batch itself returns an
 // error only when the batch could not be sent or ctx ended; then the Err of
-// every call not yet answered is set too. A batch of only notifications
-// returns once it is queued.
+// every call not yet answered is set to it too, and those calls are
+// cancelled at the other side with rpc.cancel, while replies that did
+// arrive keep their results. A batch of only notifications returns once
+// it is queued.
 func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 	if len(elems) == 0 {
 		return nil
@@ -80,27 +82,40 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 	}
 	msg = append(msg, ']')
 
-	err := c.send(ctx, msg)
-	for _, w := range calls {
-		if err != nil {
+	if err := c.send(ctx, msg); err != nil {
+		for _, w := range calls {
 			c.forget(w.id)
 			w.elem.Err = err
-			continue
 		}
-		select {
-		case r := <-w.p.ch:
-			if r.err != nil {
-				w.elem.Err = r.err
-			} else if derr := unmarshalResult(r.result, w.elem.Result); derr != nil {
-				w.elem.Err = fmt.Errorf("peer: decode result of %s: %w", w.elem.Method, derr)
+		return err
+	}
+	var err error
+	for _, w := range calls {
+		if err == nil {
+			select {
+			case r := <-w.p.ch:
+				w.elem.setReply(r)
+				continue
+			case <-ctx.Done():
+				err = ctx.Err()
 			}
-		case <-ctx.Done():
-			err = ctx.Err()
-			if c.forget(w.id) {
-				c.cancelRemote(strconv.AppendUint(nil, w.id, 10))
-			}
+		}
+		// ctx has ended: take the replies that have arrived, and give up
+		// on (and cancel at the other side) the calls still pending.
+		if c.forget(w.id) {
+			c.cancelRemote(strconv.AppendUint(nil, w.id, 10))
 			w.elem.Err = err
+		} else {
+			w.elem.setReply(<-w.p.ch) // delivered, or failed by a close
 		}
 	}
 	return err
+}
+
+func (e *BatchElem) setReply(r reply) {
+	if r.err != nil {
+		e.Err = r.err
+	} else if err := unmarshalResult(r.result, e.Result); err != nil {
+		e.Err = fmt.Errorf("peer: decode result of %s: %w", e.Method, err)
+	}
 }

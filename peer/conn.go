@@ -54,12 +54,12 @@ type Conn struct {
 	localClose  bool               // closed by Close, CloseWith or Shutdown
 	nextID      uint64
 	pending     map[uint64]*pendingCall
-	inflight    map[string]context.CancelCauseFunc // by raw request id
-	running     int                                // handlers running, for MaxInFlight
-	batches     int                                // batch goroutines not yet done
-	tail        chan struct{}                      // done channel of the last serial call
-	draining    bool                               // Shutdown called: refuse new calls
-	idle        chan struct{}                      // closed when draining and nothing is left
+	inflight    map[string]*call // calls being served, by raw request id
+	running     int              // handlers running, for MaxInFlight
+	batches     int              // batch goroutines not yet done
+	tail        chan struct{}    // done channel of the last serial call
+	draining    bool             // Shutdown called: refuse new calls
+	idle        chan struct{}    // closed when draining and nothing is left
 
 	// The outbound queue. writing is true while a goroutine writes it.
 	queue   []outMsg
@@ -94,7 +94,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 		done:     make(chan struct{}),
 		closing:  make(chan struct{}),
 		pending:  make(map[uint64]*pendingCall),
-		inflight: make(map[string]context.CancelCauseFunc),
+		inflight: make(map[string]*call),
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	return c
@@ -274,7 +274,7 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 // goroutine and never blocks: handlers get goroutines of their own, and
 // immediate replies are queued without waiting.
 func (c *Conn) dispatch(ctx context.Context, frame []byte) {
-	f, ok := parseFrame(frame)
+	f, ok := parseFrame(frame, c.o.MaxBatch)
 	if !ok {
 		c.post(appendError(nil, nullJSON, errParse()))
 		return
@@ -294,7 +294,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		}
 		return
 	}
-	if len(f.msgs) == 0 || len(f.msgs) > c.o.MaxBatch {
+	if len(f.msgs) == 0 || f.tooBig {
 		c.post(appendError(nil, nullJSON, errInvalidRequest()))
 		return
 	}
@@ -310,9 +310,17 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		if reply != nil {
 			replies = append(replies, reply)
 		}
-		if call != nil {
-			calls = append(calls, call)
+		if call == nil {
+			continue
 		}
+		if IsInline(call.h) {
+			// Inline elements run here, in order, like single messages.
+			if out := run(c.inlineContext(ctx, call), &c.o, call); out != nil {
+				replies = append(replies, out)
+			}
+			continue
+		}
+		calls = append(calls, call)
 	}
 	if len(calls) == 0 {
 		if len(replies) > 0 {
@@ -347,31 +355,14 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 // validates and routes like the package-level prepare.
 func (c *Conn) prepare(m *message) (*call, []byte) {
 	if m.validRequest() {
-		switch string(m.method) {
-		case `"rpc.cancel"`:
-			var p progressParams
-			if json.Unmarshal(m.params, &p) == nil && validID(p.ID) {
-				c.mu.Lock()
-				cancel := c.inflight[string(p.ID)]
-				c.mu.Unlock()
-				if cancel != nil {
-					cancel(errCancelled)
-				}
-			}
-			if m.hasID {
-				return nil, appendResult(nil, m.id, emptyObject)
-			}
-			return nil, nil
-		case `"rpc.progress"`:
+		cancel := keyIs(m.method, "rpc.cancel")
+		if cancel || keyIs(m.method, "rpc.progress") {
 			var p progressParams
 			if json.Unmarshal(m.params, &p) == nil {
-				if id, ok := parseOurID(p.ID); ok {
-					c.mu.Lock()
-					pc := c.pending[id]
-					c.mu.Unlock()
-					if pc != nil && pc.progress != nil {
-						pc.progress(p.Data)
-					}
+				if cancel {
+					c.cancelInflight(p.ID)
+				} else {
+					c.progress(p)
 				}
 			}
 			if m.hasID {
@@ -383,12 +374,46 @@ func (c *Conn) prepare(m *message) (*call, []byte) {
 	return prepare(&c.o, m)
 }
 
+// cancelInflight cancels the handler serving the call with the given id.
+func (c *Conn) cancelInflight(id json.RawMessage) {
+	if !validID(id) {
+		return
+	}
+	c.mu.Lock()
+	cl := c.inflight[string(id)]
+	c.mu.Unlock()
+	if cl != nil {
+		cl.cancel(errCancelled)
+	}
+}
+
+// progress hands rpc.progress data to the call it belongs to. The
+// callback is the caller's code running on the reader: a panic in it is
+// recovered and logged, so it cannot take the connection down.
+func (c *Conn) progress(p progressParams) {
+	id, ok := parseOurID(p.ID)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	pc := c.pending[id]
+	c.mu.Unlock()
+	if pc == nil || pc.progress == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			c.o.Logger.Error("progress callback panicked", zap.Any("panic", v), zap.Stack("stack"))
+		}
+	}()
+	pc.progress(p.Data)
+}
+
 // start runs one call on a goroutine of its own, or refuses it at once
 // when MaxInFlight calls are running.
 func (c *Conn) start(ctx context.Context, cl *call) {
-	if _, ok := cl.h.(inlineHandler); ok {
-		hctx := context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID})
-		if out := run(hctx, &c.o, cl); out != nil {
+	if IsInline(cl.h) {
+		if out := run(c.inlineContext(ctx, cl), &c.o, cl); out != nil {
 			c.post(out)
 		}
 		return
@@ -419,6 +444,15 @@ func (c *Conn) start(ctx context.Context, cl *call) {
 				select {
 				case <-wait:
 				case <-hctx.Done():
+					// Cancelled while waiting its turn: answer without
+					// running, but hold the line, so that the call behind
+					// this one still starts only after the one ahead.
+					if !cl.req.IsNotification() {
+						_ = c.send(c.life, appendError(nil, []byte(cl.req.ID.raw), ToError(hctx.Err())))
+					}
+					c.release(cl)
+					<-wait
+					return
 				}
 			}
 		}
@@ -428,6 +462,12 @@ func (c *Conn) start(ctx context.Context, cl *call) {
 		}
 		c.release(cl)
 	}()
+}
+
+// inlineContext is the context of an inline handler: no slot, and no
+// cancellation of its own, since rpc.cancel cannot arrive while it runs.
+func (c *Conn) inlineContext(ctx context.Context, cl *call) context.Context {
+	return context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID})
 }
 
 // acquire takes an in-flight slot for cl and returns the handler's context.
@@ -445,10 +485,10 @@ func (c *Conn) acquire(ctx context.Context, cl *call) (context.Context, bool) {
 	if !cl.req.IsNotification() {
 		var cancel context.CancelCauseFunc
 		hctx, cancel = context.WithCancelCause(hctx)
-		if _, dup := c.inflight[cl.req.ID.raw]; !dup {
-			c.inflight[cl.req.ID.raw] = cancel
-		}
 		cl.cancel = cancel
+		if _, dup := c.inflight[cl.req.ID.raw]; !dup {
+			c.inflight[cl.req.ID.raw] = cl // a duplicate id cannot be cancelled
+		}
 	}
 	return hctx, true
 }
@@ -457,7 +497,7 @@ func (c *Conn) acquire(ctx context.Context, cl *call) (context.Context, bool) {
 func (c *Conn) release(cl *call) {
 	c.mu.Lock()
 	c.running--
-	if cl.cancel != nil {
+	if c.inflight[cl.req.ID.raw] == cl {
 		delete(c.inflight, cl.req.ID.raw)
 	}
 	c.checkIdleLocked()
@@ -729,8 +769,7 @@ func (c *Conn) forget(id uint64) bool {
 // not wait: the caller has given up already.
 func (c *Conn) cancelRemote(id []byte) {
 	params := append(append([]byte(`{"id":`), id...), '}')
-	c.mu.Lock()
-	c.enqueueLocked(appendRequest(nil, nil, "rpc.cancel", params), false, false)
+	c.post(appendRequest(nil, nil, "rpc.cancel", params))
 }
 
 // Notify sends a notification: no reply comes, and none is awaited.

@@ -98,6 +98,9 @@ func ToError(err error) *Error {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
+		if e == nil { // a nil *Error returned as an error: a handler bug
+			return errInternal()
+		}
 		return e
 	case errors.Is(err, context.Canceled), errors.Is(err, errCancelled):
 		return &Error{Code: CodeCancelled, Message: "Request cancelled"}

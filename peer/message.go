@@ -3,6 +3,7 @@ package peer
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // ID is a request id as it appeared on the wire: the raw JSON text of a
@@ -180,10 +181,19 @@ type frame struct {
 	// msgs holds the decoded elements. An element that is valid JSON but not
 	// an object is left zero, which makes it an invalid request.
 	msgs []message
+	// tooBig is set when a batch has more elements than allowed; msgs then
+	// holds only the first ones.
+	tooBig bool
 }
 
-// parseFrame decodes b. ok is false when b is not valid JSON.
-func parseFrame(b []byte) (f frame, ok bool) {
+// parseFrame decodes b, keeping at most maxBatch elements of a batch (the
+// rest is only validated, so a hostile batch costs no memory). ok is false
+// when b is not valid JSON, including when it is not valid UTF-8, which
+// JSON text must be (RFC 8259) and which WebSocket text frames carry.
+func parseFrame(b []byte, maxBatch int) (f frame, ok bool) {
+	if !utf8.Valid(b) {
+		return f, false
+	}
 	i := skipSpace(b, 0)
 	if i >= len(b) {
 		return f, false
@@ -199,10 +209,17 @@ func parseFrame(b []byte) (f frame, ok bool) {
 			i++
 			break
 		}
+		var scratch message
 		for {
-			f.msgs = append(f.msgs, message{})
+			m := &scratch
+			if len(f.msgs) < maxBatch {
+				f.msgs = append(f.msgs, message{})
+				m = &f.msgs[len(f.msgs)-1]
+			} else {
+				f.tooBig = true
+			}
 			if i < len(b) && b[i] == '{' {
-				i = parseObject(b, i, &f.msgs[len(f.msgs)-1])
+				i = parseObject(b, i, m)
 			} else {
 				i = skipValue(b, i, 1)
 			}

@@ -168,7 +168,7 @@ func appendBatch(dst []byte, replies [][]byte) []byte {
 // rpc.cancel has nothing to cancel.
 func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	o := opts.withDefaults()
-	f, ok := parseFrame(body)
+	f, ok := parseFrame(body, o.MaxBatch)
 	if !ok {
 		return appendError(nil, nullJSON, errParse())
 	}
@@ -179,17 +179,24 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 		}
 		return run(ctx, &o, c)
 	}
-	if len(f.msgs) == 0 || len(f.msgs) > o.MaxBatch {
+	if len(f.msgs) == 0 || f.tooBig {
 		return appendError(nil, nullJSON, errInvalidRequest())
 	}
 	var calls []*call
 	var replies [][]byte
 	for i := range f.msgs {
 		c, reply := prepareNoConn(&o, &f.msgs[i])
-		if c != nil {
+		switch {
+		case c == nil:
+			if reply != nil {
+				replies = append(replies, reply)
+			}
+		case IsInline(c.h): // in order, as on a connection
+			if out := run(ctx, &o, c); out != nil {
+				replies = append(replies, out)
+			}
+		default:
 			calls = append(calls, c)
-		} else if reply != nil {
-			replies = append(replies, reply)
 		}
 	}
 	if len(calls) > 0 {
@@ -210,8 +217,7 @@ func prepareNoConn(o *Options, m *message) (*call, []byte) {
 		return nil, nil
 	}
 	if m.validRequest() {
-		switch string(m.method) {
-		case `"rpc.cancel"`, `"rpc.progress"`:
+		if keyIs(m.method, "rpc.cancel") || keyIs(m.method, "rpc.progress") {
 			if m.hasID {
 				return nil, appendResult(nil, m.id, emptyObject)
 			}
@@ -221,7 +227,7 @@ func prepareNoConn(o *Options, m *message) (*call, []byte) {
 	return prepare(o, m)
 }
 
-// rawID is the id member of the rpc.cancel and rpc.progress params.
+// progressParams are the params of rpc.cancel (only id) and rpc.progress.
 type progressParams struct {
 	ID   json.RawMessage `json:"id"`
 	Data json.RawMessage `json:"data,omitempty"`
