@@ -144,7 +144,9 @@ func (c *Client) connect(ctx context.Context) (*peer.Conn, error) {
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			// Refused by the server: say how (a 401 carries -32001).
-			body, _ := io.ReadAll(resp.Body)
+			// The WebSocket library keeps at most the body's first 1 KiB;
+			// bound it here too rather than rely on that.
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 			err = statusError(resp, body)
 		}
 		return nil, fmt.Errorf("dial %s: %w", c.url, err)

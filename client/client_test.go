@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
@@ -732,4 +733,38 @@ func TestResubscribeRace(t *testing.T) {
 	if topics := h.Hub().Peers()[0].Topics(); len(topics) != 0 {
 		t.Fatalf("hub topics %v with none left", topics)
 	}
+}
+
+// TestSubscribeTimeoutTakesItBack gives up on an rpc.subscribe that the
+// hub applies late: the client must take the subscription back, or the hub
+// would send it events nobody listens to.
+func TestSubscribeTimeoutTakesItBack(t *testing.T) {
+	gaveUp := make(chan struct{})
+	h := hub.New(&hub.Options{Policy: hub.PolicyFunc(func(_ context.Context, a hub.Action, topic string) error {
+		if a == hub.Subscribe && topic == "late" {
+			<-gaveUp // answer only once the caller has stopped waiting
+		}
+		return nil
+	})})
+	ts := httptest.NewServer(server.New(&server.Options{Hub: h, Logger: zaptest.NewLogger(t)}))
+	defer ts.Close()
+	c := dial(t, "ws"+strings.TrimPrefix(ts.URL, "http")+"/rpc", nil)
+
+	sctx, cancel := context.WithTimeout(ctx(t), 50*time.Millisecond)
+	_, err := c.Subscribe(sctx, "late", func(Event) {})
+	cancel()
+	close(gaveUp)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Subscribe: %v, want a deadline error", err)
+	}
+	// The hub reads a connection's rpc.subscribe, rpc.unsubscribe and
+	// rpc.ping in order, so once the ping is answered the take-back has
+	// been applied.
+	if err := c.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Stats().Subscriptions; n != 0 {
+		t.Fatalf("hub has %d subscriptions after a timed-out Subscribe, want 0", n)
+	}
+	c.Close()
 }

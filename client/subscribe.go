@@ -79,6 +79,16 @@ func (c *Client) Subscribe(ctx context.Context, pattern string, fn func(Event)) 
 
 	if err := c.Call(ctx, "rpc.subscribe", topicParams{Topic: pattern}, nil); err != nil {
 		c.remove(s)
+		if ctx.Err() != nil && !c.subscribed(pattern) {
+			// The request may have reached the hub and been applied after
+			// we stopped waiting: take it back, so the hub does not keep
+			// sending events nobody asked for. The hub runs both methods
+			// in the order they arrive, and hubMu keeps other
+			// subscriptions to this pattern out until it is sent.
+			nctx, cancel := context.WithTimeout(c.ctx, c.o.DialTimeout)
+			_ = c.Notify(WithFailFast(nctx, true), "rpc.unsubscribe", topicParams{Topic: pattern})
+			cancel()
+		}
 		return nil, err
 	}
 	return s, nil
