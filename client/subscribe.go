@@ -47,7 +47,9 @@ type topicParams struct {
 // "news.>"; see the protocol for the syntax) and calls fn with each
 // event, in order, on a goroutine of the subscription's own. It returns
 // once the hub has accepted the subscription; a refusal is a *peer.Error
-// (-32001 when the hub's policy denies it).
+// (-32001 when the hub's policy denies it). If ctx ends first, the
+// subscription is taken back (rpc.unsubscribe), in case the hub applied it
+// after Subscribe stopped waiting.
 //
 // Two subscriptions whose patterns both match a topic each get its events.
 // After a reconnection the client subscribes again by itself; events
