@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -68,7 +69,8 @@ type Conn struct {
 	posted  int           // messages queued by Post
 	room    chan struct{} // closed when the queue has room again
 
-	wg sync.WaitGroup // writer and handler goroutines
+	wg   sync.WaitGroup // workers (handlers, batches, the writer) and the closer
+	work chan func()    // hands a task to an idle worker; see spawnLocked
 }
 
 type outMsg struct {
@@ -95,6 +97,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 		closing:  make(chan struct{}),
 		pending:  make(map[uint64]*pendingCall),
 		inflight: make(map[string]*call),
+		work:     make(chan func()),
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	return c
@@ -334,10 +337,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		return
 	}
 	c.batches++
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
+	c.spawnLocked(func() {
 		replies := runBatch(ctx, &c.o, calls, replies,
 			func(cl *call) (context.Context, bool) { return c.acquire(ctx, cl) },
 			c.release)
@@ -348,7 +348,8 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		c.batches--
 		c.checkIdleLocked()
 		c.mu.Unlock()
-	}()
+	})
+	c.mu.Unlock()
 }
 
 // prepare handles the system methods that need this connection, then
@@ -434,10 +435,7 @@ func (c *Conn) start(ctx context.Context, cl *call) {
 		done = make(chan struct{})
 		wait, c.tail = c.tail, done
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
+	c.spawnLocked(func() {
 		if done != nil {
 			defer close(done)
 			if wait != nil {
@@ -461,7 +459,8 @@ func (c *Conn) start(ctx context.Context, cl *call) {
 			_ = c.send(c.life, out)
 		}
 		c.release(cl)
-	}()
+	})
+	c.mu.Unlock()
 }
 
 // inlineContext is the context of an inline handler: no slot, and no
@@ -641,12 +640,8 @@ func (c *Conn) enqueueLocked(b []byte, post, inline bool) {
 		c.write(true)
 		return
 	}
-	c.wg.Add(1)
+	c.spawnLocked(c.writeQueued)
 	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		c.write(false)
-	}()
 }
 
 // write drains the queue. An inline writer (a caller of send) writes what
@@ -687,15 +682,65 @@ func (c *Conn) write(inline bool) {
 			c.spare = batch[:0]
 		}
 		if inline && !c.closed && len(c.queue) > 0 {
-			c.wg.Add(1)
+			c.spawnLocked(c.writeQueued)
 			c.mu.Unlock()
-			go func() {
-				defer c.wg.Done()
-				c.write(false)
-			}()
 			return
 		}
 		c.mu.Unlock()
+	}
+}
+
+// writeQueued is the task of a writer goroutine.
+func (c *Conn) writeQueued() { c.write(false) }
+
+// Workers.
+//
+// Handlers, batches and the writer run on worker goroutines. A worker that
+// finishes its task stays parked for workerIdle, and the next task goes to
+// it rather than to a new goroutine: a new goroutine starts with a small
+// stack and grows it, by copying, on its way into a handler's JSON
+// decoding, which costs more than the rest of a call's dispatch; a parked
+// worker already has the stack it needs. An idle connection has no
+// workers left.
+
+// workerIdle is how long a worker waits for another task before it ends.
+const workerIdle = time.Second
+
+// spawnLocked runs fn on an idle worker, or on a new one. It is called
+// with c.mu held, by the reader or by a goroutine the WaitGroup counts, or
+// with the connection open, so that the WaitGroup is never added to after
+// it drained.
+func (c *Conn) spawnLocked(fn func()) {
+	select {
+	case c.work <- fn:
+		return
+	default:
+	}
+	c.wg.Add(1)
+	go c.worker(fn)
+}
+
+// worker runs fn, then whatever tasks it is handed, until it has been idle
+// for workerIdle or the connection closes.
+func (c *Conn) worker(fn func()) {
+	defer c.wg.Done()
+	var idle *time.Timer
+	for {
+		fn()
+		fn = nil // let the task's captures go while parked
+		if idle == nil {
+			idle = time.NewTimer(workerIdle)
+		} else {
+			idle.Reset(workerIdle)
+		}
+		select {
+		case fn = <-c.work:
+		case <-idle.C:
+			return
+		case <-c.closing:
+			idle.Stop()
+			return
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -671,5 +672,42 @@ func TestFullQueueWaitsWithoutLoss(t *testing.T) {
 			t.Fatalf("call %d: progress %d, want %d", msg.Params.ID, msg.Params.Data, next[msg.Params.ID])
 		}
 		next[msg.Params.ID]++
+	}
+}
+
+// After a burst of concurrent calls, the workers that ran them end once
+// idle: an idle connection keeps no goroutines beyond its reader.
+func TestWorkersEndWhenIdle(t *testing.T) {
+	release := make(chan struct{})
+	m := NewMux()
+	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
+		<-release
+		return nil, nil
+	})
+	a, _ := pipe(t, nil, &Options{Router: m})
+	base := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if err := a.Call(t.Context(), "wait", nil, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitFor(t, "20 handlers running", func() bool { return runtime.NumGoroutine() >= base+40 })
+	close(release)
+	wg.Wait()
+	waitFor(t, "the workers to end", func() bool { return runtime.NumGoroutine() <= base })
+}
+
+// waitFor polls cond until it holds, failing the test after 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
 	}
 }

@@ -123,3 +123,32 @@ func BenchmarkWebSocketCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWebSocketServe is BenchmarkWebSocketCall with a bare WebSocket
+// loop as the client: the serving side's cost alone, against the same floor.
+func BenchmarkWebSocketServe(b *testing.B) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		NewConn(WebSocket(ws), &Options{Router: benchMux()}).Serve(r.Context()) //nolint:errcheck
+	}))
+	defer ts.Close()
+	ws, _, err := websocket.Dial(context.Background(), "ws://"+ts.Listener.Addr().String(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.CloseNow()
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"add","params":{"a":1,"b":2}}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ws.Write(ctx, websocket.MessageText, msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := ws.Read(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
