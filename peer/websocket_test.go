@@ -57,27 +57,41 @@ func TestWebSocketTransport(t *testing.T) {
 	}
 }
 
-// The two benchmarks below compare a call round trip over a real WebSocket
-// on 127.0.0.1 with the raw floor: the same bytes echoed by a bare
-// WebSocket loop, measured in the same run.
+// The benchmarks below compare a call round trip over a real WebSocket on
+// 127.0.0.1 with the raw floor: the same bytes echoed by a bare WebSocket
+// loop, measured in the same run.
 
-func BenchmarkWebSocketRawEcho(b *testing.B) {
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
+// echoHandler echoes every message back, the raw floor's server.
+func echoHandler(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer ws.CloseNow()
+	for {
+		typ, msg, err := ws.Read(r.Context())
 		if err != nil {
 			return
 		}
-		defer ws.CloseNow()
-		for {
-			typ, msg, err := ws.Read(r.Context())
-			if err != nil {
-				return
-			}
-			if err := ws.Write(r.Context(), typ, msg); err != nil {
-				return
-			}
+		if err := ws.Write(r.Context(), typ, msg); err != nil {
+			return
 		}
-	}))
+	}
+}
+
+// peerHandler serves benchMux as a peer.
+func peerHandler(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	NewConn(WebSocket(ws), &Options{Router: benchMux()}).Serve(r.Context()) //nolint:errcheck
+}
+
+// rawRoundTrips measures a bare WebSocket client sending one request and
+// reading one message back, against h.
+func rawRoundTrips(b *testing.B, h http.HandlerFunc) {
+	ts := httptest.NewServer(h)
 	defer ts.Close()
 	ws, _, err := websocket.Dial(context.Background(), "ws://"+ts.Listener.Addr().String(), nil)
 	if err != nil {
@@ -97,14 +111,14 @@ func BenchmarkWebSocketRawEcho(b *testing.B) {
 	}
 }
 
+func BenchmarkWebSocketRawEcho(b *testing.B) { rawRoundTrips(b, echoHandler) }
+
+// BenchmarkWebSocketServe is a bare WebSocket client calling a peer: the
+// serving side's cost alone, against the same floor.
+func BenchmarkWebSocketServe(b *testing.B) { rawRoundTrips(b, peerHandler) }
+
 func BenchmarkWebSocketCall(b *testing.B) {
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		NewConn(WebSocket(ws), &Options{Router: benchMux()}).Serve(r.Context()) //nolint:errcheck
-	}))
+	ts := httptest.NewServer(http.HandlerFunc(peerHandler))
 	defer ts.Close()
 	ws, _, err := websocket.Dial(context.Background(), "ws://"+ts.Listener.Addr().String(), nil)
 	if err != nil {
@@ -119,35 +133,6 @@ func BenchmarkWebSocketCall(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := c.Call(ctx, "add", params, &res); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkWebSocketServe is BenchmarkWebSocketCall with a bare WebSocket
-// loop as the client: the serving side's cost alone, against the same floor.
-func BenchmarkWebSocketServe(b *testing.B) {
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		NewConn(WebSocket(ws), &Options{Router: benchMux()}).Serve(r.Context()) //nolint:errcheck
-	}))
-	defer ts.Close()
-	ws, _, err := websocket.Dial(context.Background(), "ws://"+ts.Listener.Addr().String(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ws.CloseNow()
-	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"add","params":{"a":1,"b":2}}`)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := ws.Write(ctx, websocket.MessageText, msg); err != nil {
-			b.Fatal(err)
-		}
-		if _, _, err := ws.Read(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
