@@ -10,7 +10,8 @@ BENCHTIME   ?= 1s
 
 ## run: start the hub with the demo methods and the playground on http://$(ADDR)/
 run:
-	$(GO) run ./cmd/hub -addr $(ADDR) -demo
+	$(GO) build -o bin/hub ./cmd/hub
+	exec bin/hub -addr $(ADDR) -demo
 
 ## build: build the hub and the rpc CLI into bin/
 build:
