@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -71,6 +72,8 @@ type Conn struct {
 
 	wg   sync.WaitGroup // workers (handlers, batches, the writer) and the closer
 	work chan func()    // hands a task to an idle worker; see spawnLocked
+	// workers counts the worker goroutines alive, parked ones included.
+	workers atomic.Int32
 }
 
 type outMsg struct {
@@ -723,7 +726,9 @@ func (c *Conn) spawnLocked(fn func()) {
 // worker runs fn, then whatever tasks it is handed, until it has been idle
 // for workerIdle or the connection closes.
 func (c *Conn) worker(fn func()) {
+	c.workers.Add(1)
 	defer c.wg.Done()
+	defer c.workers.Add(-1)
 	var idle *time.Timer
 	for {
 		fn()

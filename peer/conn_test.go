@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -679,13 +678,15 @@ func TestFullQueueWaitsWithoutLoss(t *testing.T) {
 // idle: an idle connection keeps no goroutines beyond its reader.
 func TestWorkersEndWhenIdle(t *testing.T) {
 	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failure must not leave the handlers blocked
 	m := NewMux()
 	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
 		<-release
 		return nil, nil
 	})
-	a, _ := pipe(t, nil, &Options{Router: m})
-	base := runtime.NumGoroutine()
+	a, srv := pipe(t, nil, &Options{Router: m})
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
@@ -694,10 +695,10 @@ func TestWorkersEndWhenIdle(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "20 handlers running", func() bool { return runtime.NumGoroutine() >= base+40 })
-	close(release)
+	waitFor(t, "20 handlers running", func() bool { return srv.workers.Load() == 20 })
+	free()
 	wg.Wait()
-	waitFor(t, "the workers to end", func() bool { return runtime.NumGoroutine() <= base })
+	waitFor(t, "the workers to end", func() bool { return srv.workers.Load() == 0 })
 }
 
 // waitFor polls cond until it holds, failing the test after 5 s.
