@@ -699,14 +699,14 @@ func (c *Conn) writeQueued() { c.write(false) }
 // Workers.
 //
 // Handlers, batches and the writer run on worker goroutines. A worker that
-// finishes its task stays parked for workerIdle, and the next task goes to
-// it rather than to a new goroutine: a new goroutine starts with a small
-// stack and grows it, by copying, on its way into a handler's JSON
-// decoding, which costs more than the rest of a call's dispatch; a parked
-// worker already has the stack it needs. An idle connection has no
-// workers left.
+// finishes its task stays parked, and the next task goes to it rather than
+// to a new goroutine: a new goroutine starts with a small stack and grows
+// it, by copying, on its way into a handler's JSON decoding, which costs
+// more than the rest of a call's dispatch; a parked worker already has the
+// stack it needs. A worker ends once a whole workerIdle has passed without
+// a task, so an idle connection has no workers left.
 
-// workerIdle is how long a worker waits for another task before it ends.
+// workerIdle is the period a worker must spend without a task to end.
 const workerIdle = time.Second
 
 // spawnLocked runs fn on an idle worker, or on a new one. It is called
@@ -723,27 +723,32 @@ func (c *Conn) spawnLocked(fn func()) {
 	go c.worker(fn)
 }
 
-// worker runs fn, then whatever tasks it is handed, until it has been idle
-// for workerIdle or the connection closes.
+// worker runs fn, then whatever tasks it is handed, until a period of
+// workerIdle passes without one or the connection closes. The timer is
+// armed once per period, not once per task: arming a timer can wake the
+// runtime's network poller, a system call.
 func (c *Conn) worker(fn func()) {
 	c.workers.Add(1)
 	defer c.wg.Done()
 	defer c.workers.Add(-1)
-	var idle *time.Timer
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	busy := false // a task ran in this period
 	for {
-		fn()
-		fn = nil // let the task's captures go while parked
-		if idle == nil {
-			idle = time.NewTimer(workerIdle)
-		} else {
-			idle.Reset(workerIdle)
+		if fn != nil {
+			fn()
+			fn = nil // let the task's captures go while parked
+			busy = true
 		}
 		select {
 		case fn = <-c.work:
 		case <-idle.C:
-			return
+			if !busy {
+				return
+			}
+			busy = false
+			idle.Reset(workerIdle)
 		case <-c.closing:
-			idle.Stop()
 			return
 		}
 	}
