@@ -106,6 +106,19 @@ func TestCallbackToCaller(t *testing.T) {
 	}
 }
 
+// waitMux serves "wait", which returns when its context ends; started is
+// closed once it has begun. It serves one call.
+func waitMux() (m *Mux, started <-chan struct{}) {
+	ch := make(chan struct{})
+	m = NewMux()
+	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
+		close(ch)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return m, ch
+}
+
 func TestCancel(t *testing.T) {
 	started := make(chan struct{})
 	cause := make(chan error, 1)
@@ -136,13 +149,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestCancelAnswersCancelled(t *testing.T) {
-	m := NewMux()
-	started := make(chan struct{})
-	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	m, started := waitMux()
 	p := newRawPeer(t, &Options{Router: m})
 	p.write(`{"jsonrpc":"2.0","method":"wait","id":"w1"}`)
 	<-started
@@ -189,13 +196,7 @@ func TestProgress(t *testing.T) {
 }
 
 func TestCloseFailsPending(t *testing.T) {
-	started := make(chan struct{})
-	m := NewMux()
-	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	m, started := waitMux()
 	a, b := pipe(t, nil, &Options{Router: m})
 	errc := make(chan error, 1)
 	go func() { errc <- a.Call(context.Background(), "wait", nil, nil) }()

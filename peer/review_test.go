@@ -168,13 +168,7 @@ func TestInlineInBatch(t *testing.T) {
 // Two calls with the same id: the second one finishing must not make the
 // first one uncancellable.
 func TestDuplicateIDStaysCancellable(t *testing.T) {
-	started := make(chan struct{})
-	m := NewMux()
-	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	m, started := waitMux()
 	m.HandleFunc("quick", func(context.Context, *Request) (any, error) { return 1, nil })
 	p := newRawPeer(t, &Options{Router: m})
 	p.write(`{"jsonrpc":"2.0","method":"wait","id":7}`)
@@ -187,13 +181,7 @@ func TestDuplicateIDStaysCancellable(t *testing.T) {
 
 // System method names are matched after unescaping, like any method.
 func TestEscapedSystemMethod(t *testing.T) {
-	started := make(chan struct{})
-	m := NewMux()
-	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	m, started := waitMux()
 	p := newRawPeer(t, &Options{Router: m})
 	p.write(`{"jsonrpc":"2.0","method":"wait","id":1}`)
 	<-started
