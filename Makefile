@@ -38,6 +38,7 @@ fuzz-short:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRespond$$' -fuzztime=$(FUZZTIME) ./peer
 	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) ./peer
+	$(GO) test -run='^$$' -fuzz='^FuzzBind$$' -fuzztime=$(FUZZTIME) ./peer
 
 ## bench: the benchmarks, with allocation counts
 bench:
