@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/client"
 )
 
 // A scenario drives one kind of load against a target URL and returns its
@@ -25,6 +27,10 @@ type scenario struct {
 	lowerIsBetter bool    // idle: bytes per connection
 	target        float64 // the ratio to the floor to reach (at most, when lowerIsBetter)
 	run           func(ctx context.Context, l *load, url string) (figure, error)
+	// baseline, if set, is measured against the hub in place of the
+	// floor: the client scenario compares the Go client with this
+	// program's raw calls.
+	baseline func(ctx context.Context, l *load, url string) (figure, error)
 }
 
 // figure is one measurement: value in the scenario's unit, and latency
@@ -53,6 +59,7 @@ var scenarios = []*scenario{
 	{name: "conns", unit: "calls/s", target: 0.8, run: connsScenario},
 	{name: "batch", unit: "requests/s", target: 0.5, run: batchScenario},
 	{name: "fanout", unit: "deliveries/s", target: 1.0, run: fanoutScenario},
+	{name: "client", unit: "calls/s", target: 0.8, run: clientScenario, baseline: seqScenario},
 }
 
 func dial(ctx context.Context, u string) (*websocket.Conn, error) {
@@ -169,6 +176,36 @@ func seqScenario(ctx context.Context, l *load, u string) (figure, error) {
 	}
 	start := time.Now()
 	lat, err := calls(c, start.Add(l.duration), make([]time.Duration, 0, 1<<16))
+	if err != nil {
+		return figure{}, err
+	}
+	return rate(len(lat), time.Since(start), lat), nil
+}
+
+// clientScenario is seq made with the Go client instead of raw frames.
+func clientScenario(ctx context.Context, l *load, u string) (figure, error) {
+	c, err := client.Dial(ctx, u, nil)
+	if err != nil {
+		return figure{}, err
+	}
+	defer c.Close()
+	params := []int{1}
+	var result json.RawMessage
+	call := func(deadline time.Time, lat []time.Duration) ([]time.Duration, error) {
+		for time.Now().Before(deadline) {
+			t0 := time.Now()
+			if err := c.Call(ctx, "echo", params, &result); err != nil {
+				return lat, err
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		return lat, nil
+	}
+	if _, err := call(time.Now().Add(l.duration/10), nil); err != nil { // warm up
+		return figure{}, err
+	}
+	start := time.Now()
+	lat, err := call(start.Add(l.duration), make([]time.Duration, 0, 1<<16))
 	if err != nil {
 		return figure{}, err
 	}

@@ -126,7 +126,9 @@ batch with one fixed reply, so this ratio is expected below 1); **fanout**,
 10,000 subscribers of one topic and a publisher sending events back to back
 (deliveries per second, and the latency from publish to delivery);
 **idle**, the growth of the server's resident memory per idle connection,
-measured once per process, first (lower is better).
+measured once per process, first (lower is better); **client**, sequential
+calls made with the Go client (` + "`client.Dial`, `Call`" + `), compared with the load
+generator's own raw frames to the same hub (the "floor" column of that row).
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:
@@ -157,6 +159,7 @@ var scenarioText = map[string]string{
 	"batch":  "batches of 100 calls",
 	"fanout": "events to 10,000 subscribers",
 	"idle":   "memory per idle connection",
+	"client": "Go client vs raw frames, sequential",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's

@@ -61,7 +61,7 @@ func runCmd(ctx context.Context, args []string) error {
 	l := &load{}
 	fs.DurationVar(&l.duration, "duration", 3*time.Second, "how long each timed scenario runs")
 	reps := fs.Int("reps", 3, "repetitions of each scenario (idle runs once)")
-	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout", "the `list` of scenarios to run")
+	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client", "the `list` of scenarios to run")
 	fs.IntVar(&l.window, "window", 64, "calls in flight in pipe")
 	fs.IntVar(&l.conns, "conns", 100, "connections in conns")
 	fs.IntVar(&l.batch, "batch", 100, "requests per batch in batch")
@@ -148,28 +148,31 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 	r := result{Scenario: s.name, Unit: s.unit, Target: s.target, LowerIsBetter: s.lowerIsBetter, Reps: reps}
 	var hub, floor []figure
 	var ratios []float64
+	// The floor's leg: the floor server, or the scenario's baseline
+	// against the hub.
+	floorRun, floorAt := s.run, floorURL
+	if s.baseline != nil {
+		floorRun, floorAt = s.baseline, hubURL
+	}
+	withFloor := floorURL != "" || s.baseline != nil
 	for i := range reps {
-		order := []string{hubURL, floorURL}
-		if i%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
 		var h, f figure
-		for _, u := range order {
-			if u == "" {
-				continue
+		var err error
+		if i%2 == 1 && withFloor {
+			if f, err = floorRun(ctx, l, floorAt); err != nil {
+				return r, fmt.Errorf("floor: %w", err)
 			}
-			fig, err := s.run(ctx, l, u)
-			if err != nil {
-				return r, fmt.Errorf("%s: %w", u, err)
-			}
-			if u == hubURL {
-				h = fig
-			} else {
-				f = fig
+		}
+		if h, err = s.run(ctx, l, hubURL); err != nil {
+			return r, fmt.Errorf("hub: %w", err)
+		}
+		if i%2 == 0 && withFloor {
+			if f, err = floorRun(ctx, l, floorAt); err != nil {
+				return r, fmt.Errorf("floor: %w", err)
 			}
 		}
 		hub = append(hub, h)
-		if floorURL != "" {
+		if withFloor {
 			floor = append(floor, f)
 			if f.value != 0 {
 				ratios = append(ratios, h.value/f.value)
@@ -177,7 +180,7 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 		}
 	}
 	r.Hub, r.HubP50, r.HubP99 = medians(hub)
-	if floorURL != "" {
+	if withFloor {
 		r.Floor, r.FloorP50, r.FloorP99 = medians(floor)
 		r.Ratio = median(ratios)
 	}
