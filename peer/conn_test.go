@@ -696,10 +696,10 @@ func TestWorkersEndWhenIdle(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "20 handlers running", func() bool { return srv.workers.Load() == 20 })
+	waitFor(t, "20 handlers running", func() bool { return srv.pool.count.Load() == 20 })
 	free()
 	wg.Wait()
-	waitFor(t, "the workers to end", func() bool { return srv.workers.Load() == 0 })
+	waitFor(t, "the workers to end", func() bool { return srv.pool.count.Load() == 0 })
 }
 
 // waitFor polls cond until it holds, failing the test after 5 s.
