@@ -41,7 +41,8 @@ type Options struct {
 	DialTimeout time.Duration
 
 	// CallTimeout bounds a call (including any wait for a reconnection)
-	// whose context has no deadline. Default 30s; negative means no bound.
+	// whose context has no deadline. Default [peer.DefaultCallTimeout];
+	// negative means no bound.
 	CallTimeout time.Duration
 
 	// PingInterval is how often the client sends rpc.ping to check that
@@ -77,17 +78,17 @@ type Options struct {
 	OnState func(s State, err error)
 
 	// MaxMessage caps the size of one incoming message, in bytes. Default
-	// 1 MiB; a larger message closes the connection (code 1009), and the
-	// client reconnects. Over HTTP it caps the response body.
+	// [peer.DefaultMaxMessage]; a larger message closes the connection
+	// (code 1009), and the client reconnects. Over HTTP it caps the
+	// response body.
 	MaxMessage int
 
-	// MaxInFlight caps the hub's calls this client serves at once. Default
-	// 256; beyond it the hub gets -32004.
-	MaxInFlight int
-
-	// MaxQueue caps the messages waiting to be written. Default 1024;
-	// callers wait for room.
-	MaxQueue int
+	// MaxInFlight and MaxQueue are the limits of the connection, with the
+	// meanings and defaults of the [peer.Options] fields of those names:
+	// the hub's calls this client serves at once (beyond it the hub gets
+	// -32004), and the messages waiting to be written (callers wait for
+	// room).
+	MaxInFlight, MaxQueue int
 
 	// EventBuffer caps the events waiting for one subscription's handler.
 	// Default 1024. When it is full, further events for that subscription
@@ -102,11 +103,9 @@ type Options struct {
 
 const (
 	defaultDialTimeout  = 10 * time.Second
-	defaultCallTimeout  = 30 * time.Second
 	defaultPingInterval = 30 * time.Second
 	defaultMinBackoff   = 100 * time.Millisecond
 	defaultMaxBackoff   = 10 * time.Second
-	defaultMaxMessage   = 1 << 20
 	defaultEventBuffer  = 1024
 )
 
@@ -120,7 +119,7 @@ func (o *Options) withDefaults() Options {
 		c.DialTimeout = defaultDialTimeout
 	}
 	if c.CallTimeout == 0 {
-		c.CallTimeout = defaultCallTimeout
+		c.CallTimeout = peer.DefaultCallTimeout
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = defaultPingInterval
@@ -133,7 +132,7 @@ func (o *Options) withDefaults() Options {
 	}
 	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
 	if c.MaxMessage <= 0 {
-		c.MaxMessage = defaultMaxMessage
+		c.MaxMessage = peer.DefaultMaxMessage
 	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = defaultEventBuffer

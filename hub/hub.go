@@ -25,8 +25,8 @@ type Options struct {
 	Policy Policy
 
 	// MaxSubscriptions caps the patterns one peer may be subscribed to.
-	// Default 1000; an rpc.subscribe that would go over it fails with
-	// -32004 and subscribes to nothing.
+	// Default [DefaultMaxSubscriptions]; an rpc.subscribe that would go
+	// over it fails with -32004 and subscribes to nothing.
 	MaxSubscriptions int
 
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
@@ -36,6 +36,9 @@ type Options struct {
 	// goroutine. By OnLeave the connection is closed.
 	OnJoin, OnLeave func(*Peer)
 }
+
+// DefaultMaxSubscriptions is the default of Options.MaxSubscriptions.
+const DefaultMaxSubscriptions = 1000
 
 // Hub is a registry of connected peers and of their topic subscriptions.
 // It starts no goroutines: the server serves each connection and tells the
@@ -79,7 +82,7 @@ func New(opts *Options) *Hub {
 		h.o.Policy = DefaultPolicy
 	}
 	if h.o.MaxSubscriptions <= 0 {
-		h.o.MaxSubscriptions = 1000
+		h.o.MaxSubscriptions = DefaultMaxSubscriptions
 	}
 	h.handlers.subscribe = peer.Inline(peer.HandlerFunc(h.serveSubscribe))
 	h.handlers.unsubscribe = peer.Inline(peer.HandlerFunc(h.serveUnsubscribe))

@@ -57,27 +57,22 @@ type Options struct {
 	AllowedHosts []string
 
 	// MaxMessage caps one WebSocket message (after decompression) and one
-	// POST body, in bytes. Default 1 MiB; over it, a WebSocket closes with
-	// 1009 and a POST gets 413.
+	// POST body, in bytes. Default [peer.DefaultMaxMessage]; over it, a
+	// WebSocket closes with 1009 and a POST gets 413.
 	MaxMessage int
 
 	// BodyTimeout bounds reading one POST body, counted from the end of
-	// its headers. Default 10s; a body still arriving then gets 408 and
-	// its connection is closed. It does not apply to WebSockets.
+	// its headers. Default [DefaultBodyTimeout]; a body still arriving then
+	// gets 408 and its connection is closed. It does not apply to
+	// WebSockets.
 	BodyTimeout time.Duration
 
-	// MaxBatch caps the elements of one batch. Default 1000; over it, a
-	// single -32600 error.
-	MaxBatch int
-
-	// MaxInFlight caps the calls served at once on one WebSocket.
-	// Default 256; over it, -32004.
-	MaxInFlight int
-
-	// MaxQueue caps the events waiting to be written to one WebSocket.
-	// Default 1024; a peer that lets that many pile up is closed with
-	// 1008 ("too slow"). Replies are never dropped.
-	MaxQueue int
+	// MaxBatch, MaxInFlight and MaxQueue are the limits of each WebSocket
+	// connection (MaxBatch also of each POST), with the meanings and
+	// defaults of the [peer.Options] fields of those names: elements in a
+	// batch, calls served at once, and messages waiting to be written,
+	// which closes a peer too slow for its events with 1008.
+	MaxBatch, MaxInFlight, MaxQueue int
 
 	// Compression enables permessage-deflate on WebSockets. Off by
 	// default: it costs CPU and memory per connection, and JSON-RPC
@@ -96,10 +91,8 @@ var ErrForbidden = errors.New("server: forbidden")
 // ErrUnauthorized is what TokenAuth returns for a missing or unknown token.
 var ErrUnauthorized = errors.New("server: unauthorized")
 
-const (
-	defaultMaxMessage  = 1 << 20
-	defaultBodyTimeout = 10 * time.Second
-)
+// DefaultBodyTimeout is the default of Options.BodyTimeout.
+const DefaultBodyTimeout = 10 * time.Second
 
 // Server is an http.Handler serving JSON-RPC 2.0 on /rpc (WebSocket and
 // HTTP POST), /healthz and /metrics. Each WebSocket is served on the
@@ -133,10 +126,10 @@ func New(opts *Options) *Server {
 		s.o.Hub = hub.New(nil)
 	}
 	if s.o.MaxMessage <= 0 {
-		s.o.MaxMessage = defaultMaxMessage
+		s.o.MaxMessage = peer.DefaultMaxMessage
 	}
 	if s.o.BodyTimeout <= 0 {
-		s.o.BodyTimeout = defaultBodyTimeout
+		s.o.BodyTimeout = DefaultBodyTimeout
 	}
 	if s.o.Logger == nil {
 		s.o.Logger = zap.NewNop()
