@@ -107,7 +107,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	c.log = c.o.Logger.With(zap.String("url", url))
 	c.hc, c.ownHC = c.o.httpClient()
-	c.router = router{user: c.o.Router, events: peer.Inline(peer.HandlerFunc(c.onEvent))}
+	c.router = router{user: c.o.Router, events: peer.HandlerFunc(c.onEvent)}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if c.o.OnState != nil {
 		c.wg.Go(c.notify)
@@ -543,12 +543,12 @@ type router struct {
 	events peer.Handler
 }
 
-func (r router) Lookup(method string) (peer.Handler, bool) {
+func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 	if method == "rpc.event" {
-		return r.events, true
+		return r.events, peer.Inline
 	}
 	if r.user == nil {
-		return nil, false
+		return nil, peer.Concurrent
 	}
 	return r.user.Lookup(method)
 }

@@ -497,9 +497,9 @@ func TestSamePatternTwice(t *testing.T) {
 // malformed, or with extra fields) from a bare peer, and checks that every
 // well-formed one is delivered, those sent on their own in order.
 func TestEventForms(t *testing.T) {
-	router := routerFunc(func(method string) (peer.Handler, bool) {
+	router := routerFunc(func(method string) (peer.Handler, peer.Mode) {
 		if method != "rpc.subscribe" {
-			return nil, false
+			return nil, peer.Concurrent
 		}
 		return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
 			c := peer.ConnFromContext(ctx)
@@ -517,7 +517,7 @@ func TestEventForms(t *testing.T) {
 				}
 			}
 			return map[string]any{"topics": []string{"a"}}, nil
-		}), false
+		}), peer.Concurrent
 	})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := websocket.Accept(w, r, nil)
@@ -548,9 +548,9 @@ func TestEventForms(t *testing.T) {
 	c.Close()
 }
 
-type routerFunc func(string) (peer.Handler, bool)
+type routerFunc func(string) (peer.Handler, peer.Mode)
 
-func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }
+func (f routerFunc) Lookup(m string) (peer.Handler, peer.Mode) { return f(m) }
 
 // TestPing connects to a server that reads but never answers, as a dead
 // connection would look: the unanswered ping closes it and the client

@@ -84,9 +84,9 @@ func New(opts *Options) *Hub {
 	if h.o.MaxSubscriptions <= 0 {
 		h.o.MaxSubscriptions = DefaultMaxSubscriptions
 	}
-	h.handlers.subscribe = peer.Inline(peer.HandlerFunc(h.serveSubscribe))
-	h.handlers.unsubscribe = peer.Inline(peer.HandlerFunc(h.serveUnsubscribe))
-	h.handlers.publish = peer.Inline(peer.HandlerFunc(h.servePublish))
+	h.handlers.subscribe = peer.HandlerFunc(h.serveSubscribe)
+	h.handlers.unsubscribe = peer.HandlerFunc(h.serveUnsubscribe)
+	h.handlers.publish = peer.HandlerFunc(h.servePublish)
 	return h
 }
 

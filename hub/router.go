@@ -12,8 +12,7 @@ import (
 // (rpc.subscribe, rpc.unsubscribe, rpc.publish) and hands every other
 // method, rpc.discover included, to app (which may be nil).
 //
-// The hub's methods run inline, on the reader of the peer's connection
-// (see [peer.Inline]): they take no in-flight slot, so a burst of
+// The hub's methods run [peer.Inline], on the reader of the peer's connection: they take no in-flight slot, so a burst of
 // rpc.publish notifications is never dropped, and a peer's subscribes,
 // unsubscribes and publishes take effect in the order it sent them; a
 // peer that subscribes and then publishes, without waiting in between,
@@ -28,17 +27,17 @@ type router struct {
 	app peer.Router
 }
 
-func (r router) Lookup(method string) (peer.Handler, bool) {
+func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 	switch method {
 	case "rpc.subscribe":
-		return r.h.handlers.subscribe, false
+		return r.h.handlers.subscribe, peer.Inline
 	case "rpc.unsubscribe":
-		return r.h.handlers.unsubscribe, false
+		return r.h.handlers.unsubscribe, peer.Inline
 	case "rpc.publish":
-		return r.h.handlers.publish, false
+		return r.h.handlers.publish, peer.Inline
 	}
 	if r.app == nil {
-		return nil, false
+		return nil, peer.Concurrent
 	}
 	return r.app.Lookup(method)
 }

@@ -54,7 +54,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		if call == nil {
 			continue
 		}
-		if IsInline(call.h) {
+		if call.mode == Inline {
 			// Inline elements run here, in order, like single messages.
 			if out := run(c.inlineContext(ctx, call), &c.o, call); out != nil {
 				replies = append(replies, out)
@@ -154,7 +154,7 @@ func (c *Conn) progress(p progressParams) {
 // MaxInFlight calls are running. It runs on the reader, and so do inline
 // handlers; a serial call's worker first waits for the call ahead of it.
 func (c *Conn) start(ctx context.Context, cl *call) {
-	if IsInline(cl.h) {
+	if cl.mode == Inline {
 		if out := run(c.inlineContext(ctx, cl), &c.o, cl); out != nil {
 			c.post(out)
 		}
@@ -172,7 +172,7 @@ func (c *Conn) start(ctx context.Context, cl *call) {
 	var wait <-chan struct{}
 	var done chan struct{}
 	c.mu.Lock()
-	if cl.serial {
+	if cl.mode == Serial {
 		done = make(chan struct{})
 		wait, c.tail = c.tail, done
 	}

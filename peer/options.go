@@ -108,4 +108,4 @@ func (o *Options) withDefaults() Options {
 
 type emptyRouter struct{}
 
-func (emptyRouter) Lookup(string) (Handler, bool) { return nil, false }
+func (emptyRouter) Lookup(string) (Handler, Mode) { return nil, Concurrent }

@@ -194,17 +194,17 @@ func jsonEqual(a, b any) bool {
 // eventRouter serves rpc.event notifications by sending their params to
 // ch, in arrival order.
 func eventRouter(ch chan<- json.RawMessage) peer.Router {
-	return routerFunc(func(method string) (peer.Handler, bool) {
+	return routerFunc(func(method string) (peer.Handler, peer.Mode) {
 		if method != "rpc.event" {
-			return nil, false
+			return nil, peer.Concurrent
 		}
-		return peer.Inline(peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
+		return peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
 			ch <- append(json.RawMessage(nil), req.Params...)
 			return nil, nil
-		})), false
+		}), peer.Inline
 	})
 }
 
-type routerFunc func(string) (peer.Handler, bool)
+type routerFunc func(string) (peer.Handler, peer.Mode)
 
-func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }
+func (f routerFunc) Lookup(m string) (peer.Handler, peer.Mode) { return f(m) }

@@ -284,19 +284,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // authorizer asks Options.Authorize before every method the app's router
-// serves. A handler the app marked peer.Inline stays inline, so Authorize
-// then runs on the connection's reader too.
+// serves. The handler keeps its mode: for a peer.Inline method, Authorize
+// runs on the connection's reader too.
 type authorizer struct {
 	next      peer.Router
 	authorize func(ctx context.Context, method string) error
 }
 
-func (a authorizer) Lookup(method string) (peer.Handler, bool) {
-	h, serial := a.next.Lookup(method)
+func (a authorizer) Lookup(method string) (peer.Handler, peer.Mode) {
+	h, mode := a.next.Lookup(method)
 	if h == nil {
-		return nil, false
+		return nil, mode
 	}
-	var wrapped peer.Handler = peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
+	return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
 		if err := a.authorize(ctx, req.Method); err != nil {
 			if e, ok := errors.AsType[*peer.Error](err); ok {
 				return nil, e
@@ -304,11 +304,7 @@ func (a authorizer) Lookup(method string) (peer.Handler, bool) {
 			return nil, peer.Errorf(peer.CodeUnauthorized, "Unauthorized: %s", req.Method)
 		}
 		return h.ServeRPC(ctx, req)
-	})
-	if peer.IsInline(h) {
-		wrapped = peer.Inline(wrapped)
-	}
-	return wrapped, serial
+	}), mode
 }
 
 func plain(w http.ResponseWriter, code int, msg string) {
