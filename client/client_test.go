@@ -124,7 +124,7 @@ func TestCallBothWays(t *testing.T) {
 	if len(peers) != 1 {
 		t.Fatalf("hub has %d peers", len(peers))
 	}
-	if err := peers[0].Call(ctx(t), "greet", map[string]string{"Name": "hub"}, &got); err != nil || got != "hello hub" {
+	if err := peers[0].Conn().Call(ctx(t), "greet", map[string]string{"Name": "hub"}, &got); err != nil || got != "hello hub" {
 		t.Fatalf("hub calls greet: %q, %v", got, err)
 	}
 	if err := c.Notify(ctx(t), "echo", []int{1}); err != nil {
@@ -740,7 +740,7 @@ func TestResubscribeRace(t *testing.T) {
 // would send it events nobody listens to.
 func TestSubscribeTimeoutTakesItBack(t *testing.T) {
 	gaveUp := make(chan struct{})
-	h := hub.New(&hub.Options{Policy: hub.PolicyFunc(func(_ context.Context, a hub.Action, topic string) error {
+	h := hub.New(&hub.Options{Policy: hub.Policy(func(_ context.Context, a hub.Action, topic string) error {
 		if a == hub.Subscribe && topic == "late" {
 			<-gaveUp // answer only once the caller has stopped waiting
 		}

@@ -132,7 +132,7 @@ func (h *Hub) caller(ctx context.Context, method string) (*Peer, error) {
 
 // allow asks the policy, turning a refusal into -32001.
 func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
-	err := h.o.Policy.Allow(ctx, a, topic)
+	err := h.o.Policy(ctx, a, topic)
 	if err == nil {
 		return nil
 	}

@@ -12,15 +12,6 @@ import (
 // The zero ID is no id at all: the request is a notification.
 type ID struct{ raw string }
 
-// IntID returns the id for n.
-func IntID(n int64) ID { return ID{strconv.FormatInt(n, 10)} }
-
-// StringID returns the id for the string s.
-func StringID(s string) ID { return ID{string(appendString(nil, s))} }
-
-// NullID returns the id null, which makes a call, not a notification.
-func NullID() ID { return ID{"null"} }
-
 // IsZero reports whether there is no id (a notification).
 func (id ID) IsZero() bool { return id.raw == "" }
 

@@ -186,7 +186,7 @@ func TestServerToClientCalls(t *testing.T) {
 		t.Fatalf("Peer(%s) = %v", p.ID(), got)
 	}
 	who = ""
-	if err := p.Call(timeout(t), "whoami", nil, &who); err != nil || who != "the client" {
+	if err := p.Conn().Call(timeout(t), "whoami", nil, &who); err != nil || who != "the client" {
 		t.Fatalf("Peer.Call = %q, %v", who, err)
 	}
 }
