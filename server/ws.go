@@ -54,7 +54,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	p := s.hub.Join(conn, id, identity)
-	s.metrics.connections.Inc()
+	s.counters.accepted.Add(1)
 	start := time.Now()
 	if identity != nil {
 		log.Info("peer connected", zap.Any("identity", identity))
