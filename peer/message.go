@@ -100,41 +100,7 @@ var nullJSON = []byte("null")
 // parseObject decodes the object starting at b[i] and returns the index just
 // past it, or -1 when the input is not valid JSON.
 func parseObject(b []byte, i int, m *message) int {
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return -1
-		}
-		ks := i
-		if i = skipString(b, i); i < 0 {
-			return -1
-		}
-		key := b[ks:i]
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] != ':' {
-			return -1
-		}
-		vs := skipSpace(b, i+1)
-		if i = skipValue(b, vs, 1); i < 0 {
-			return -1
-		}
-		m.member(key, b[vs:i])
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case '}':
-			return i + 1
-		case ',':
-			i = skipSpace(b, i+1)
-		default:
-			return -1
-		}
-	}
+	return scanObject(b, i, 0, m.member)
 }
 
 // member records one member; later duplicates win, as with encoding/json.
