@@ -12,7 +12,7 @@ import (
 type Code int
 
 // The codes of the JSON-RPC 2.0 specification, then the codes this project
-// defines in the server range (see PROTOCOL.md, section 4).
+// defines in the server range (see "Errors" in docs/protocol.md).
 const (
 	CodeParseError     Code = -32700 // invalid JSON
 	CodeInvalidRequest Code = -32600 // not a valid request object
