@@ -106,7 +106,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 		changed: make(chan struct{}, 1),
 	}
 	c.log = c.o.Logger.With(zap.String("url", url))
-	c.hc, c.ownHC = c.o.httpClient()
+	c.hc, c.ownHC = httpClient(c.o.HTTPClient, c.o.TLSConfig)
 	c.router = router{user: c.o.Router, events: peer.HandlerFunc(c.onEvent)}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if c.o.OnState != nil {

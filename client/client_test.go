@@ -398,7 +398,7 @@ func TestDialError(t *testing.T) {
 
 func TestHTTP(t *testing.T) {
 	h := hubtest.Start(t, nil)
-	hc := NewHTTP(h.HTTP(), &Options{Token: "secret"})
+	hc := NewHTTP(h.HTTP(), &HTTPOptions{Token: "secret"})
 	defer hc.Close()
 	var sum float64
 	if err := hc.Call(ctx(t), "add", []int{2, 3}, &sum); err != nil || sum != 5 {
@@ -444,7 +444,7 @@ func TestToken(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != 401 || !errors.As(err, &perr) || perr.Code != peer.CodeUnauthorized {
 		t.Fatalf("POST without a token: %v; want HTTP 401 with -32001", err)
 	}
-	hc2 := NewHTTP(h.HTTP(), &Options{Header: http.Header{"Authorization": {"Bearer s3cret"}}})
+	hc2 := NewHTTP(h.HTTP(), &HTTPOptions{Header: http.Header{"Authorization": {"Bearer s3cret"}}})
 	defer hc2.Close()
 	if err := hc2.Call(ctx(t), "echo", []int{1}, nil); err != nil {
 		t.Fatalf("POST with the header: %v", err)
@@ -659,7 +659,7 @@ func TestTLS(t *testing.T) {
 	if err := c.Call(ctx(t), "add", []int{1, 2}, &sum); err != nil || sum != 3 {
 		t.Fatalf("wss add = %v, %v", sum, err)
 	}
-	hc := NewHTTP(h.HTTP(), opts)
+	hc := NewHTTP(h.HTTP(), &HTTPOptions{TLSConfig: opts.TLSConfig})
 	defer hc.Close()
 	if err := hc.Call(ctx(t), "add", []int{2, 2}, &sum); err != nil || sum != 4 {
 		t.Fatalf("https add = %v, %v", sum, err)
