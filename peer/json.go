@@ -47,17 +47,9 @@ func skipValue(b []byte, i, depth int) int {
 			if i = skipValue(b, i, depth+1); i < 0 {
 				return -1
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case ']':
-				return i + 1
-			case ',':
-				i = skipSpace(b, i+1)
-			default:
-				return -1
+			var end bool
+			if i, end = nextElem(b, i, ']'); end {
+				return i
 			}
 		}
 	case c == '"':
@@ -106,19 +98,28 @@ func scanObject(b []byte, i, depth int, member func(key, value []byte)) int {
 		if member != nil {
 			member(key, b[vs:i])
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case '}':
-			return i + 1
-		case ',':
-			i = skipSpace(b, i+1)
-		default:
-			return -1
+		var end bool
+		if i, end = nextElem(b, i, '}'); end {
+			return i
 		}
 	}
+}
+
+// nextElem reads what follows an element (or member) of an array (or
+// object) that ends with end: after a comma it returns the index of the
+// next element and false; at end, the index just past it and true; on
+// anything else, -1 and true.
+func nextElem(b []byte, i int, end byte) (int, bool) {
+	i = skipSpace(b, i)
+	if i < len(b) {
+		switch b[i] {
+		case end:
+			return i + 1, true
+		case ',':
+			return skipSpace(b, i+1), false
+		}
+	}
+	return -1, true
 }
 
 func skipLiteral(b []byte, i int, lit string) int {

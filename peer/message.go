@@ -183,18 +183,10 @@ func parseFrame(b []byte, maxBatch int) (f frame, ok bool) {
 			if i < 0 {
 				return f, false
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return f, false
-			}
-			if b[i] == ']' {
-				i++
+			var end bool
+			if i, end = nextElem(b, i, ']'); end {
 				break
 			}
-			if b[i] != ',' {
-				return f, false
-			}
-			i = skipSpace(b, i+1)
 		}
 	default:
 		// Valid JSON that is neither an object nor an array is an
