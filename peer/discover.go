@@ -62,7 +62,7 @@ func (m *Mux) discover(context.Context, *Request) (any, error) {
 // params and return anything.
 func describe(name string, h Handler) openRPCMethod {
 	meth := openRPCMethod{Name: name, ParamStructure: "either", Params: []contentDescriptor{}}
-	d, ok := unwrap(h).(describer)
+	d, ok := h.(describer)
 	if !ok {
 		meth.Result = &contentDescriptor{Name: "result", Schema: schema{}}
 		return meth
