@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
+	"github.com/switchboard-rpc/switchboard/server/prom"
 	"go.uber.org/goleak"
 )
 
@@ -22,8 +24,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // show every scenario.
 func TestScenarios(t *testing.T) {
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
-	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h})
-	hubTS := httptest.NewServer(srv)
+	m := prom.New()
+	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h, OnServe: m.Observe})
+	m.Watch(srv)
+	routes := http.NewServeMux()
+	routes.Handle("/", srv)
+	routes.Handle("/metrics", m)
+	hubTS := httptest.NewServer(routes)
 	defer hubTS.Close()
 	defer srv.Shutdown(t.Context())
 	floorTS := httptest.NewServer(newFloor())
