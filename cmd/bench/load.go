@@ -62,15 +62,15 @@ var scenarios = []*scenario{
 	{name: "client", unit: "calls/s", target: 0.8, run: clientScenario, baseline: seqScenario},
 }
 
-func dial(ctx context.Context, u string) (*websocket.Conn, error) {
+func dial(ctx context.Context, u string) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, u, nil)
+	ws, _, err := websocket.Dial(ctx, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	c.SetReadLimit(-1)
-	return c, nil
+	ws.SetReadLimit(-1)
+	return &conn{ws: ws}, nil
 }
 
 // conn is one connection with a buffer its replies are read into.
@@ -111,12 +111,11 @@ func dialMany(ctx context.Context, l *load, u string, n int, first []byte) ([]*c
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				ws, err := dial(ctx, u)
+				c, err := dial(ctx, u)
 				if err != nil {
 					errs <- fmt.Errorf("connection %d: %w", i, err)
 					return
 				}
-				c := &conn{ws: ws}
 				conns[i] = c
 				if first != nil {
 					if _, err := c.roundTrip(first); err != nil {
@@ -165,11 +164,10 @@ func calls(c *conn, deadline time.Time, lat []time.Duration) ([]time.Duration, e
 }
 
 func seqScenario(ctx context.Context, l *load, u string) (figure, error) {
-	ws, err := dial(ctx, u)
+	c, err := dial(ctx, u)
 	if err != nil {
 		return figure{}, err
 	}
-	c := &conn{ws: ws}
 	defer c.close()
 	if _, err := calls(c, time.Now().Add(l.duration/10), nil); err != nil { // warm up
 		return figure{}, err
@@ -241,11 +239,10 @@ func connsScenario(ctx context.Context, l *load, u string) (figure, error) {
 // pipeScenario keeps l.window calls in flight on one connection: a slot
 // is taken before each call is sent and given back when a reply arrives.
 func pipeScenario(ctx context.Context, l *load, u string) (figure, error) {
-	ws, err := dial(ctx, u)
+	c, err := dial(ctx, u)
 	if err != nil {
 		return figure{}, err
 	}
-	c := &conn{ws: ws}
 	defer c.close()
 	slots := make(chan struct{}, l.window)
 	var replies atomic.Int64
@@ -272,7 +269,7 @@ func pipeScenario(ctx context.Context, l *load, u string) (figure, error) {
 		case err := <-readErr:
 			return figure{}, err
 		}
-		if err := ws.Write(ctx, websocket.MessageText, frames[i%len(frames)]); err != nil {
+		if err := c.ws.Write(ctx, websocket.MessageText, frames[i%len(frames)]); err != nil {
 			return figure{}, err
 		}
 	}
@@ -289,11 +286,10 @@ func pipeScenario(ctx context.Context, l *load, u string) (figure, error) {
 }
 
 func batchScenario(ctx context.Context, l *load, u string) (figure, error) {
-	ws, err := dial(ctx, u)
+	c, err := dial(ctx, u)
 	if err != nil {
 		return figure{}, err
 	}
-	c := &conn{ws: ws}
 	defer c.close()
 	var b bytes.Buffer
 	b.WriteByte('[')
@@ -327,11 +323,10 @@ func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
 		return figure{}, err
 	}
 	defer closeAll(subs)
-	pubWS, err := dial(ctx, u)
+	pub, err := dial(ctx, u)
 	if err != nil {
 		return figure{}, err
 	}
-	pub := &conn{ws: pubWS}
 	defer pub.close()
 
 	lats := make([][]time.Duration, len(subs))

@@ -77,11 +77,10 @@ func soakCmd(ctx context.Context, args []string) error {
 	var lat []time.Duration
 	var workers sync.WaitGroup
 	for i := range *callers {
-		ws, err := dial(ctx, u)
+		c, err := dial(ctx, u)
 		if err != nil {
 			return err
 		}
-		c := &conn{ws: ws}
 		defer c.close()
 		workers.Go(func() {
 			call := callFrame(i + 1)
@@ -89,7 +88,7 @@ func soakCmd(ctx context.Context, args []string) error {
 			mine := make([]time.Duration, 0, 1024)
 			for n := 0; ctx.Err() == nil; n++ {
 				if n%10 == 9 { // one notification in ten
-					if ws.Write(ctx, websocket.MessageText, note) == nil {
+					if c.ws.Write(ctx, websocket.MessageText, note) == nil {
 						notes.Add(1)
 					}
 					continue
@@ -116,12 +115,11 @@ func soakCmd(ctx context.Context, args []string) error {
 	// The publisher: a steady rate, counting what the hub says it delivered.
 	var published, delivered atomic.Int64
 	workers.Go(func() {
-		ws, err := dial(ctx, u)
+		c, err := dial(ctx, u)
 		if err != nil {
 			failures.Add(1)
 			return
 		}
-		c := &conn{ws: ws}
 		defer c.close()
 		tick := time.NewTicker(time.Second / time.Duration(max(*eventRate, 1)))
 		defer tick.Stop()
