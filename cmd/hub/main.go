@@ -59,6 +59,8 @@ type config struct {
 	maxSubs         int
 	compression     bool
 	shutdownTimeout time.Duration
+
+	listen listenConfig
 }
 
 func parseFlags(args []string, out io.Writer) (*config, error) {
@@ -80,6 +82,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxSubs, "max-subscriptions", 1000, "most topic `patterns` one peer may subscribe to")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
+	c.listen.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -113,6 +116,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		Compression:    c.compression,
 		Logger:         log,
 	}
+	opts.HandshakeTimeout = c.listen.handshakeTimeout
 	mux := peer.NewMux()
 	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs}
 	if c.demo {
@@ -140,17 +144,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
 		Handler:           routes,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		ReadHeaderTimeout: c.listen.headerTimeout,
+		IdleTimeout:       c.listen.idleTimeout,
+		ErrorLog:          httpErrorLog(log),
 	}
 
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := c.listen.listen(c.addr, log)
 	if err != nil {
 		return err
 	}
 	log.Info("hub listening", zap.String("addr", ln.Addr().String()), zap.Bool("demo", c.demo),
-		zap.Bool("auth", c.tokenFile != ""))
+		zap.Bool("auth", c.tokenFile != ""), zap.Bool("tls", c.listen.tlsCert != ""))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && c.tokenFile == "" {
 		log.Warn("listening beyond loopback without -token-file: anyone who reaches this address can call the hub")
 	}
