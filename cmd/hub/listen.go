@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/server"
@@ -20,8 +22,8 @@ const (
 	defaultMaxConnsPerAddr = 2000
 )
 
-// listenConfig is what the flags say about connections: TLS, timeouts
-// and limits.
+// listenConfig is what the flags say about connections: TLS, timeouts,
+// limits, and where /metrics is served.
 type listenConfig struct {
 	tlsCert, tlsKey  string
 	headerTimeout    time.Duration
@@ -29,6 +31,7 @@ type listenConfig struct {
 	handshakeTimeout time.Duration
 	maxConns         int
 	maxConnsPerAddr  int
+	metricsAddr      string
 }
 
 func (c *listenConfig) flags(fs *flag.FlagSet) {
@@ -39,6 +42,7 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "how long a WebSocket handshake may `take` once its headers are in (authentication, the 101 response)")
 	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "most `connections` open at once; more are answered 503 and closed (0: no limit)")
 	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", defaultMaxConnsPerAddr, "most `connections` open at once from one IP address, or IPv6 /64 (0: no limit; use 0 behind a reverse proxy)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, where -token-file applies to it)")
 }
 
 // listen listens on addr with the connection limits, and TLS when a
@@ -79,5 +83,62 @@ func (c *listenConfig) tlsConfig() (*tls.Config, error) {
 		Certificates: []tls.Certificate{cert},
 		MinVersion:   tls.VersionTLS12,
 		NextProtos:   []string{"http/1.1"},
+	}, nil
+}
+
+// guardMetrics answers /metrics on the main listener in place of h: not
+// at all when -metrics-addr moves it elsewhere, and only to authenticated
+// requests when authenticate is set (the hub requires tokens). The
+// operator's counters (peers, methods called, refusals) are for the
+// operator. Every other path goes to h.
+func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Request) (any, error)) http.Handler {
+	if c.metricsAddr == "" && authenticate == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if c.metricsAddr != "" {
+			http.NotFound(w, r)
+			return
+		}
+		if _, err := authenticate(r); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serveMetrics serves /metrics and /healthz of h on -metrics-addr, if
+// set, until stop is called.
+func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
+	if c.metricsAddr == "" {
+		return func(context.Context) error { return nil }, nil
+	}
+	ln, err := net.Listen("tcp", c.metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	mux.Handle("/healthz", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
+	log.Info("metrics listening", zap.String("addr", ln.Addr().String()))
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		log.Warn("-metrics-addr is beyond loopback: anyone who reaches it can read the metrics")
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln) // ErrServerClosed once stopped
+	}()
+	return func(ctx context.Context) error {
+		err := hs.Shutdown(ctx)
+		<-served
+		return err
 	}, nil
 }

@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
-		Handler:           routes,
+		Handler:           c.listen.guardMetrics(routes, opts.Authenticate),
 		ReadHeaderTimeout: c.listen.headerTimeout,
 		IdleTimeout:       c.listen.idleTimeout,
 		ErrorLog:          httpErrorLog(log),
@@ -151,6 +151,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 
 	ln, err := c.listen.listen(c.addr, log)
 	if err != nil {
+		return err
+	}
+	stopMetrics, err := c.listen.serveMetrics(routes, log)
+	if err != nil {
+		ln.Close()
 		return err
 	}
 	log.Info("hub listening", zap.String("addr", ln.Addr().String()), zap.Bool("demo", c.demo),
@@ -166,6 +171,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 
 	select {
 	case err := <-served:
+		_ = stopMetrics(context.Background())
 		return err
 	case <-ctx.Done():
 	}
@@ -177,7 +183,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	herr := hs.Shutdown(sctx)                  // the listener and plain HTTP requests
 	serr := <-errc
 	<-served
-	if err := errors.Join(herr, serr); err != nil {
+	if err := errors.Join(herr, serr, stopMetrics(sctx)); err != nil {
 		log.Warn("shutdown timed out; connections closed", zap.Error(err))
 	}
 	log.Info("hub stopped")
