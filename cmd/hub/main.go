@@ -29,7 +29,6 @@ import (
 	"github.com/switchboard-rpc/switchboard/server/demo"
 	"github.com/switchboard-rpc/switchboard/web"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 func main() {
@@ -73,7 +72,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry (default: any; on loopback, localhost and IPs only)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request needs one")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
-	fs.StringVar(&c.logFormat, "log-format", "json", "log `format`: json or console")
+	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: json, console, or auto (console on a terminal, json otherwise)")
 	fs.IntVar(&c.maxMessage, "max-message", 1<<20, "largest WebSocket message or POST body, in `bytes`")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", 10*time.Second, "how long a POST body may `take` to arrive once its headers have")
 	fs.IntVar(&c.maxBatch, "max-batch", 1000, "most `elements` in a batch")
@@ -188,26 +187,6 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}
 	log.Info("hub stopped")
 	return nil
-}
-
-func newLogger(level, format string, w io.Writer) (*zap.Logger, error) {
-	lvl, err := zapcore.ParseLevel(level)
-	if err != nil {
-		return nil, err
-	}
-	var enc zapcore.Encoder
-	switch format {
-	case "json":
-		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	case "console":
-		ec := zap.NewDevelopmentEncoderConfig()
-		ec.EncodeTime = zapcore.TimeEncoderOfLayout(time.TimeOnly + ".000")
-		enc = zapcore.NewConsoleEncoder(ec)
-	default:
-		return nil, fmt.Errorf("unknown log format %q (want json or console)", format)
-	}
-	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
-	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
 }
 
 // readTokens reads a token file: one token per line; blank lines and lines
