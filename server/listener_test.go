@@ -3,7 +3,9 @@ package server_test
 import (
 	"bufio"
 	"crypto/tls"
+	"fmt"
 	"io"
+	"log"
 	"maps"
 	"net"
 	"net/http"
@@ -258,3 +260,38 @@ type fakeAddr string
 
 func (a fakeAddr) Network() string { return "tcp" }
 func (a fakeAddr) String() string  { return string(a) }
+
+// One connection per address: a second client from the same address is
+// answered 503 while the first is open.
+func ExampleNewListener() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	hs := &http.Server{Handler: server.New(nil), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(server.NewListener(ln, &server.ListenerOptions{MaxConnsPerAddr: 1})) }()
+	defer func() { hs.Close(); <-served }()
+
+	first, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer first.Close()
+	fmt.Fprintf(first, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("first:", resp.Status)
+
+	resp, err = http.Get("http://" + ln.Addr().String() + "/healthz")
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println("second:", resp.Status)
+	// Output:
+	// first: 200 OK
+	// second: 503 Service Unavailable
+}

@@ -70,7 +70,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
 	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser (default: same origin only)")
 	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry (default: any; on loopback, localhost and IPs only)")
-	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request needs one")
+	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request (and /metrics, unless -metrics-addr) needs one")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: json, console, or auto (console on a terminal, json otherwise)")
 	fs.IntVar(&c.maxMessage, "max-message", 1<<20, "largest WebSocket message or POST body, in `bytes`")
