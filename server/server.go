@@ -36,7 +36,7 @@ type Options struct {
 	// HandshakeTimeout bounds a WebSocket handshake from the end of its
 	// headers to the 101 response: Authenticate's request has a context
 	// with that deadline, and writing the response must not take longer.
-	// Default DefaultHandshakeTimeout. (Reading the headers is bounded by
+	// Default [DefaultHandshakeTimeout]. (Reading the headers is bounded by
 	// the http.Server's ReadHeaderTimeout.)
 	HandshakeTimeout time.Duration
 
