@@ -1,9 +1,7 @@
 package server
 
 import (
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,45 +10,6 @@ import (
 
 	"go.uber.org/zap"
 )
-
-// BearerToken returns the token a client sent with a request: from an
-// "Authorization: Bearer <token>" header, or else from the "token" query
-// parameter, which is how a browser's WebSocket, which cannot set headers,
-// sends one. It returns "" when there is none.
-func BearerToken(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, token, ok := strings.Cut(h, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") {
-			return strings.TrimSpace(token)
-		}
-		return ""
-	}
-	return r.URL.Query().Get("token")
-}
-
-// TokenAuth returns an Authenticate function that accepts a request whose
-// BearerToken is one of tokens. The identity is the token's name in the
-// map (tokens maps each token to a name). A missing or unknown token is
-// refused with ErrUnauthorized (401).
-func TokenAuth(tokens map[string]string) func(*http.Request) (any, error) {
-	// Compare digests, so the time a lookup takes says nothing useful
-	// about how much of a guess was right.
-	byDigest := make(map[[sha256.Size]byte]string, len(tokens))
-	for tok, name := range tokens {
-		byDigest[sha256.Sum256([]byte(tok))] = name
-	}
-	return func(r *http.Request) (any, error) {
-		tok := BearerToken(r)
-		if tok == "" {
-			return nil, fmt.Errorf("%w: no token", ErrUnauthorized)
-		}
-		name, ok := byDigest[sha256.Sum256([]byte(tok))]
-		if !ok {
-			return nil, fmt.Errorf("%w: unknown token", ErrUnauthorized)
-		}
-		return name, nil
-	}
-}
 
 // originAllowed reports whether a browser request from its Origin may use
 // /rpc: same host, or a match in AllowedOrigins (the patterns mean what

@@ -37,7 +37,10 @@
 // defeats DNS rebinding. [Options].Authenticate runs before the upgrade and
 // before a POST body is read; a refusal is 401 (or 403), and the identity
 // it returns reaches handlers and the hub's policy through [hub.Identity].
-// [Options].Authorize refuses single methods with -32001.
+// [Options].Authorize refuses single methods with -32001. [BearerToken]
+// reads a token from a header, a WebSocket subprotocol ([Subprotocol]) or
+// the query string; [TokenAuth] checks it in constant time. A [Listener]
+// caps connections in total and per address, and serves TLS.
 //
 // # Limits
 //

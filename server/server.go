@@ -33,6 +33,13 @@ type Options struct {
 	// against a fixed set.
 	Authenticate func(r *http.Request) (identity any, err error)
 
+	// HandshakeTimeout bounds a WebSocket handshake from the end of its
+	// headers to the 101 response: Authenticate's request has a context
+	// with that deadline, and writing the response must not take longer.
+	// Default [DefaultHandshakeTimeout]. (Reading the headers is bounded by
+	// the http.Server's ReadHeaderTimeout.)
+	HandshakeTimeout time.Duration
+
 	// Authorize, if set, is asked before each call or notification of a
 	// method of Router (rpc.discover included), with the request's context
 	// (hub.Identity gives the caller) and the method. An error refuses it

@@ -15,7 +15,8 @@ import (
 // serveWebSocket upgrades the request and serves the connection, as a
 // peer of the hub, on this goroutine until it ends.
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
-	identity, ok := s.authenticate(w, r, false)
+	identity, ok, done := s.handshake(w, r)
+	defer done()
 	if !ok {
 		return
 	}
@@ -32,6 +33,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // the origin was checked by serveRPC, the same way for POST
 		CompressionMode:    mode,
+		Subprotocols:       []string{Subprotocol}, // chosen only when offered
 	})
 	if err != nil {
 		s.log.Debug("websocket upgrade failed", zap.String("remote", r.RemoteAddr), zap.Error(err))

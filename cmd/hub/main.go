@@ -30,7 +30,6 @@ import (
 	"github.com/switchboard-rpc/switchboard/server/prom"
 	"github.com/switchboard-rpc/switchboard/web"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 func main() {
@@ -60,6 +59,8 @@ type config struct {
 	maxSubs         int
 	compression     bool
 	shutdownTimeout time.Duration
+
+	listen listenConfig
 }
 
 func parseFlags(args []string, out io.Writer) (*config, error) {
@@ -70,9 +71,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
 	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser (default: same origin only)")
 	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry (default: any; on loopback, localhost and IPs only)")
-	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request needs one")
+	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request (and /metrics, unless -metrics-addr) needs one")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
-	fs.StringVar(&c.logFormat, "log-format", "json", "log `format`: json or console")
+	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: json, console, or auto (console on a terminal, json otherwise)")
 	fs.IntVar(&c.maxMessage, "max-message", peer.DefaultMaxMessage, "largest WebSocket message or POST body, in `bytes`")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a POST body may `take` to arrive once its headers have")
 	fs.IntVar(&c.maxBatch, "max-batch", peer.DefaultMaxBatch, "most `elements` in a batch")
@@ -81,6 +82,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "most topic `patterns` one peer may subscribe to")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
+	c.listen.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -114,6 +116,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		Compression:    c.compression,
 		Logger:         log,
 	}
+	opts.HandshakeTimeout = c.listen.handshakeTimeout
 	mux := peer.NewMux()
 	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs}
 	if c.demo {
@@ -143,18 +146,23 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
-		Handler:           routes,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		Handler:           c.listen.guardMetrics(routes, opts.Authenticate),
+		ReadHeaderTimeout: c.listen.headerTimeout,
+		IdleTimeout:       c.listen.idleTimeout,
+		ErrorLog:          httpErrorLog(log),
 	}
 
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := c.listen.listen(c.addr, log)
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := c.listen.serveMetrics(routes, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	log.Info("hub listening", zap.String("addr", ln.Addr().String()), zap.Bool("demo", c.demo),
-		zap.Bool("auth", c.tokenFile != ""))
+		zap.Bool("auth", c.tokenFile != ""), zap.Bool("tls", c.listen.tlsCert != ""))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && c.tokenFile == "" {
 		log.Warn("listening beyond loopback without -token-file: anyone who reaches this address can call the hub")
 	}
@@ -166,6 +174,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 
 	select {
 	case err := <-served:
+		_ = stopMetrics(context.Background())
 		return err
 	case <-ctx.Done():
 	}
@@ -177,31 +186,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	herr := hs.Shutdown(sctx)                  // the listener and plain HTTP requests
 	serr := <-errc
 	<-served
-	if err := errors.Join(herr, serr); err != nil {
+	if err := errors.Join(herr, serr, stopMetrics(sctx)); err != nil {
 		log.Warn("shutdown timed out; connections closed", zap.Error(err))
 	}
 	log.Info("hub stopped")
 	return nil
-}
-
-func newLogger(level, format string, w io.Writer) (*zap.Logger, error) {
-	lvl, err := zapcore.ParseLevel(level)
-	if err != nil {
-		return nil, err
-	}
-	var enc zapcore.Encoder
-	switch format {
-	case "json":
-		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	case "console":
-		ec := zap.NewDevelopmentEncoderConfig()
-		ec.EncodeTime = zapcore.TimeEncoderOfLayout(time.TimeOnly + ".000")
-		enc = zapcore.NewConsoleEncoder(ec)
-	default:
-		return nil, fmt.Errorf("unknown log format %q (want json or console)", format)
-	}
-	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
-	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
 }
 
 // readTokens reads a token file: one token per line; blank lines and lines

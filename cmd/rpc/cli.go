@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -28,6 +29,8 @@ type cli struct {
 	headers  headerFlag
 	timeout  time.Duration
 	insecure bool
+	ca       string         // -ca: a PEM file of the CAs to trust
+	roots    *x509.CertPool // loaded from ca or $RPC_CA
 	pretty   bool
 	compact  bool
 
@@ -71,6 +74,7 @@ func newCLI(c *command, e *env) *cli {
 	fs.Var(&o.headers, "H", "extra HTTP `header` \"Name: value\" (repeatable)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this `duration` (connecting, and waiting for results)")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify TLS certificates (wss://, https://)")
+	fs.StringVar(&o.ca, "ca", "", "trust the CA certificates of this PEM `file`, instead of the system's (default $RPC_CA)")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent JSON output even when not on a terminal")
 	fs.BoolVar(&o.compact, "compact", false, "compact JSON output even on a terminal")
 	fs.Usage = func() {
@@ -185,6 +189,9 @@ func (o *cli) options() *client.Options {
 	for _, h := range o.headers {
 		k, v, _ := strings.Cut(h, ":")
 		opts.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if o.roots != nil {
+		opts.TLSConfig = &tls.Config{RootCAs: o.roots}
 	}
 	if o.insecure {
 		opts.TLSConfig = &tls.Config{InsecureSkipVerify: true}

@@ -125,6 +125,9 @@ func run(ctx context.Context, args []string, e *env) int {
 			}
 			return exitUsage
 		}
+		if err := o.loadCA(); err != nil {
+			return o.exit(err)
+		}
 		return o.exit(c.run(ctx, o, o.fs.Args()))
 	}
 	fmt.Fprintf(e.stderr, "rpc: unknown command %q\n\n", args[0])

@@ -59,10 +59,17 @@ type result struct {
 // rpc runs the binary to completion.
 func rpc(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return rpcEnv(t, nil, stdin, args...)
+}
+
+// rpcEnv runs the binary to completion with env added to the
+// environment, where RPC_TOKEN and RPC_CA are unset.
+func rpcEnv(t *testing.T, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "RPC_TOKEN=")
+	cmd.Env = append(append(os.Environ(), "RPC_TOKEN=", "RPC_CA="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/server"
+	"go.uber.org/zap"
+)
+
+// Defaults of the connection limits. A NAT gateway can put many users
+// behind one address, each with a few tabs open: the per-address limit
+// stops one host from taking every connection, not a busy office.
+const (
+	defaultMaxConns        = 10000
+	defaultMaxConnsPerAddr = 2000
+)
+
+// listenConfig is what the flags say about connections: TLS, timeouts,
+// limits, and where /metrics is served.
+type listenConfig struct {
+	tlsCert, tlsKey  string
+	headerTimeout    time.Duration
+	idleTimeout      time.Duration
+	handshakeTimeout time.Duration
+	maxConns         int
+	maxConnsPerAddr  int
+	metricsAddr      string
+}
+
+func (c *listenConfig) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM `file` of the certificate (chain); with -tls-key, serve https:// and wss://")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM `file` of the certificate's private key")
+	fs.DurationVar(&c.headerTimeout, "header-timeout", 10*time.Second, "how long a client may `take` to send a request's headers (and, with TLS, to do its handshake)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may stay idle between requests (`duration`)")
+	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "how long a WebSocket handshake may `take` once its headers are in (authentication, the 101 response)")
+	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "most `connections` open at once; more are answered 503 and closed (0: no limit)")
+	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", defaultMaxConnsPerAddr, "most `connections` open at once from one IP address, or IPv6 /64 (0: no limit; use 0 behind a reverse proxy)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, where -token-file applies to it)")
+}
+
+// listen listens on addr with the connection limits, and TLS when a
+// certificate is given.
+func (c *listenConfig) listen(addr string, log *zap.Logger) (net.Listener, error) {
+	cfg, err := c.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return server.NewListener(ln, &server.ListenerOptions{
+		MaxConns:        c.maxConns,
+		MaxConnsPerAddr: c.maxConnsPerAddr,
+		TLSConfig:       cfg,
+		Logger:          log,
+	}), nil
+}
+
+// tlsConfig loads the certificate; nil without -tls-cert and -tls-key.
+// Only HTTP/1.1 is offered: a WebSocket upgrade needs it, and a browser
+// that had an HTTP/2 connection to the hub would try to open its
+// WebSockets over that.
+func (c *listenConfig) tlsConfig() (*tls.Config, error) {
+	if c.tlsCert == "" && c.tlsKey == "" {
+		return nil, nil
+	}
+	if c.tlsCert == "" || c.tlsKey == "" {
+		return nil, errors.New("-tls-cert and -tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("load TLS certificate: %w", err)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"http/1.1"},
+	}, nil
+}
+
+// guardMetrics answers /metrics on the main listener in place of h: not
+// at all when -metrics-addr moves it elsewhere, and only to authenticated
+// requests when authenticate is set (the hub requires tokens). The
+// operator's counters (peers, methods called, refusals) are for the
+// operator. Every other path goes to h.
+func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Request) (any, error)) http.Handler {
+	if c.metricsAddr == "" && authenticate == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if c.metricsAddr != "" {
+			http.NotFound(w, r)
+			return
+		}
+		if _, err := authenticate(r); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serveMetrics serves /metrics and /healthz of h on -metrics-addr, if
+// set, until stop is called.
+func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
+	if c.metricsAddr == "" {
+		return func(context.Context) error { return nil }, nil
+	}
+	ln, err := net.Listen("tcp", c.metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	mux.Handle("/healthz", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
+	log.Info("metrics listening", zap.String("addr", ln.Addr().String()))
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		log.Warn("-metrics-addr is beyond loopback: anyone who reaches it can read the metrics")
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln) // ErrServerClosed once stopped
+	}()
+	return func(ctx context.Context) error {
+		err := hs.Shutdown(ctx)
+		<-served
+		return err
+	}, nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestMetricsNeedToken: with -token-file, /metrics on the hub's address
+// is served only to a request with a token, however its path is spelled.
+func TestMetricsNeedToken(t *testing.T) {
+	file, tokens := writeTokens(t, 1)
+	url, _ := start(t, "-token-file", file)
+	addr := strings.TrimPrefix(url, "http://")
+	for _, path := range []string{"/metrics", "/metrics?x=1", "/%6detrics", "//metrics", "/./metrics", "/rpc/../metrics"} {
+		status, body := rawRequest(t, addr, path, "")
+		if status == 200 || strings.Contains(body, "switchboard_") {
+			t.Errorf("GET %s without a token: %d %.80q", path, status, body)
+		}
+	}
+	if status, _ := rawRequest(t, addr, "/metrics", ""); status != 401 {
+		t.Errorf("GET /metrics without a token: %d, want 401", status)
+	}
+	for _, tt := range []struct{ path, auth string }{
+		{"/metrics", "Bearer " + tokens[0]},
+		{"/metrics?token=" + tokens[0], ""},
+	} {
+		if status, body := rawRequest(t, addr, tt.path, tt.auth); status != 200 || !strings.Contains(body, "switchboard_") {
+			t.Errorf("GET %s with the token: %d %.80q", tt.path, status, body)
+		}
+	}
+}
+
+// TestMetricsAddr: -metrics-addr serves /metrics (and /healthz) there,
+// without a token, and nowhere else.
+func TestMetricsAddr(t *testing.T) {
+	file, tokens := writeTokens(t, 1)
+	p := startProc(t, "-token-file", file, "-metrics-addr", "127.0.0.1:0")
+	addr, admin := p.Addr(t, "hub listening"), p.Addr(t, "metrics listening")
+	if status, _ := rawRequest(t, addr, "/metrics", "Bearer "+tokens[0]); status != 404 {
+		t.Errorf("/metrics on -addr: %d, want 404", status)
+	}
+	if status, body := rawRequest(t, admin, "/metrics", ""); status != 200 || !strings.Contains(body, "switchboard_") {
+		t.Errorf("/metrics on -metrics-addr: %d %.80q", status, body)
+	}
+	if status, _ := rawRequest(t, admin, "/healthz", ""); status != 200 {
+		t.Errorf("/healthz on -metrics-addr: %d", status)
+	}
+	if status, _ := rawRequest(t, admin, "/rpc", "Bearer "+tokens[0]); status != 404 {
+		t.Errorf("/rpc on -metrics-addr: %d, want 404", status)
+	}
+	p.Stop(t)
+}
+
+// rawRequest sends GET path as written, with an Authorization header
+// unless auth is "", and returns the status and body.
+func rawRequest(t *testing.T, addr, path, auth string) (int, string) {
+	t.Helper()
+	c := dialRaw(t, addr)
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nConnection: close\r\n"
+	if auth != "" {
+		req += "Authorization: " + auth + "\r\n"
+	}
+	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
