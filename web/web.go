@@ -8,7 +8,7 @@ import (
 	"net/http"
 )
 
-//go:embed index.html switchboard.js
+//go:embed index.html switchboard.js switchboard.d.ts
 var files embed.FS
 
 // FS returns the files: index.html and switchboard.js.
