@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 10s
 BENCHTIME   ?= 1s
 
-.PHONY: run test vet lint unit fuzz fuzz-short bench build clean
+.PHONY: run test vet lint unit web-test fuzz fuzz-short bench build clean
 
 ## run: start the hub with the demo methods and the playground on http://$(ADDR)/
 run:
@@ -17,8 +17,9 @@ run:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: vet, staticcheck, every test with the race detector, a short fuzz pass
-test: vet lint unit fuzz-short
+## test: vet, staticcheck, every test with the race detector, the browser
+## client's tests, a short fuzz pass
+test: vet lint unit web-test fuzz-short
 
 vet:
 	$(GO) vet ./...
@@ -30,6 +31,13 @@ lint:
 unit:
 	$(GO) test -race -count=1 ./...
 	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
+
+## web-test: the browser client's tests, with Node's own runner (run
+## `npm ci` in web/ once first). Where JSON.parse lacks source text access
+## (Node 20), a V8 flag turns it on so that big numbers are tested too.
+web-test:
+	@test -d web/node_modules || { echo "web/node_modules is missing: run (cd web && npm ci)"; exit 1; }
+	cd web && node $$(node -e 'JSON.parse("1", (k, v, c) => process.exit(c && c.source ? 0 : 1))' || echo --harmony-json-parse-with-source) --test test/*.test.js
 
 ## fuzz-short: a few seconds of each fuzz target (make fuzz FUZZTIME=5m for longer)
 fuzz-short:
