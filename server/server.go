@@ -79,6 +79,15 @@ type Options struct {
 	// 1008 ("too slow"). Replies are never dropped.
 	MaxQueue int
 
+	// Root, if set, serves the requests the server does not: a plain GET
+	// or HEAD of "/" (without a WebSocket upgrade), where cmd/hub shows the
+	// playground, and every path other than /rpc, /healthz and /metrics.
+	// A POST or a WebSocket upgrade at "/" is JSON-RPC exactly as at /rpc,
+	// whatever Root is, so that clients written for a server at the root
+	// work. Nil: other paths get 404, and a plain GET of "/" gets the
+	// explanation /rpc gives.
+	Root http.Handler
+
 	// Compression enables permessage-deflate on WebSockets. Off by
 	// default: it costs CPU and memory per connection, and JSON-RPC
 	// messages are usually small.
@@ -101,8 +110,8 @@ const (
 	defaultBodyTimeout = 10 * time.Second
 )
 
-// Server is an http.Handler serving JSON-RPC 2.0 on /rpc (WebSocket and
-// HTTP POST), /healthz and /metrics. Each WebSocket is served on the
+// Server is an http.Handler serving JSON-RPC 2.0 on /rpc and / (WebSocket
+// and HTTP POST), /healthz and /metrics, and whatever Options.Root serves. Each WebSocket is served on the
 // goroutine of its HTTP request, as a peer of the server's Hub.
 //
 // Mount it on a mux for those paths, or use it as the whole handler.
@@ -151,6 +160,7 @@ func New(opts *Options) *Server {
 	s.metrics = newMetrics(s)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/rpc", s.serveRPC)
+	s.mux.HandleFunc("/", s.serveRoot)
 	s.mux.HandleFunc("/healthz", s.serveHealth)
 	s.mux.Handle("/metrics", s.metrics.handler())
 	return s
@@ -159,7 +169,8 @@ func New(opts *Options) *Server {
 // Hub returns the server's hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
-// ServeHTTP serves /rpc, /healthz and /metrics; other paths get 404.
+// ServeHTTP serves /rpc, /, /healthz and /metrics; other paths go to
+// Options.Root, or get 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r) {
 		s.refuse(w, r, http.StatusForbidden, "host", "host not allowed")
@@ -192,10 +203,25 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Upgrade", "websocket")
 		w.Header().Set("Connection", "Upgrade")
 		plain(w, http.StatusUpgradeRequired,
-			"/rpc speaks JSON-RPC 2.0 over a WebSocket (GET with Upgrade: websocket) or over HTTP POST with Content-Type: application/json\n")
+			r.URL.Path+" speaks JSON-RPC 2.0 over a WebSocket (GET with Upgrade: websocket) or over HTTP POST with Content-Type: application/json\n")
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		plain(w, http.StatusMethodNotAllowed, "method not allowed: use POST, or GET to open a WebSocket\n")
+	}
+}
+
+// serveRoot serves "/" as /rpc, but for plain GETs, and Options.Root.
+func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
+	plainGet := (r.Method == http.MethodGet || r.Method == http.MethodHead) && !isUpgrade(r)
+	switch {
+	case r.URL.Path == "/" && !plainGet:
+		s.serveRPC(w, r)
+	case s.o.Root != nil:
+		s.o.Root.ServeHTTP(w, r)
+	case r.URL.Path == "/":
+		s.serveRPC(w, r)
+	default:
+		http.NotFound(w, r)
 	}
 }
 

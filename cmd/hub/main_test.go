@@ -96,6 +96,10 @@ func TestDemoHub(t *testing.T) {
 	if resp, body := httpDo(t, "POST", url+"/rpc", "application/json", `{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`); resp.StatusCode != 200 || body != `{"jsonrpc":"2.0","id":1,"result":19}` {
 		t.Fatalf("POST subtract: %d %s", resp.StatusCode, body)
 	}
+	// The root is JSON-RPC too, but for a plain GET.
+	if resp, body := httpDo(t, "POST", url+"/", "application/json", `{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`); resp.StatusCode != 200 || body != `{"jsonrpc":"2.0","id":1,"result":19}` {
+		t.Fatalf("POST / subtract: %d %s", resp.StatusCode, body)
+	}
 	// -max-message applies.
 	if resp, _ := httpDo(t, "POST", url+"/rpc", "application/json", `{"jsonrpc":"2.0","method":"echo","params":["`+strings.Repeat("x", 3000)+`"]}`); resp.StatusCode != 413 {
 		t.Fatalf("POST over -max-message: %d", resp.StatusCode)
