@@ -23,15 +23,34 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestHandler(t *testing.T) {
 	ts := httptest.NewServer(web.Handler())
 	defer ts.Close()
-	for path, want := range map[string]string{"/": "<title>Switchboard playground</title>", "/switchboard.js": "export class RPCError"} {
-		resp, err := http.Get(ts.URL + path)
+	for _, tt := range []struct {
+		path, body, contentType string
+		header                  map[string]string
+	}{
+		{"/", "<title>Switchboard playground</title>", "text/html", map[string]string{"Content-Security-Policy": "default-src 'self'"}},
+		{"/playground.js", `from "./switchboard.js"`, "text/javascript", nil},
+		{"/playground.css", "--accent", "text/css", nil},
+		{"/favicon.svg", "<svg", "image/svg+xml", nil},
+		// Pages of other origins may import the client.
+		{"/switchboard.js", "export class Client", "text/javascript", map[string]string{"Access-Control-Allow-Origin": "*"}},
+		{"/switchboard.d.ts", "export declare class Client", "application/typescript", map[string]string{"Access-Control-Allow-Origin": "*"}},
+	} {
+		resp, err := http.Get(ts.URL + tt.path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
-			t.Errorf("GET %s: %d, body lacks %q", path, resp.StatusCode, want)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), tt.body) {
+			t.Errorf("GET %s: %d, body lacks %q", tt.path, resp.StatusCode, tt.body)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, tt.contentType) {
+			t.Errorf("GET %s: Content-Type %q, want %s", tt.path, ct, tt.contentType)
+		}
+		for k, v := range tt.header {
+			if got := resp.Header.Get(k); !strings.Contains(got, v) {
+				t.Errorf("GET %s: %s %q, want %q", tt.path, k, got, v)
+			}
 		}
 	}
 }
