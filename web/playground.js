@@ -29,6 +29,25 @@ function parseExact(text) {
   return JSON.parse(text, (_k, v, ctx) => (typeof v === "number" && ctx?.source !== undefined && String(v) !== ctx.source ? JSON.rawJSON(ctx.source) : v));
 }
 
+const isRaw = (v) => typeof JSON.isRawJSON === "function" && JSON.isRawJSON(v);
+
+// inline writes v as JSON on one line, with a space after colons and commas.
+function inline(v) {
+  if (v === null || typeof v !== "object" || isRaw(v)) return JSON.stringify(v) ?? "undefined";
+  if (Array.isArray(v)) return "[" + v.map(inline).join(", ") + "]";
+  return "{" + Object.entries(v).map(([k, x]) => JSON.stringify(k) + ": " + inline(x)).join(", ") + "}";
+}
+
+// pretty writes v as indented JSON, keeping what fits on a short line on one.
+function pretty(v, indent = "") {
+  const one = inline(v);
+  if (one.length + indent.length <= 60 || v === null || typeof v !== "object" || isRaw(v)) return one;
+  const next = indent + "  ";
+  const lines = Array.isArray(v) ? v.map((x) => next + pretty(x, next)) : Object.entries(v).map(([k, x]) => next + JSON.stringify(k) + ": " + pretty(x, next));
+  const [open, close] = Array.isArray(v) ? ["[", "]"] : ["{", "}"];
+  return `${open}\n${lines.join(",\n")}\n${indent}${close}`;
+}
+
 const tokenRE = /("(?:\\.|[^"\\])*")(\s*:)?|\b(true|false|null)\b|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/g;
 
 // jsonView renders a value (or unparsable text) as highlighted JSON.
@@ -39,7 +58,7 @@ function jsonView(value, { raw = false } = {}) {
     text = value;
   } else {
     try {
-      text = JSON.stringify(value, null, 2) ?? "undefined";
+      text = pretty(value);
     } catch {
       text = String(value);
     }
@@ -98,7 +117,7 @@ const ms = (t) => (t < 1000 ? `${Math.round(t)} ms` : `${(t / 1000).toFixed(t < 
 
 const frames = {
   list: $("frames"),
-  sent: new Map(), // id key -> time sent, for latencies
+  asked: { send: new Map(), receive: new Map() }, // id key -> when a request went that way
   shown: 0,
   hiddenPings: new Set(), // ids of rpc.ping calls, whose answers hide with them
   max: 400,
@@ -108,13 +127,18 @@ const frames = {
     const { value, ok } = prettyText(text);
     const info = classify(value, ok);
     const isPing = info.ping || (info.ids.length > 0 && info.ids.every((k) => this.hiddenPings.has(k)) && direction === "receive");
-    if (direction === "send") for (const k of info.ids) if (info.requests) this.sent.set(k, now);
+    if (info.requests) for (const [k, method] of info.calls) this.asked[direction].set(k, { now, method });
     if (info.ping && direction === "send") for (const k of info.ids) this.hiddenPings.add(k);
+    // A response's latency: since the request it answers went the other way.
     let latency;
-    if (direction === "receive" && info.responses) {
-      const times = info.ids.map((k) => this.sent.get(k)).filter((t) => t !== undefined);
-      if (times.length > 0) latency = now - Math.min(...times);
-      for (const k of info.ids) this.sent.delete(k), this.hiddenPings.delete(k);
+    if (info.responses) {
+      const asked = this.asked[direction === "send" ? "receive" : "send"];
+      const reqs = info.ids.map((k) => asked.get(k)).filter((r) => r !== undefined);
+      if (reqs.length > 0) {
+        latency = now - Math.min(...reqs.map((r) => r.now));
+        if (!Array.isArray(value)) info.summary += ` ← ${reqs[0].method}`;
+      }
+      for (const k of info.ids) asked.delete(k), this.hiddenPings.delete(k);
     }
     const li = el(
       "li",
@@ -126,9 +150,9 @@ const frames = {
         el("span", { class: "kind" }, info.label),
         el("span", { class: "summary" }, info.summary),
         el("span", { class: "time" }, clock()),
-        latency !== undefined && el("span", { class: "lat", title: "since the request was sent" }, "+" + ms(latency)),
+        latency !== undefined && el("span", { class: "lat", title: direction === "send" ? "time this page took to answer" : "time the hub took to answer" }, "+" + ms(latency)),
       ),
-      ok ? jsonView(value) : jsonView(text, { raw: true }),
+      ok ? jsonView(value) : el("pre", { class: "json j-bad" }, text),
     );
     const atBottom = this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 40;
     this.list.querySelector(".empty")?.remove();
@@ -149,6 +173,7 @@ function classify(value, ok) {
   if (Array.isArray(value)) {
     const parts = value.map((v) => classify(v, true));
     const ids = parts.flatMap((p) => p.ids);
+    const calls = parts.flatMap((p) => p.calls ?? []);
     const counts = {};
     for (const p of parts) counts[p.label] = (counts[p.label] ?? 0) + 1;
     return {
@@ -156,6 +181,7 @@ function classify(value, ok) {
       label: `batch of ${value.length}`,
       summary: Object.entries(counts).map(([k, n]) => (n > 1 ? `${n} × ${k}` : k)).join(", "),
       ids,
+      calls,
       requests: parts.some((p) => p.requests),
       responses: parts.some((p) => p.responses),
     };
@@ -168,7 +194,8 @@ function classify(value, ok) {
     if (value.method === "rpc.progress") return { kind: "note", label: "progress", summary: `for #${JSON.stringify(p?.id)}`, ids: [] };
     if (value.method === "rpc.cancel") return { kind: "note", label: "cancel", summary: `of #${JSON.stringify(p?.id)}`, ids: [] };
     if (!("id" in value)) return { kind: "notification", label: "notification", summary: value.method, ids: [] };
-    return { kind: "call", label: "call", summary: value.method + id, ids: [idKey(value.id)], requests: true, ping: value.method === "rpc.ping" };
+    const k = idKey(value.id);
+    return { kind: "call", label: "call", summary: value.method + id, ids: [k], calls: [[k, value.method]], requests: true, ping: value.method === "rpc.ping" };
   }
   if ("error" in value) return { kind: "error", label: "error", summary: `${value.error?.code ?? ""} ${value.error?.message ?? ""}${id}`, ids: [idKey(value.id)], responses: true };
   if ("result" in value) return { kind: "result", label: "result", summary: id.trim(), ids: [idKey(value.id)], responses: true };
@@ -209,7 +236,8 @@ function connect() {
   c.addEventListener("state", (e) => c === client && showState(e));
   c.addEventListener("error", (e) => {
     e.preventDefault();
-    note(`${e.context}: ${e.error?.message ?? e.error}`);
+    // Answers without id come from raw messages; the raw box shows them.
+    if (e.context !== "a response without id") note(`${e.context}: ${e.error?.message ?? e.error}`);
   });
   for (const [method, s] of served) s.off = c.register(method, serveHandler(method));
   for (const [pattern, s] of subs) {
@@ -335,13 +363,19 @@ function template(m) {
   return Object.fromEntries(ps.filter((p) => p.required || ps.length <= 3).map((p) => [p.name, sample(p.schema)]));
 }
 
+// showMethod describes the method picked, and fills in a params template
+// when fill is set and the method is another than the one shown before.
+let shown;
 function showMethod(fill = true) {
   const m = methods.get($("method").value.trim());
   const info = $("method-info");
   if (!m) {
     info.replaceChildren();
+    shown = undefined;
     return;
   }
+  if (m === shown) return;
+  shown = m;
   const sig = `${m.name}(${(m.params ?? []).map((p) => `${p.name}${p.required ? "" : "?"}: ${typeOf(p.schema)}`).join(", ")})${m.result ? " → " + typeOf(m.result.schema) : ""}`;
   const text = m.description ?? m.summary;
   const rows = (m.params ?? []).filter((p) => p.description);
@@ -388,7 +422,7 @@ function addCallEntry({ method, params, kind = "call", note: noteText, controlle
     "li",
     { class: "entry" },
     el("div", { class: "entry-head" }, el("span", { class: "name" }, method), kind === "batch" ? el("span", { class: "badge" }, "batch") : null, badge, meta, el("span", { class: "end" }, cancel)),
-    params !== undefined && kind !== "batch" ? jsonView(params) : null,
+    params !== undefined && kind !== "batch" ? [el("div", { class: "label" }, "params"), jsonView(params)] : null,
     body,
   );
   list.prepend(li);
@@ -418,9 +452,9 @@ function addCallEntry({ method, params, kind = "call", note: noteText, controlle
       badge.className = `badge ${ok ? "ok" : "err"}`;
       badge.textContent = label ?? (ok ? "result" : value instanceof RPCError ? `error ${value.code}` : "failed");
       if (ok) {
-        if (value !== undefined) body.append(jsonView(value));
+        if (value !== undefined) body.append(el("div", { class: "label" }, "result"), Object.assign(jsonView(value), { className: "json result" }));
       } else {
-        body.append(...errorView(value).filter(Boolean));
+        body.append(el("div", { class: "label" }, "error"), ...errorView(value).filter(Boolean));
       }
     },
   };
