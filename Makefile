@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 10s
 BENCHTIME   ?= 1s
 
-.PHONY: run test vet lint unit web-test fuzz fuzz-short bench build clean
+.PHONY: run test vet lint unit web-test screenshots fuzz fuzz-short bench build clean
 
 ## run: start the hub with the demo methods and the playground on http://$(ADDR)/
 run:
@@ -38,6 +38,11 @@ unit:
 web-test:
 	@test -d web/node_modules || { echo "web/node_modules is missing: run (cd web && npm ci)"; exit 1; }
 	cd web && node $$(node -e 'JSON.parse("1", (k, v, c) => process.exit(c && c.source ? 0 : 1))' || echo --harmony-json-parse-with-source) --test test/*.test.js
+
+## screenshots: the playground's pictures in docs/img, taken by the browser tests
+screenshots:
+	mkdir -p docs/img
+	cd integration && SWITCHBOARD_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestPlayground$$' ./browser
 
 ## fuzz-short: a few seconds of each fuzz target (make fuzz FUZZTIME=5m for longer)
 fuzz-short:

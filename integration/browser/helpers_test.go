@@ -102,7 +102,7 @@ func (tb *tab) waitText(sel, want string) {
 	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingMutation())); err != nil {
-		tb.t.Fatalf("waiting for %q in %s: %v", want, sel, err)
+		tb.t.Fatalf("waiting for %q in %s: %v%s", want, sel, err, tb.failureShot())
 	}
 }
 
@@ -123,6 +123,26 @@ func (tb *tab) screenshot(name string) []byte {
 		tb.t.Logf("saved %s", filepath.Join(dir, name))
 	}
 	return png
+}
+
+// failureShot saves a screenshot of the page, for a failing test, and
+// says where.
+func (tb *tab) failureShot() string {
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return ""
+	}
+	f, err := os.CreateTemp("", strings.ReplaceAll(tb.t.Name(), "/", "_")+"-*.png")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Write(png); err != nil {
+		return ""
+	}
+	return "\nthe page then: " + f.Name()
 }
 
 // post sends one JSON-RPC request over HTTP POST and returns the reply.
