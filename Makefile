@@ -17,8 +17,9 @@ run:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: vet, staticcheck, every test with the race detector, the browser
-## client's tests, a short fuzz pass
+## test: vet, staticcheck, every test with the race detector (integration/
+## too: a real hub process, headless Chromium), the browser client's node
+## tests, a short fuzz pass
 test: vet lint unit web-test fuzz-short
 
 vet:
@@ -27,6 +28,7 @@ vet:
 
 lint:
 	$(GO) run $(STATICCHECK) ./...
+	@if [ -f integration/go.mod ]; then cd integration && $(GO) run $(STATICCHECK) ./...; fi
 
 unit:
 	$(GO) test -race -count=1 ./...
