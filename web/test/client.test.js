@@ -478,7 +478,7 @@ test("without a token no subprotocol is offered", async (t) => {
 });
 
 test("a ping unanswered by the next one drops the connection and reconnects", async (t) => {
-  const { net, peer, st } = await open(t, { pingInterval: 20 });
+  const { net, peer, st } = await open(t, { pingInterval: 100 });
   const ping = await peer.read();
   assert.equal(ping.method, "rpc.ping");
   peer.send({ jsonrpc: "2.0", id: ping.id, result: {} }); // answered: the connection stays
