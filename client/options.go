@@ -9,29 +9,29 @@ import (
 	"go.uber.org/zap"
 )
 
-// Options configures a [Client] ([Dial]) or an [HTTPClient] ([NewHTTP]).
-// A nil *Options is valid and gives the defaults; zero fields mean their
-// defaults too. Dial and NewHTTP copy the struct, so it may be reused.
+// Options configures a [Client] ([Dial]). A nil *Options is valid and
+// gives the defaults; zero fields mean their defaults too. Dial copies the
+// struct, so it may be reused.
 type Options struct {
 	// Router serves the calls the hub makes on this client, usually a
 	// *peer.Mux. Nil serves none: such calls get -32601. rpc.event is
 	// never looked up in it: the client delivers events to its
-	// subscriptions itself. Ignored by NewHTTP.
+	// subscriptions itself.
 	Router peer.Router
 
 	// Token, if set, is sent as "Authorization: Bearer <Token>" with the
-	// WebSocket handshake (and each reconnection) and with every POST.
+	// WebSocket handshake (and each reconnection).
 	Token string
 
-	// Header holds extra HTTP headers for the handshake and for POSTs.
+	// Header holds extra HTTP headers for the handshake.
 	Header http.Header
 
 	// TLSConfig configures TLS for wss:// and https:// URLs. Nil uses the
 	// system's roots. Ignored when HTTPClient is set.
 	TLSConfig *tls.Config
 
-	// HTTPClient carries the WebSocket handshake and the POSTs. Its
-	// transport must support protocol upgrades (*http.Transport does).
+	// HTTPClient carries the WebSocket handshake. Its transport must
+	// support protocol upgrades (*http.Transport does).
 	// Default: a client of its own, built from TLSConfig, whose idle
 	// connections are closed by Close.
 	HTTPClient *http.Client
@@ -41,7 +41,8 @@ type Options struct {
 	DialTimeout time.Duration
 
 	// CallTimeout bounds a call (including any wait for a reconnection)
-	// whose context has no deadline. Default 30s; negative means no bound.
+	// whose context has no deadline. Default [peer.DefaultCallTimeout];
+	// negative means no bound.
 	CallTimeout time.Duration
 
 	// PingInterval is how often the client sends rpc.ping to check that
@@ -77,17 +78,16 @@ type Options struct {
 	OnState func(s State, err error)
 
 	// MaxMessage caps the size of one incoming message, in bytes. Default
-	// 1 MiB; a larger message closes the connection (code 1009), and the
-	// client reconnects. Over HTTP it caps the response body.
+	// [peer.DefaultMaxMessage]; a larger message closes the connection
+	// (code 1009), and the client reconnects.
 	MaxMessage int
 
-	// MaxInFlight caps the hub's calls this client serves at once. Default
-	// 256; beyond it the hub gets -32004.
-	MaxInFlight int
-
-	// MaxQueue caps the messages waiting to be written. Default 1024;
-	// callers wait for room.
-	MaxQueue int
+	// MaxInFlight and MaxQueue are the limits of the connection, with the
+	// meanings and defaults of the [peer.Options] fields of those names:
+	// the hub's calls this client serves at once (beyond it the hub gets
+	// -32004), and the messages waiting to be written (callers wait for
+	// room).
+	MaxInFlight, MaxQueue int
 
 	// EventBuffer caps the events waiting for one subscription's handler.
 	// Default 1024. When it is full, further events for that subscription
@@ -102,11 +102,9 @@ type Options struct {
 
 const (
 	defaultDialTimeout  = 10 * time.Second
-	defaultCallTimeout  = 30 * time.Second
 	defaultPingInterval = 30 * time.Second
 	defaultMinBackoff   = 100 * time.Millisecond
 	defaultMaxBackoff   = 10 * time.Second
-	defaultMaxMessage   = 1 << 20
 	defaultEventBuffer  = 1024
 )
 
@@ -120,7 +118,7 @@ func (o *Options) withDefaults() Options {
 		c.DialTimeout = defaultDialTimeout
 	}
 	if c.CallTimeout == 0 {
-		c.CallTimeout = defaultCallTimeout
+		c.CallTimeout = peer.DefaultCallTimeout
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = defaultPingInterval
@@ -133,7 +131,7 @@ func (o *Options) withDefaults() Options {
 	}
 	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
 	if c.MaxMessage <= 0 {
-		c.MaxMessage = defaultMaxMessage
+		c.MaxMessage = peer.DefaultMaxMessage
 	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = defaultEventBuffer
@@ -141,25 +139,33 @@ func (o *Options) withDefaults() Options {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	c.Header = c.Header.Clone()
-	if c.Header == nil {
-		c.Header = http.Header{}
-	}
-	if c.Token != "" {
-		c.Header.Set("Authorization", "Bearer "+c.Token)
-	}
+	c.Header = withToken(c.Header, c.Token)
 	return c
 }
 
-// httpClient returns the HTTP client to use and whether the caller owns it
-// (and so closes its idle connections when done).
-func (o *Options) httpClient() (*http.Client, bool) {
-	if o.HTTPClient != nil {
-		return o.HTTPClient, false
+// withToken returns a copy of h (never nil) that carries token, if any,
+// as a bearer token.
+func withToken(h http.Header, token string) http.Header {
+	h = h.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	return h
+}
+
+// httpClient returns hc, or when it is nil a client of its own built
+// from tlsConfig, and whether the caller owns it (and so closes its idle
+// connections when done).
+func httpClient(hc *http.Client, tlsConfig *tls.Config) (*http.Client, bool) {
+	if hc != nil {
+		return hc, false
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	if o.TLSConfig != nil {
-		t.TLSClientConfig = o.TLSConfig.Clone()
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig.Clone()
 	}
 	return &http.Client{Transport: t}, true
 }

@@ -20,13 +20,13 @@ var ErrInvalidTopic = errors.New("hub: invalid topic")
 // Options configures a Hub. A nil *Options is valid and gives the defaults.
 type Options struct {
 	// Policy decides who may subscribe to and publish on which topic.
-	// Nil means DefaultPolicy: any peer may subscribe, no peer may
+	// Nil means [DefaultPolicy]: any peer may subscribe, no peer may
 	// publish (Go code publishing with Hub.Publish is not asked).
 	Policy Policy
 
 	// MaxSubscriptions caps the patterns one peer may be subscribed to.
-	// Default 1000; an rpc.subscribe that would go over it fails with
-	// -32004 and subscribes to nothing.
+	// Default [DefaultMaxSubscriptions]; an rpc.subscribe that would go
+	// over it fails with -32004 and subscribes to nothing.
 	MaxSubscriptions int
 
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
@@ -36,6 +36,9 @@ type Options struct {
 	// goroutine. By OnLeave the connection is closed.
 	OnJoin, OnLeave func(*Peer)
 }
+
+// DefaultMaxSubscriptions is the default of Options.MaxSubscriptions.
+const DefaultMaxSubscriptions = 1000
 
 // Hub is a registry of connected peers and of their topic subscriptions.
 // It starts no goroutines: the server serves each connection and tells the
@@ -79,11 +82,11 @@ func New(opts *Options) *Hub {
 		h.o.Policy = DefaultPolicy
 	}
 	if h.o.MaxSubscriptions <= 0 {
-		h.o.MaxSubscriptions = 1000
+		h.o.MaxSubscriptions = DefaultMaxSubscriptions
 	}
-	h.handlers.subscribe = peer.Inline(peer.HandlerFunc(h.serveSubscribe))
-	h.handlers.unsubscribe = peer.Inline(peer.HandlerFunc(h.serveUnsubscribe))
-	h.handlers.publish = peer.Inline(peer.HandlerFunc(h.servePublish))
+	h.handlers.subscribe = peer.HandlerFunc(h.serveSubscribe)
+	h.handlers.unsubscribe = peer.HandlerFunc(h.serveUnsubscribe)
+	h.handlers.publish = peer.HandlerFunc(h.servePublish)
 	return h
 }
 
@@ -109,19 +112,9 @@ func (p *Peer) ID() string { return p.id }
 // server authenticates no one).
 func (p *Peer) Identity() any { return p.identity }
 
-// Conn returns the peer's connection.
+// Conn returns the peer's connection: Conn().Call calls a method on the
+// peer, Conn().Notify sends it a notification.
 func (p *Peer) Conn() *peer.Conn { return p.conn }
-
-// Call calls method on the peer and decodes the result into result,
-// as [peer.Conn.Call] does.
-func (p *Peer) Call(ctx context.Context, method string, params, result any) error {
-	return p.conn.Call(ctx, method, params, result)
-}
-
-// Notify sends the peer a notification, as [peer.Conn.Notify] does.
-func (p *Peer) Notify(ctx context.Context, method string, params any) error {
-	return p.conn.Notify(ctx, method, params)
-}
 
 // Topics returns the patterns the peer is subscribed to, sorted.
 func (p *Peer) Topics() []string {

@@ -50,21 +50,21 @@ func connect(t *testing.T, h *hub.Hub, identity any, router peer.Router) *client
 	return &client{Conn: c, p: p, events: events}
 }
 
-type routerFunc func(string) (peer.Handler, bool)
+type routerFunc func(string) (peer.Handler, peer.Mode)
 
-func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }
+func (f routerFunc) Lookup(m string) (peer.Handler, peer.Mode) { return f(m) }
 
 // eventRouter serves rpc.event by sending the params to ch, in order, on
 // the reader (ch must have room).
 func eventRouter(ch chan<- event) peer.Router {
-	return routerFunc(func(method string) (peer.Handler, bool) {
+	return routerFunc(func(method string) (peer.Handler, peer.Mode) {
 		if method != "rpc.event" {
-			return nil, false
+			return nil, peer.Concurrent
 		}
-		return peer.Inline(peer.Func(func(_ context.Context, e event) (any, error) {
+		return peer.Func(func(_ context.Context, e event) (any, error) {
 			ch <- e
 			return nil, nil
-		})), false
+		}), peer.Inline
 	})
 }
 
@@ -254,7 +254,7 @@ func TestDefaultPolicy(t *testing.T) {
 }
 
 func TestPolicySeesIdentity(t *testing.T) {
-	policy := hub.PolicyFunc(func(ctx context.Context, a hub.Action, topic string) error {
+	policy := hub.Policy(func(ctx context.Context, a hub.Action, topic string) error {
 		who, _ := hub.Identity(ctx).(string)
 		switch {
 		case a == hub.Subscribe && topic == "admin.>" && who != "root":
@@ -355,10 +355,10 @@ func TestRegistry(t *testing.T) {
 	}
 	// The server calls the browser.
 	var who string
-	if err := a.p.Call(ctx(t), "whoami", nil, &who); err != nil || who != "browser" {
+	if err := a.p.Conn().Call(ctx(t), "whoami", nil, &who); err != nil || who != "browser" {
 		t.Fatalf("Call = %q, %v", who, err)
 	}
-	if err := a.p.Notify(ctx(t), "whoami", nil); err != nil {
+	if err := a.p.Conn().Notify(ctx(t), "whoami", nil); err != nil {
 		t.Fatal(err)
 	}
 	h.Leave(a.p)

@@ -12,8 +12,7 @@ import (
 // (rpc.subscribe, rpc.unsubscribe, rpc.publish) and hands every other
 // method, rpc.discover included, to app (which may be nil).
 //
-// The hub's methods run inline, on the reader of the peer's connection
-// (see [peer.Inline]): they take no in-flight slot, so a burst of
+// The hub's methods run [peer.Inline], on the reader of the peer's connection: they take no in-flight slot, so a burst of
 // rpc.publish notifications is never dropped, and a peer's subscribes,
 // unsubscribes and publishes take effect in the order it sent them; a
 // peer that subscribes and then publishes, without waiting in between,
@@ -28,17 +27,17 @@ type router struct {
 	app peer.Router
 }
 
-func (r router) Lookup(method string) (peer.Handler, bool) {
+func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 	switch method {
 	case "rpc.subscribe":
-		return r.h.handlers.subscribe, false
+		return r.h.handlers.subscribe, peer.Inline
 	case "rpc.unsubscribe":
-		return r.h.handlers.unsubscribe, false
+		return r.h.handlers.unsubscribe, peer.Inline
 	case "rpc.publish":
-		return r.h.handlers.publish, false
+		return r.h.handlers.publish, peer.Inline
 	}
 	if r.app == nil {
-		return nil, false
+		return nil, peer.Concurrent
 	}
 	return r.app.Lookup(method)
 }
@@ -49,11 +48,7 @@ type topicsResult struct {
 }
 
 func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error) {
-	p, err := h.caller(ctx, req.Method)
-	if err != nil {
-		return nil, err
-	}
-	patterns, err := topicParams(req.Params)
+	p, patterns, err := h.topicRequest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -69,15 +64,25 @@ func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error
 }
 
 func (h *Hub) serveUnsubscribe(ctx context.Context, req *peer.Request) (any, error) {
-	p, err := h.caller(ctx, req.Method)
-	if err != nil {
-		return nil, err
-	}
-	patterns, err := topicParams(req.Params)
+	p, patterns, err := h.topicRequest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return topicsResult{h.unsubscribe(p, patterns)}, nil
+}
+
+// topicRequest returns the peer making an rpc.subscribe or
+// rpc.unsubscribe request and the patterns it names.
+func (h *Hub) topicRequest(ctx context.Context, req *peer.Request) (*Peer, []string, error) {
+	p, err := h.caller(ctx, req.Method)
+	if err != nil {
+		return nil, nil, err
+	}
+	patterns, err := topicParams(req.Params)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, patterns, nil
 }
 
 // publishResult is the result of rpc.publish.
@@ -133,7 +138,7 @@ func (h *Hub) caller(ctx context.Context, method string) (*Peer, error) {
 
 // allow asks the policy, turning a refusal into -32001.
 func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
-	err := h.o.Policy.Allow(ctx, a, topic)
+	err := h.o.Policy(ctx, a, topic)
 	if err == nil {
 		return nil
 	}

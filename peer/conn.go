@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 )
@@ -42,11 +40,17 @@ type Transport interface {
 type Conn struct {
 	t    Transport
 	o    Options
+	out  outbox          // replies, calls and notifications on their way out
+	pool workers         // the goroutines that run handlers, batches and the writer
 	life context.Context // ends when the connection closes; bounds writes
 	stop context.CancelFunc
 
-	done    chan struct{} // closed when the reader, writer and handlers have stopped
-	closing chan struct{} // closed when the connection starts closing
+	done    chan struct{}  // closed when the reader, writer and handlers have stopped
+	closing chan struct{}  // closed when the connection starts closing
+	wg      sync.WaitGroup // every goroutine the connection starts
+
+	// draining mirrors mu-guarded draining, for the outbox's drained hook.
+	drainingFlag atomic.Bool
 
 	mu          sync.Mutex
 	closed      bool
@@ -58,27 +62,10 @@ type Conn struct {
 	pending     map[uint64]*pendingCall
 	inflight    map[string]*call // calls being served, by raw request id
 	running     int              // handlers running, for MaxInFlight
-	batches     int              // batch goroutines not yet done
+	batches     int              // batch tasks not yet done
 	tail        chan struct{}    // done channel of the last serial call
 	draining    bool             // Shutdown called: refuse new calls
 	idle        chan struct{}    // closed when draining and nothing is left
-
-	// The outbound queue. writing is true while a goroutine writes it.
-	queue   []outMsg
-	spare   []outMsg
-	writing bool
-	posted  int           // messages queued by Post
-	room    chan struct{} // closed when the queue has room again
-
-	wg   sync.WaitGroup // workers (handlers, batches, the writer) and the closer
-	work chan func()    // hands a task to an idle worker; see spawnLocked
-	// workers counts the worker goroutines alive, parked ones included.
-	workers atomic.Int32
-}
-
-type outMsg struct {
-	b    []byte
-	post bool
 }
 
 type pendingCall struct {
@@ -100,9 +87,17 @@ func NewConn(t Transport, opts *Options) *Conn {
 		closing:  make(chan struct{}),
 		pending:  make(map[uint64]*pendingCall),
 		inflight: make(map[string]*call),
-		work:     make(chan func()),
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
+	c.pool = workers{wg: &c.wg, quit: c.closing, tasks: make(chan func())}
+	c.out = outbox{
+		t:       t,
+		ctx:     c.life,
+		limit:   c.o.MaxQueue,
+		spawn:   c.pool.spawn,
+		fail:    func(err error) { c.teardown(err, CloseInternalError, "write failed") },
+		drained: c.outboxDrained,
+	}
 	return c
 }
 
@@ -138,7 +133,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 	for {
 		msg, err := c.t.Read(rctx)
 		if err != nil {
-			c.teardown(err, CloseNormal, "")
+			c.readFailed(err)
 			break
 		}
 		if len(msg) > c.o.MaxMessage {
@@ -165,8 +160,11 @@ func (c *Conn) Closing() <-chan struct{} { return c.closing }
 // reader, writer and handlers have all stopped.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err returns why the connection closed (wrapping ErrClosed when this side
-// closed it), or nil while it is open.
+// Err returns nil while the connection is open, and then why it closed:
+// an error wrapping ErrClosed and a *CloseError with the code and reason
+// the connection closed with, sent by this side or received from the
+// other, and the error that caused it, if any (ErrTooSlow, a transport
+// error). Once [Conn.Done] is closed, Err no longer changes.
 func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -182,7 +180,7 @@ func (c *Conn) Close() error {
 
 // CloseWith closes the connection with a WebSocket close code and reason.
 func (c *Conn) CloseWith(code int, reason string) error {
-	c.teardown(ErrClosed, code, reason)
+	c.teardown(nil, code, reason)
 	return nil
 }
 
@@ -194,6 +192,7 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	if !c.draining {
 		c.draining = true
+		c.drainingFlag.Store(true)
 		c.idle = make(chan struct{})
 		c.checkIdleLocked()
 	}
@@ -206,14 +205,14 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	c.teardown(ErrClosed, CloseGoingAway, "going away")
+	c.teardown(nil, CloseGoingAway, "going away")
 	return err
 }
 
 // checkIdleLocked closes c.idle when a draining connection has nothing
 // left to run or write.
 func (c *Conn) checkIdleLocked() {
-	if c.draining && c.running == 0 && c.batches == 0 && len(c.queue) == 0 && !c.writing {
+	if c.draining && c.running == 0 && c.batches == 0 && c.out.idle() {
 		select {
 		case <-c.idle:
 		default:
@@ -222,7 +221,11 @@ func (c *Conn) checkIdleLocked() {
 	}
 }
 
-// teardown closes the connection once, for the given cause.
+// teardown closes the connection once, sending code and reason, because
+// of cause: nil when this side chose to close (Close, CloseWith,
+// Shutdown), else what went wrong. The connection's error (Err) wraps
+// ErrClosed, a *CloseError (cause's own, if it holds one: the code the
+// other side sent, say; else code and reason), and cause.
 func (c *Conn) teardown(cause error, code int, reason string) {
 	c.mu.Lock()
 	if c.closed {
@@ -230,21 +233,21 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 		return
 	}
 	c.closed = true
-	if cause == nil {
-		cause = ErrClosed
-	}
-	c.localClose = cause == ErrClosed
-	c.cause = cause
-	if !errors.Is(cause, ErrClosed) {
+	c.localClose = cause == nil
+	var ce *CloseError
+	switch {
+	case cause == nil:
+		c.cause = fmt.Errorf("%w: %w", ErrClosed, &CloseError{Code: code, Reason: reason})
+	case errors.As(cause, &ce):
 		c.cause = fmt.Errorf("%w: %w", ErrClosed, cause)
+	default:
+		c.cause = fmt.Errorf("%w: %w: %w", ErrClosed, &CloseError{Code: code, Reason: reason}, cause)
 	}
 	pending := c.pending
 	c.pending = nil
-	c.queue = nil
-	if c.room != nil {
-		close(c.room)
-		c.room = nil
-	}
+	// Closed under c.mu, before the closer is added to c.wg: the outbox
+	// starts no writer after this.
+	c.out.close(c.cause)
 	close(c.closing)
 	serving := c.serving
 	if c.cancelServe != nil {
@@ -276,301 +279,36 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	}
 }
 
-// dispatch handles one incoming message or batch. It runs on the reader
-// goroutine and never blocks: handlers get goroutines of their own, and
-// immediate replies are queued without waiting.
-func (c *Conn) dispatch(ctx context.Context, frame []byte) {
-	f, ok := parseFrame(frame, c.o.MaxBatch)
+// readFailed closes the connection after the reader's Read failed with
+// err. A read that fails without a close code (a reset, say) means the
+// connection broke: CloseAbnormal. This side may have closed the
+// connection already, after the transport closed it but before the read
+// returned (the transport's read limit, a close frame from the other
+// side): the code the read reports is then the one the connection ended
+// with, since this side's close frame could not follow it.
+func (c *Conn) readFailed(err error) {
+	ce, ok := errors.AsType[*CloseError](err)
 	if !ok {
-		c.post(appendError(nil, nullJSON, errParse()))
+		c.teardown(fmt.Errorf("%w: %w", &CloseError{Code: CloseAbnormal}, err), CloseNormal, "")
 		return
 	}
-	if !f.batch {
-		m := &f.msgs[0]
-		if m.isResponse() {
-			c.deliver(m)
-			return
-		}
-		call, reply := c.prepare(m)
-		if reply != nil {
-			c.post(reply)
-		}
-		if call != nil {
-			c.start(ctx, call)
-		}
-		return
-	}
-	if len(f.msgs) == 0 || f.tooBig {
-		c.post(appendError(nil, nullJSON, errInvalidRequest()))
-		return
-	}
-	var calls []*call
-	var replies [][]byte
-	for i := range f.msgs {
-		m := &f.msgs[i]
-		if m.isResponse() {
-			c.deliver(m)
-			continue
-		}
-		call, reply := c.prepare(m)
-		if reply != nil {
-			replies = append(replies, reply)
-		}
-		if call == nil {
-			continue
-		}
-		if IsInline(call.h) {
-			// Inline elements run here, in order, like single messages.
-			if out := run(c.inlineContext(ctx, call), &c.o, call); out != nil {
-				replies = append(replies, out)
-			}
-			continue
-		}
-		calls = append(calls, call)
-	}
-	if len(calls) == 0 {
-		if len(replies) > 0 {
-			c.post(appendBatch(nil, replies))
-		}
-		return
-	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.batches++
-	c.spawnLocked(func() {
-		replies := runBatch(ctx, &c.o, calls, replies,
-			func(cl *call) (context.Context, bool) { return c.acquire(ctx, cl) },
-			c.release)
-		if len(replies) > 0 {
-			_ = c.send(c.life, appendBatch(nil, replies))
-		}
-		c.mu.Lock()
-		c.batches--
-		c.checkIdleLocked()
-		c.mu.Unlock()
-	})
-	c.mu.Unlock()
-}
-
-// prepare handles the system methods that need this connection, then
-// validates and routes like the package-level prepare.
-func (c *Conn) prepare(m *message) (*call, []byte) {
-	if m.validRequest() {
-		cancel := keyIs(m.method, "rpc.cancel")
-		if cancel || keyIs(m.method, "rpc.progress") {
-			var p progressParams
-			if json.Unmarshal(m.params, &p) == nil {
-				if cancel {
-					c.cancelInflight(p.ID)
-				} else {
-					c.progress(p)
-				}
-			}
-			if m.hasID {
-				return nil, appendResult(nil, m.id, emptyObject)
-			}
-			return nil, nil
-		}
-	}
-	return prepare(&c.o, m)
-}
-
-// cancelInflight cancels the handler serving the call with the given id.
-func (c *Conn) cancelInflight(id json.RawMessage) {
-	if !validID(id) {
-		return
-	}
-	c.mu.Lock()
-	cl := c.inflight[string(id)]
-	c.mu.Unlock()
-	if cl != nil {
-		cl.cancel(errCancelled)
-	}
-}
-
-// progress hands rpc.progress data to the call it belongs to. The
-// callback is the caller's code running on the reader: a panic in it is
-// recovered and logged, so it cannot take the connection down.
-func (c *Conn) progress(p progressParams) {
-	id, ok := parseOurID(p.ID)
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	pc := c.pending[id]
-	c.mu.Unlock()
-	if pc == nil || pc.progress == nil {
-		return
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			c.o.Logger.Error("progress callback panicked", zap.Any("panic", v), zap.Stack("stack"))
-		}
-	}()
-	pc.progress(p.Data)
-}
-
-// start runs one call on a goroutine of its own, or refuses it at once
-// when MaxInFlight calls are running.
-func (c *Conn) start(ctx context.Context, cl *call) {
-	if IsInline(cl.h) {
-		if out := run(c.inlineContext(ctx, cl), &c.o, cl); out != nil {
-			c.post(out)
-		}
-		return
-	}
-	hctx, ok := c.acquire(ctx, cl)
-	if !ok {
-		if !cl.req.IsNotification() {
-			c.post(appendError(nil, []byte(cl.req.ID.raw), errOverloaded()))
-		} else {
-			c.o.Logger.Debug("notification dropped: too many in flight", zap.String("method", cl.req.Method))
-		}
-		return
-	}
-	var wait <-chan struct{}
-	var done chan struct{}
-	c.mu.Lock()
-	if cl.serial {
-		done = make(chan struct{})
-		wait, c.tail = c.tail, done
-	}
-	c.spawnLocked(func() {
-		if done != nil {
-			defer close(done)
-			if wait != nil {
-				select {
-				case <-wait:
-				case <-hctx.Done():
-					// Cancelled while waiting its turn: answer without
-					// running, but hold the line, so that the call behind
-					// this one still starts only after the one ahead.
-					if !cl.req.IsNotification() {
-						_ = c.send(c.life, appendError(nil, []byte(cl.req.ID.raw), ToError(hctx.Err())))
-					}
-					c.release(cl)
-					<-wait
-					return
-				}
-			}
-		}
-		out := run(hctx, &c.o, cl)
-		if out != nil {
-			_ = c.send(c.life, out)
-		}
-		c.release(cl)
-	})
-	c.mu.Unlock()
-}
-
-// inlineContext is the context of an inline handler: no slot, and no
-// cancellation of its own, since rpc.cancel cannot arrive while it runs.
-func (c *Conn) inlineContext(ctx context.Context, cl *call) context.Context {
-	return context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID})
-}
-
-// acquire takes an in-flight slot for cl and returns the handler's context.
-func (c *Conn) acquire(ctx context.Context, cl *call) (context.Context, bool) {
+	c.teardown(err, CloseNormal, "")
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.running >= c.o.MaxInFlight {
-		return nil, false
+	if sent, ok := errors.AsType[*CloseError](c.cause); ok && *sent != *ce {
+		c.cause = fmt.Errorf("%w: %w", ErrClosed, err)
 	}
-	if c.draining {
-		return nil, false
-	}
-	c.running++
-	hctx := context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID})
-	if !cl.req.IsNotification() {
-		var cancel context.CancelCauseFunc
-		hctx, cancel = context.WithCancelCause(hctx)
-		cl.cancel = cancel
-		if _, dup := c.inflight[cl.req.ID.raw]; !dup {
-			c.inflight[cl.req.ID.raw] = cl // a duplicate id cannot be cancelled
-		}
-	}
-	return hctx, true
 }
 
-// release gives back cl's slot once its reply is queued.
-func (c *Conn) release(cl *call) {
-	c.mu.Lock()
-	c.running--
-	if c.inflight[cl.req.ID.raw] == cl {
-		delete(c.inflight, cl.req.ID.raw)
+// outboxDrained is the outbox's drained hook, run by the goroutine that
+// stopped writing: a draining connection may now be idle.
+func (c *Conn) outboxDrained() {
+	if !c.drainingFlag.Load() {
+		return
 	}
+	c.mu.Lock()
 	c.checkIdleLocked()
 	c.mu.Unlock()
-	if cl.cancel != nil {
-		cl.cancel(nil)
-	}
-}
-
-// deliver hands a response to the call waiting for it. Responses to
-// unknown ids (a call that timed out, say) are dropped.
-func (c *Conn) deliver(m *message) {
-	id, ok := parseOurID(m.id)
-	if !ok {
-		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
-		return
-	}
-	c.mu.Lock()
-	p := c.pending[id]
-	delete(c.pending, id)
-	c.mu.Unlock()
-	if p == nil {
-		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
-		return
-	}
-	p.ch <- decodeReply(m)
-}
-
-func decodeReply(m *message) reply {
-	switch {
-	case !m.version || (m.result != nil && m.err != nil):
-		return reply{err: errors.New("peer: invalid response")}
-	case m.err != nil:
-		e := new(Error)
-		if err := json.Unmarshal(m.err, e); err != nil || e.Message == "" && e.Code == 0 {
-			return reply{err: errors.New("peer: invalid error object in response")}
-		}
-		return reply{err: e}
-	}
-	return reply{result: m.result}
-}
-
-// parseOurID reads an id this side generated: a positive decimal integer.
-func parseOurID(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		if !isDigit(c) {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
-}
-
-// Outbound queue.
-
-// post queues b from the reader goroutine, which must never wait: when the
-// queue is over twice its bound (the other side sends and never reads),
-// the connection is closed as too slow.
-func (c *Conn) post(b []byte) {
-	c.mu.Lock()
-	if !c.closed && len(c.queue) >= 2*c.o.MaxQueue {
-		c.mu.Unlock()
-		c.o.Logger.Warn("peer too slow: outbound queue full")
-		c.teardown(ErrTooSlow, ClosePolicy, "too slow")
-		return
-	}
-	c.enqueueLocked(b, false, false)
 }
 
 // Post queues a pre-encoded message (a hub event, say) without waiting.
@@ -581,322 +319,26 @@ func (c *Conn) post(b []byte) {
 // close cause (wrapping ErrClosed, and ErrTooSlow if that was the cause).
 // Post must not be given a message it will modify later.
 func (c *Conn) Post(msg []byte) error {
-	c.mu.Lock()
-	if c.closed {
-		err := c.cause
-		c.mu.Unlock()
-		return err
+	err := c.out.postEvent(msg)
+	if err == ErrTooSlow { //nolint:errorlint // postEvent returns it bare
+		c.tooSlow()
 	}
-	if c.posted >= c.o.MaxQueue {
-		c.mu.Unlock()
-		c.o.Logger.Warn("peer too slow: outbound queue full")
-		c.teardown(ErrTooSlow, ClosePolicy, "too slow")
-		return ErrTooSlow
-	}
-	c.posted++
-	c.enqueueLocked(msg, true, false)
-	return nil
+	return err
 }
 
-// send queues b, waiting while the queue is full. If no one is writing,
-// the calling goroutine writes b itself, then hands any messages queued
-// meanwhile to a writer goroutine.
-func (c *Conn) send(ctx context.Context, b []byte) error {
-	c.mu.Lock()
-	for !c.closed && len(c.queue) >= c.o.MaxQueue {
-		if c.room == nil {
-			c.room = make(chan struct{})
-		}
-		room := c.room
-		c.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		c.mu.Lock()
-	}
-	if c.closed {
-		err := c.cause
-		c.mu.Unlock()
-		return err
-	}
-	c.enqueueLocked(b, false, true)
-	return nil
-}
-
-// enqueueLocked appends to the queue and makes sure someone writes it.
-// It is called with c.mu held and releases it.
-func (c *Conn) enqueueLocked(b []byte, post, inline bool) {
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.queue = append(c.queue, outMsg{b: b, post: post})
-	if c.writing {
-		c.mu.Unlock()
-		return
-	}
-	c.writing = true
-	if inline {
-		c.mu.Unlock()
-		c.write(true)
-		return
-	}
-	c.spawnLocked(c.writeQueued)
-	c.mu.Unlock()
-}
-
-// write drains the queue. An inline writer (a caller of send) writes what
-// is queued now and hands the rest to a writer goroutine, so no caller
-// writes other goroutines' messages for long.
-func (c *Conn) write(inline bool) {
-	for {
-		c.mu.Lock()
-		if c.closed || len(c.queue) == 0 {
-			c.writing = false
-			c.checkIdleLocked()
-			c.mu.Unlock()
-			return
-		}
-		batch := c.queue
-		c.queue, c.spare = c.spare[:0], nil
-		for _, m := range batch {
-			if m.post {
-				c.posted--
-			}
-		}
-		if c.room != nil {
-			close(c.room)
-			c.room = nil
-		}
-		c.mu.Unlock()
-
-		for i, m := range batch {
-			if err := c.t.Write(c.life, m.b); err != nil {
-				c.teardown(err, CloseInternalError, "write failed")
-				return
-			}
-			batch[i] = outMsg{}
-		}
-
-		c.mu.Lock()
-		if c.spare == nil {
-			c.spare = batch[:0]
-		}
-		if inline && !c.closed && len(c.queue) > 0 {
-			c.spawnLocked(c.writeQueued)
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
+// post queues b for the reader goroutine, which must never wait: when the
+// other side sends and never reads, the connection is closed as too slow.
+func (c *Conn) post(b []byte) {
+	if c.out.post(b) != nil {
+		c.tooSlow()
 	}
 }
 
-// writeQueued is the task of a writer goroutine.
-func (c *Conn) writeQueued() { c.write(false) }
-
-// Workers.
-//
-// Handlers, batches and the writer run on worker goroutines. A worker that
-// finishes its task stays parked, and the next task goes to it rather than
-// to a new goroutine: a new goroutine starts with a small stack and grows
-// it, by copying, on its way into a handler's JSON decoding, which costs
-// more than the rest of a call's dispatch; a parked worker already has the
-// stack it needs. A worker ends once a whole workerIdle has passed without
-// a task, so an idle connection has no workers left.
-
-// workerIdle is the period a worker must spend without a task to end.
-const workerIdle = time.Second
-
-// spawnLocked runs fn on an idle worker, or on a new one. It is called
-// with c.mu held, by the reader or by a goroutine the WaitGroup counts, or
-// with the connection open, so that the WaitGroup is never added to after
-// it drained.
-func (c *Conn) spawnLocked(fn func()) {
-	select {
-	case c.work <- fn:
-		return
-	default:
-	}
-	c.wg.Add(1)
-	go c.worker(fn)
+// tooSlow closes a peer that does not read what it is sent.
+func (c *Conn) tooSlow() {
+	c.o.Logger.Warn("peer too slow: outbound queue full")
+	c.teardown(ErrTooSlow, ClosePolicy, "too slow")
 }
 
-// worker runs fn, then whatever tasks it is handed, until a period of
-// workerIdle passes without one or the connection closes. The timer is
-// armed once per period, not once per task: arming a timer can wake the
-// runtime's network poller, a system call.
-func (c *Conn) worker(fn func()) {
-	c.workers.Add(1)
-	defer c.wg.Done()
-	defer c.workers.Add(-1)
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	busy := false // a task ran in this period
-	for {
-		if fn != nil {
-			fn()
-			fn = nil // let the task's captures go while parked
-			busy = true
-		}
-		select {
-		case fn = <-c.work:
-		case <-idle.C:
-			if !busy {
-				return
-			}
-			busy = false
-			idle.Reset(workerIdle)
-		case <-c.closing:
-			return
-		}
-	}
-}
-
-// Calling.
-
-// Call calls method on the other side with params (nil, or anything that
-// encodes to a JSON array or object; a json.RawMessage is sent as is) and
-// decodes the result into result (a pointer; nil discards it, and a
-// *json.RawMessage receives the raw JSON).
-//
-// Call returns an *Error when the other side answered with one. If ctx
-// ends first, Call sends rpc.cancel for the call and returns ctx.Err().
-// A ctx without a deadline gets Options.CallTimeout. When the connection
-// closes, Call returns an error wrapping ErrClosed; the call may or may
-// not have run on the other side.
-func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	b, err := marshalParams(params)
-	if err != nil {
-		return err
-	}
-	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.o.CallTimeout)
-		defer cancel()
-	}
-	p := &pendingCall{ch: make(chan reply, 1), progress: progressFunc(ctx)}
-	c.mu.Lock()
-	if c.closed {
-		err := c.cause
-		c.mu.Unlock()
-		return err
-	}
-	c.nextID++
-	id := c.nextID
-	c.pending[id] = p
-	c.mu.Unlock()
-
-	var idBuf [20]byte
-	idText := strconv.AppendUint(idBuf[:0], id, 10)
-	if err := c.send(ctx, appendRequest(nil, idText, method, b)); err != nil {
-		c.forget(id)
-		return err
-	}
-	select {
-	case r := <-p.ch:
-		if r.err != nil {
-			return r.err
-		}
-		if err := unmarshalResult(r.result, result); err != nil {
-			return fmt.Errorf("peer: decode result of %s: %w", method, err)
-		}
-		return nil
-	case <-ctx.Done():
-		if c.forget(id) {
-			c.cancelRemote(idText)
-		}
-		return ctx.Err()
-	}
-}
-
-// forget removes a pending call and reports whether it was still pending.
-func (c *Conn) forget(id uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.pending[id]
-	delete(c.pending, id)
-	return ok
-}
-
-// cancelRemote tells the other side to stop working on call id. It does
-// not wait: the caller has given up already.
-func (c *Conn) cancelRemote(id []byte) {
-	params := append(append([]byte(`{"id":`), id...), '}')
-	c.post(appendRequest(nil, nil, "rpc.cancel", params))
-}
-
-// Notify sends a notification: no reply comes, and none is awaited.
-// It returns once the message is queued.
-func (c *Conn) Notify(ctx context.Context, method string, params any) error {
-	b, err := marshalParams(params)
-	if err != nil {
-		return err
-	}
-	return c.send(ctx, appendRequest(nil, nil, method, b))
-}
-
-// Handler-side context.
-
-type ctxKey struct{}
-
-type progressKey struct{}
-
-type reqInfo struct {
-	c  *Conn
-	id ID
-}
-
-// ConnFromContext returns the connection a handler's request arrived on,
-// so the handler can call back to its caller. It returns nil outside a
-// handler and for requests served over HTTP POST.
-func ConnFromContext(ctx context.Context) *Conn {
-	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
-		return ri.c
-	}
-	return nil
-}
-
-// RequestID returns the id of the request a handler is serving (the zero
-// ID for a notification or outside a handler).
-func RequestID(ctx context.Context) ID {
-	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
-		return ri.id
-	}
-	return ID{}
-}
-
-// Progress sends data to the caller of the request a handler is serving,
-// as an rpc.progress notification. It does nothing for notifications and
-// over HTTP POST, where no one could receive it.
-func Progress(ctx context.Context, data any) error {
-	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
-	if !ok || ri.id.IsZero() {
-		return nil
-	}
-	b, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
-	params := make([]byte, 0, len(b)+len(ri.id.raw)+16)
-	params = append(params, `{"id":`...)
-	params = append(params, ri.id.raw...)
-	params = append(params, `,"data":`...)
-	params = append(params, b...)
-	params = append(params, '}')
-	return ri.c.send(ctx, appendRequest(nil, nil, "rpc.progress", params))
-}
-
-// WithProgress returns a context that makes a [Conn.Call] made with it
-// report the callee's rpc.progress notifications to fn, in the order they
-// arrive. fn runs on the connection's reader goroutine: it must return
-// quickly and must not call the same connection and wait.
-func WithProgress(ctx context.Context, fn func(data json.RawMessage)) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
-}
-
-func progressFunc(ctx context.Context) func(json.RawMessage) {
-	fn, _ := ctx.Value(progressKey{}).(func(json.RawMessage))
-	return fn
-}
+// send queues b, waiting for room until ctx ends.
+func (c *Conn) send(ctx context.Context, b []byte) error { return c.out.send(ctx, b) }

@@ -280,7 +280,7 @@ func TestSerial(t *testing.T) {
 	var order []int
 	var running, maxRunning atomic.Int32
 	m := NewMux()
-	m.Handle("append", Serial(Func(func(_ context.Context, p []int) (int, error) {
+	m.Handle("append", Func(func(_ context.Context, p []int) (int, error) {
 		if n := running.Add(1); n > maxRunning.Load() {
 			maxRunning.Store(n)
 		}
@@ -289,7 +289,7 @@ func TestSerial(t *testing.T) {
 		order = append(order, p[0])
 		mu.Unlock()
 		return p[0], nil
-	})))
+	}), Serial)
 	p := newRawPeer(t, &Options{Router: m})
 	const n = 200
 	for i := range n {
@@ -445,7 +445,7 @@ func TestOnServe(t *testing.T) {
 		seen[method] = code
 		mu.Unlock()
 	}}
-	Respond(t.Context(), []byte(`[{"jsonrpc":"2.0","method":"add","id":1},{"jsonrpc":"2.0","method":"fail","id":2},{"jsonrpc":"2.0","method":"nope","id":3}]`), opts)
+	Respond(t.Context(), []byte(`[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},{"jsonrpc":"2.0","method":"fail","id":2},{"jsonrpc":"2.0","method":"nope","id":3}]`), opts)
 	want := map[string]Code{"add": 0, "fail": CodeApplication, "": CodeMethodNotFound}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", seen, want)
@@ -548,11 +548,11 @@ func TestInline(t *testing.T) {
 		<-release
 		return nil, nil
 	})
-	m.Handle("event", Inline(Func(func(_ context.Context, p []int) (any, error) {
+	m.Handle("event", Func(func(_ context.Context, p []int) (any, error) {
 		got = append(got, p[0]) // the reader runs these one at a time
 		return nil, nil
-	})))
-	m.Handle("fast", Inline(Func(func(_ context.Context, p []int) (int, error) { return p[0] * 2, nil })))
+	}), Inline)
+	m.Handle("fast", Func(func(_ context.Context, p []int) (int, error) { return p[0] * 2, nil }), Inline)
 	p := newRawPeer(t, &Options{Router: m, MaxInFlight: 1})
 	// The only in-flight slot is taken...
 	p.write(`{"jsonrpc":"2.0","method":"block","id":"b"}`)
@@ -574,7 +574,7 @@ func TestInline(t *testing.T) {
 	close(release)
 	assertJSONEqual(t, `{"jsonrpc":"2.0","result":null,"id":"b"}`, p.read())
 	// Inline methods are still described by rpc.discover.
-	if d, ok := unwrap(m.load()["fast"].h).(describer); !ok || d == nil {
+	if d, ok := m.load()["fast"].h.(describer); !ok || d == nil {
 		t.Fatal("inline Func lost its description")
 	}
 }
@@ -628,8 +628,14 @@ func TestServeResult(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != CloseGoingAway || ce.Reason != "restart" || !errors.Is(err, ErrClosed) {
 		t.Fatalf("remote close: Serve returned %v", err)
 	}
-	if !IsInline(Inline(HandlerFunc(nil))) || IsInline(HandlerFunc(nil)) {
-		t.Fatal("IsInline")
+	modes := NewMux()
+	modes.Handle("inline", HandlerFunc(nil), Inline)
+	modes.Handle("plain", HandlerFunc(nil))
+	if _, m := modes.Lookup("inline"); m != Inline {
+		t.Fatal("Inline")
+	}
+	if _, m := modes.Lookup("plain"); m != Concurrent {
+		t.Fatal("Inline")
 	}
 }
 
@@ -696,10 +702,10 @@ func TestWorkersEndWhenIdle(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "20 handlers running", func() bool { return srv.workers.Load() == 20 })
+	waitFor(t, "20 handlers running", func() bool { return srv.pool.count.Load() == 20 })
 	free()
 	wg.Wait()
-	waitFor(t, "the workers to end", func() bool { return srv.workers.Load() == 0 })
+	waitFor(t, "the workers to end", func() bool { return srv.pool.count.Load() == 0 })
 }
 
 // waitFor polls cond until it holds, failing the test after 5 s.

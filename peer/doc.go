@@ -19,8 +19,9 @@
 //	}))
 //
 // Each call runs on its own goroutine, so a slow handler delays no other
-// call. A method whose calls must run one at a time, in arrival order, is
-// registered with [Serial]. A handler returns an [*Error] to choose the
+// call. The [Mode] a method is registered with says otherwise: [Serial]
+// calls run one at a time, in arrival order; [Inline] calls run on the
+// connection's reader, for quick handlers whose order matters. A handler returns an [*Error] to choose the
 // code sent back; a plain error becomes -32000, a context error -32002 or
 // -32003, and a panic -32603 (logged; the connection keeps serving).
 //

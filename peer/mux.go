@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,51 +25,47 @@ type HandlerFunc func(ctx context.Context, req *Request) (any, error)
 // ServeRPC calls f(ctx, req).
 func (f HandlerFunc) ServeRPC(ctx context.Context, req *Request) (any, error) { return f(ctx, req) }
 
-// Router finds the handler for a method. It returns a nil Handler for an
-// unknown method. serial reports that calls of the method must run one at a
-// time, in the order they arrived (see [Serial]). *Mux is the usual Router;
-// the hub wraps one to add its own rpc.* methods.
+// Router finds the handler for a method and says how its calls run. It
+// returns a nil Handler for an unknown method. *Mux is the usual Router;
+// the hub wraps one to add its own rpc.* methods, and a wrapper passes the
+// Mode of what it wraps on, or chooses another.
 type Router interface {
-	Lookup(method string) (h Handler, serial bool)
+	Lookup(method string) (Handler, Mode)
 }
 
-// Serial marks h as a method whose calls on one connection run one at a
-// time, in arrival order, for methods where order matters. Other methods
-// still run concurrently with them.
-func Serial(h Handler) Handler { return serialHandler{h} }
+// Mode says how the calls of a method run on a connection.
+type Mode int
 
-type serialHandler struct{ Handler }
+const (
+	// Concurrent calls run each on a goroutine of its own, up to
+	// Options.MaxInFlight at once on a connection. It is the default.
+	Concurrent Mode = iota
 
-// Inline marks h as a handler that never blocks and returns within
-// microseconds, such as one that hands an event to a queue. It runs on the
-// connection's reader goroutine, in arrival order, without a goroutine or
-// an in-flight slot of its own: nothing else on the connection is read
-// while it runs, so it must not wait on anything, least of all on a call
-// over the same connection. Inline suits notifications whose order
-// matters (events) and trivial calls.
-func Inline(h Handler) Handler { return inlineHandler{h} }
+	// Serial calls run one at a time on a connection, in the order they
+	// arrived, for methods where order matters. They take in-flight slots
+	// like concurrent calls, and other methods still run beside them.
+	Serial
 
-type inlineHandler struct{ Handler }
+	// Inline calls run on the connection's reader, in arrival order,
+	// without a goroutine or an in-flight slot of their own. Nothing else
+	// on the connection is read while one runs, so an inline handler must
+	// never block and must return within microseconds (it may hand work to
+	// a queue), and must not wait on anything, least of all on a call over
+	// the same connection. Inline suits notifications whose order matters
+	// (events) and trivial calls.
+	Inline
+)
 
-// IsInline reports whether h was marked with [Inline], so that a Router
-// wrapping handlers (to authorize them, say) can keep the mark.
-func IsInline(h Handler) bool {
-	_, ok := h.(inlineHandler)
-	return ok
-}
-
-// unwrap returns the handler inside the Serial and Inline markers.
-func unwrap(h Handler) Handler {
-	for {
-		switch w := h.(type) {
-		case serialHandler:
-			h = w.Handler
-		case inlineHandler:
-			h = w.Handler
-		default:
-			return h
-		}
+func (m Mode) String() string {
+	switch m {
+	case Concurrent:
+		return "concurrent"
+	case Serial:
+		return "serial"
+	case Inline:
+		return "inline"
 	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
 // describer is implemented by handlers that know their Go parameter and
@@ -92,17 +89,22 @@ type Mux struct {
 }
 
 type muxEntry struct {
-	h      Handler
-	serial bool
+	h    Handler
+	mode Mode
 }
 
 // NewMux returns an empty Mux.
 func NewMux() *Mux { return new(Mux) }
 
-// Handle registers h for method. It panics if method is empty, starts with
-// "rpc." (reserved for the system methods), or is already registered:
-// those are programming errors, found at startup.
-func (m *Mux) Handle(method string, h Handler) {
+// Handle registers h for method, to run in the given mode: Concurrent
+// when none is given, as in
+//
+//	mux.Handle("append", peer.Func(appendLine), peer.Serial)
+//
+// It panics if method is empty, starts with "rpc." (reserved for the
+// system methods), or is already registered, or if more than one mode is
+// given: those are programming errors, found at startup.
+func (m *Mux) Handle(method string, h Handler, mode ...Mode) {
 	switch {
 	case method == "":
 		panic("peer: empty method name")
@@ -110,10 +112,12 @@ func (m *Mux) Handle(method string, h Handler) {
 		panic("peer: method name " + method + " is reserved")
 	case h == nil:
 		panic("peer: nil handler for " + method)
+	case len(mode) > 1:
+		panic("peer: more than one mode for " + method)
 	}
 	e := muxEntry{h: h}
-	if s, ok := h.(serialHandler); ok {
-		e.h, e.serial = s.Handler, true
+	if len(mode) == 1 {
+		e.mode = mode[0]
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -141,16 +145,16 @@ func (m *Mux) load() map[string]muxEntry {
 	return nil
 }
 
-// Lookup returns the handler registered for method, and answers
-// "rpc.discover" itself.
-func (m *Mux) Lookup(method string) (Handler, bool) {
+// Lookup returns the handler registered for method and its mode, and
+// answers "rpc.discover" itself.
+func (m *Mux) Lookup(method string) (Handler, Mode) {
 	if e, ok := m.load()[method]; ok {
-		return e.h, e.serial
+		return e.h, e.mode
 	}
 	if method == "rpc.discover" {
-		return HandlerFunc(m.discover), false
+		return HandlerFunc(m.discover), Concurrent
 	}
-	return nil, false
+	return nil, Concurrent
 }
 
 // Methods returns the registered method names, sorted.

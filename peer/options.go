@@ -14,31 +14,40 @@ type Options struct {
 	Router Router
 
 	// MaxMessage caps the size of one incoming message, in bytes. Default
-	// 1 MiB; a larger message closes the connection with 1009.
+	// [DefaultMaxMessage]; a larger message closes the connection with 1009.
 	MaxMessage int
 
-	// MaxBatch caps the elements of one incoming batch. Default 1000; a
-	// larger batch gets a single -32600 error.
+	// MaxBatch caps the elements of one incoming batch. Default
+	// [DefaultMaxBatch]; a larger batch gets a single -32600 error.
 	MaxBatch int
 
 	// MaxInFlight caps the calls served at once on one connection (a batch
-	// counts for each element running). Default 256; a call over the limit
-	// gets -32004 at once, and a notification over it is dropped.
+	// counts for each element running). Default [DefaultMaxInFlight]; a
+	// call over the limit gets -32004 at once, and a notification over it
+	// is dropped.
 	MaxInFlight int
 
-	// MaxQueue caps the messages waiting to be written. Default 1024.
-	// Replies and calls wait for room (they are never dropped); messages
-	// queued with [Conn.Post], such as hub events, do not wait: a peer with
-	// MaxQueue of them waiting is closed with 1008, as too slow.
+	// MaxQueue caps the outbound queue: the messages of every kind
+	// (replies, calls, notifications, events) waiting to be written to the
+	// other side. Default [DefaultMaxQueue]. It sets three thresholds:
+	//   - calls, notifications and handlers' replies wait for room while
+	//     MaxQueue messages are queued; they are never dropped;
+	//   - messages queued with [Conn.Post], such as hub events, never wait:
+	//     once MaxQueue of them are queued, the other side is too slow for
+	//     them and is closed with 1008;
+	//   - the reader's own immediate replies (errors, rpc.ping) never wait
+	//     either: once twice MaxQueue messages are queued, the other side
+	//     sends without reading and is closed with 1008 too.
 	MaxQueue int
 
 	// CallTimeout bounds a [Conn.Call] whose context has no deadline.
-	// Default 30s; negative means no bound.
+	// Default [DefaultCallTimeout]; negative means no bound.
 	CallTimeout time.Duration
 
 	// BatchWorkers caps how many elements of one incoming batch run at
-	// once. Default 4. Elements run in goroutines of their own only when
-	// a batch has more than one; a slow element delays only its worker.
+	// once. Default [DefaultBatchWorkers]. Elements run in goroutines of
+	// their own only when a batch has more than one; a slow element delays
+	// only its worker.
 	BatchWorkers int
 
 	// Logger receives diagnostics: recovered panics, dropped messages,
@@ -52,13 +61,16 @@ type Options struct {
 	OnServe func(method string, code Code, elapsed time.Duration)
 }
 
+// The defaults of the Options fields. Packages that configure a Conn
+// (the server, the client, the hub command) refer to these rather than
+// repeat them.
 const (
-	defaultMaxMessage   = 1 << 20
-	defaultMaxBatch     = 1000
-	defaultMaxInFlight  = 256
-	defaultMaxQueue     = 1024
-	defaultCallTimeout  = 30 * time.Second
-	defaultBatchWorkers = 4
+	DefaultMaxMessage   = 1 << 20 // bytes
+	DefaultMaxBatch     = 1000    // elements
+	DefaultMaxInFlight  = 256     // calls per connection
+	DefaultMaxQueue     = 1024    // messages per connection
+	DefaultCallTimeout  = 30 * time.Second
+	DefaultBatchWorkers = 4 // goroutines per batch
 )
 
 // withDefaults returns a copy of o with every zero field set.
@@ -68,22 +80,22 @@ func (o *Options) withDefaults() Options {
 		c = *o
 	}
 	if c.MaxMessage <= 0 {
-		c.MaxMessage = defaultMaxMessage
+		c.MaxMessage = DefaultMaxMessage
 	}
 	if c.MaxBatch <= 0 {
-		c.MaxBatch = defaultMaxBatch
+		c.MaxBatch = DefaultMaxBatch
 	}
 	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = defaultMaxInFlight
+		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.MaxQueue <= 0 {
-		c.MaxQueue = defaultMaxQueue
+		c.MaxQueue = DefaultMaxQueue
 	}
 	if c.CallTimeout == 0 {
-		c.CallTimeout = defaultCallTimeout
+		c.CallTimeout = DefaultCallTimeout
 	}
 	if c.BatchWorkers <= 0 {
-		c.BatchWorkers = defaultBatchWorkers
+		c.BatchWorkers = DefaultBatchWorkers
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -96,4 +108,4 @@ func (o *Options) withDefaults() Options {
 
 type emptyRouter struct{}
 
-func (emptyRouter) Lookup(string) (Handler, bool) { return nil, false }
+func (emptyRouter) Lookup(string) (Handler, Mode) { return nil, Concurrent }

@@ -24,7 +24,7 @@ func TestSerialCancelWhileWaiting(t *testing.T) {
 	release := make(chan struct{})
 	firstIn := make(chan struct{})
 	m := NewMux()
-	m.Handle("step", Serial(Func(func(ctx context.Context, p []string) (string, error) {
+	m.Handle("step", Func(func(ctx context.Context, p []string) (string, error) {
 		if n := running.Add(1); n > most.Load() {
 			most.Store(n)
 		}
@@ -34,7 +34,7 @@ func TestSerialCancelWhileWaiting(t *testing.T) {
 			<-release
 		}
 		return p[0], nil
-	})))
+	}), Serial)
 	p := newRawPeer(t, &Options{Router: m})
 	p.write(`{"jsonrpc":"2.0","method":"step","params":["A"],"id":"A"}`)
 	<-firstIn
@@ -140,10 +140,10 @@ func TestInlineInBatch(t *testing.T) {
 		<-release
 		return nil, nil
 	})
-	m.Handle("event", Inline(Func(func(_ context.Context, p []int) (any, error) {
+	m.Handle("event", Func(func(_ context.Context, p []int) (any, error) {
 		got = append(got, p[0])
 		return nil, nil
-	})))
+	}), Inline)
 	p := newRawPeer(t, &Options{Router: m, MaxInFlight: 1})
 	p.write(`{"jsonrpc":"2.0","method":"block","id":"b"}`)
 	<-started

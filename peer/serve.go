@@ -18,7 +18,7 @@ type call struct {
 	req    Request
 	cancel context.CancelCauseFunc
 	h      Handler
-	serial bool
+	mode   Mode
 }
 
 // prepare validates a request and finds its handler. It returns either a
@@ -39,7 +39,7 @@ func prepare(o *Options, m *message) (*call, []byte) {
 		}
 		return nil, appendResult(nil, m.id, emptyObject)
 	}
-	h, serial := o.Router.Lookup(method)
+	h, mode := o.Router.Lookup(method)
 	if h == nil {
 		if o.OnServe != nil {
 			o.OnServe("", CodeMethodNotFound, 0)
@@ -49,7 +49,7 @@ func prepare(o *Options, m *message) (*call, []byte) {
 		}
 		return nil, appendError(nil, m.id, errMethodNotFound())
 	}
-	c := &call{h: h, serial: serial}
+	c := &call{h: h, mode: mode}
 	c.req.Method = method
 	c.req.Params = m.params
 	if m.hasID {
@@ -191,7 +191,7 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 			if reply != nil {
 				replies = append(replies, reply)
 			}
-		case IsInline(c.h): // in order, as on a connection
+		case c.mode == Inline: // in order, as on a connection
 			if out := run(ctx, &o, c); out != nil {
 				replies = append(replies, out)
 			}

@@ -6,7 +6,7 @@ import (
 )
 
 // specCases are the examples of the JSON-RPC 2.0 specification, verbatim,
-// then the edge cases PROTOCOL.md section 2 adds. want "" means no reply.
+// then the edge cases docs/protocol.md adds. want "" means no reply.
 var specCases = []struct{ name, in, want string }{
 	// Examples from the specification.
 	{"positional params", `{"jsonrpc": "2.0", "method": "subtract", "params": [42, 23], "id": 1}`,
@@ -105,8 +105,14 @@ var specCases = []struct{ name, in, want string }{
 	// Params binding and handler outcomes.
 	{"named params by json name", `{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":1}`,
 		`{"jsonrpc":"2.0","result":3,"id":1}`},
-	{"omitted params", `{"jsonrpc":"2.0","method":"add","id":1}`,
-		`{"jsonrpc":"2.0","result":0,"id":1}`},
+	{"omitted params, required fields", `{"jsonrpc":"2.0","method":"add","id":1}`,
+		`{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params","data":"missing param \"A\""},"id":1}`},
+	{"too few positional params", `{"jsonrpc":"2.0","method":"add","params":[1],"id":1}`,
+		`{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params","data":"missing param \"B\""},"id":1}`},
+	{"missing named param", `{"jsonrpc":"2.0","method":"add","params":{"A":1},"id":1}`,
+		`{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params","data":"missing param \"B\""},"id":1}`},
+	{"unknown named param", `{"jsonrpc":"2.0","method":"add","params":{"A":1,"B":2,"C":3},"id":1}`,
+		`{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params","data":"unknown param \"C\""},"id":1}`},
 	{"too many positional params", `{"jsonrpc":"2.0","method":"add","params":[1,2,3],"id":1}`,
 		`{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params","data":"too many params: got 3, want at most 2"},"id":1}`},
 	{"wrong param type", `{"jsonrpc":"2.0","method":"sum","params":{"a":1},"id":1}`,

@@ -15,9 +15,11 @@ import (
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
+	"github.com/switchboard-rpc/switchboard/server/prom"
 )
 
-// testServer is a demo server on 127.0.0.1 with an allow-all policy.
+// testServer is a demo server on 127.0.0.1 with an allow-all policy, and
+// its metrics on /metrics.
 type testServer struct {
 	*httptest.Server
 	srv *server.Server
@@ -34,8 +36,16 @@ func newTestServer(t *testing.T, opts *server.Options) *testServer {
 	if opts.Hub == nil {
 		opts.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
 	}
+	metrics := prom.New()
+	if opts.OnServe == nil {
+		opts.OnServe = metrics.Observe
+	}
 	srv := server.New(opts)
-	ts := httptest.NewServer(srv)
+	metrics.Watch(srv)
+	routes := http.NewServeMux()
+	routes.Handle("/", srv)
+	routes.Handle("/metrics", metrics)
+	ts := httptest.NewServer(routes)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -194,17 +204,17 @@ func jsonEqual(a, b any) bool {
 // eventRouter serves rpc.event notifications by sending their params to
 // ch, in arrival order.
 func eventRouter(ch chan<- json.RawMessage) peer.Router {
-	return routerFunc(func(method string) (peer.Handler, bool) {
+	return routerFunc(func(method string) (peer.Handler, peer.Mode) {
 		if method != "rpc.event" {
-			return nil, false
+			return nil, peer.Concurrent
 		}
-		return peer.Inline(peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
+		return peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
 			ch <- append(json.RawMessage(nil), req.Params...)
 			return nil, nil
-		})), false
+		}), peer.Inline
 	})
 }
 
-type routerFunc func(string) (peer.Handler, bool)
+type routerFunc func(string) (peer.Handler, peer.Mode)
 
-func (f routerFunc) Lookup(m string) (peer.Handler, bool) { return f(m) }
+func (f routerFunc) Lookup(m string) (peer.Handler, peer.Mode) { return f(m) }

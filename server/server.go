@@ -57,31 +57,33 @@ type Options struct {
 	AllowedHosts []string
 
 	// MaxMessage caps one WebSocket message (after decompression) and one
-	// POST body, in bytes. Default 1 MiB; over it, a WebSocket closes with
-	// 1009 and a POST gets 413.
+	// POST body, in bytes. Default [peer.DefaultMaxMessage]; over it, a
+	// WebSocket closes with 1009 and a POST gets 413.
 	MaxMessage int
 
 	// BodyTimeout bounds reading one POST body, counted from the end of
-	// its headers. Default 10s; a body still arriving then gets 408 and
-	// its connection is closed. It does not apply to WebSockets.
+	// its headers. Default [DefaultBodyTimeout]; a body still arriving then
+	// gets 408 and its connection is closed. It does not apply to
+	// WebSockets.
 	BodyTimeout time.Duration
 
-	// MaxBatch caps the elements of one batch. Default 1000; over it, a
-	// single -32600 error.
-	MaxBatch int
+	// MaxBatch, MaxInFlight and MaxQueue are the limits of each WebSocket
+	// connection (MaxBatch also of each POST), with the meanings and
+	// defaults of the [peer.Options] fields of those names: elements in a
+	// batch, calls served at once, and messages waiting to be written,
+	// which closes a peer too slow for its events with 1008.
+	MaxBatch, MaxInFlight, MaxQueue int
 
-	// MaxInFlight caps the calls served at once on one WebSocket.
-	// Default 256; over it, -32004.
-	MaxInFlight int
-
-	// MaxQueue caps the events waiting to be written to one WebSocket.
-	// Default 1024; a peer that lets that many pile up is closed with
-	// 1008 ("too slow"). Replies are never dropped.
-	MaxQueue int
+	// OnServe, if set, is called after each request served, WebSocket or
+	// POST, with the method ("" when there is no such method), the error
+	// code sent back (0 for a result) and the time the handler took, as
+	// peer.Options.OnServe is. It runs on the handler's goroutine and must
+	// be fast. Metrics hook here: see server/prom.
+	OnServe func(method string, code peer.Code, elapsed time.Duration)
 
 	// Root, if set, serves the requests the server does not: a plain GET
 	// or HEAD of "/" (without a WebSocket upgrade), where cmd/hub shows the
-	// playground, and every path other than /rpc, /healthz and /metrics.
+	// playground, and every path other than /rpc and /healthz.
 	// A POST or a WebSocket upgrade at "/" is JSON-RPC exactly as at /rpc,
 	// whatever Root is, so that clients written for a server at the root
 	// work. Nil: other paths get 404, and a plain GET of "/" gets the
@@ -105,25 +107,23 @@ var ErrForbidden = errors.New("server: forbidden")
 // ErrUnauthorized is what TokenAuth returns for a missing or unknown token.
 var ErrUnauthorized = errors.New("server: unauthorized")
 
-const (
-	defaultMaxMessage  = 1 << 20
-	defaultBodyTimeout = 10 * time.Second
-)
+// DefaultBodyTimeout is the default of Options.BodyTimeout.
+const DefaultBodyTimeout = 10 * time.Second
 
 // Server is an http.Handler serving JSON-RPC 2.0 on /rpc and / (WebSocket
-// and HTTP POST), /healthz and /metrics, and whatever Options.Root serves. Each WebSocket is served on the
-// goroutine of its HTTP request, as a peer of the server's Hub.
+// and HTTP POST), /healthz, and what Options.Root serves. Each WebSocket is
+// served on the goroutine of its HTTP request, as a peer of the server's Hub.
 //
 // Mount it on a mux for those paths, or use it as the whole handler.
 // Call Shutdown to close WebSockets: http.Server.Shutdown does not touch
 // them. All methods are safe for concurrent use.
 type Server struct {
-	o       Options
-	hub     *hub.Hub
-	router  peer.Router
-	log     *zap.Logger
-	metrics *metrics
-	mux     *http.ServeMux
+	o        Options
+	hub      *hub.Hub
+	router   peer.Router
+	log      *zap.Logger
+	mux      *http.ServeMux
+	counters counters
 
 	mu      sync.Mutex
 	closing bool
@@ -142,10 +142,10 @@ func New(opts *Options) *Server {
 		s.o.Hub = hub.New(nil)
 	}
 	if s.o.MaxMessage <= 0 {
-		s.o.MaxMessage = defaultMaxMessage
+		s.o.MaxMessage = peer.DefaultMaxMessage
 	}
 	if s.o.BodyTimeout <= 0 {
-		s.o.BodyTimeout = defaultBodyTimeout
+		s.o.BodyTimeout = DefaultBodyTimeout
 	}
 	if s.o.Logger == nil {
 		s.o.Logger = zap.NewNop()
@@ -157,23 +157,21 @@ func New(opts *Options) *Server {
 		app = authorizer{app, s.o.Authorize}
 	}
 	s.router = s.hub.Router(app)
-	s.metrics = newMetrics(s)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/rpc", s.serveRPC)
 	s.mux.HandleFunc("/", s.serveRoot)
 	s.mux.HandleFunc("/healthz", s.serveHealth)
-	s.mux.Handle("/metrics", s.metrics.handler())
 	return s
 }
 
 // Hub returns the server's hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
-// ServeHTTP serves /rpc, /, /healthz and /metrics; other paths go to
-// Options.Root, or get 404.
+// ServeHTTP serves /rpc, / and /healthz; other paths go to Options.Root,
+// or get 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r) {
-		s.refuse(w, r, http.StatusForbidden, "host", "host not allowed")
+		s.refuse(w, r, http.StatusForbidden, refusedHost, "host not allowed")
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -191,7 +189,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 	if !s.originAllowed(r) {
-		s.refuse(w, r, http.StatusForbidden, "origin", "origin not allowed")
+		s.refuse(w, r, http.StatusForbidden, refusedOrigin, "origin not allowed")
 		return
 	}
 	switch {
@@ -272,7 +270,7 @@ func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
 		MaxInFlight: s.o.MaxInFlight,
 		MaxQueue:    s.o.MaxQueue,
 		Logger:      log,
-		OnServe:     s.metrics.observe,
+		OnServe:     s.o.OnServe,
 	}
 }
 
@@ -317,19 +315,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // authorizer asks Options.Authorize before every method the app's router
-// serves. A handler the app marked peer.Inline stays inline, so Authorize
-// then runs on the connection's reader too.
+// serves. The handler keeps its mode: for a peer.Inline method, Authorize
+// runs on the connection's reader too.
 type authorizer struct {
 	next      peer.Router
 	authorize func(ctx context.Context, method string) error
 }
 
-func (a authorizer) Lookup(method string) (peer.Handler, bool) {
-	h, serial := a.next.Lookup(method)
+func (a authorizer) Lookup(method string) (peer.Handler, peer.Mode) {
+	h, mode := a.next.Lookup(method)
 	if h == nil {
-		return nil, false
+		return nil, mode
 	}
-	var wrapped peer.Handler = peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
+	return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
 		if err := a.authorize(ctx, req.Method); err != nil {
 			if e, ok := errors.AsType[*peer.Error](err); ok {
 				return nil, e
@@ -337,11 +335,7 @@ func (a authorizer) Lookup(method string) (peer.Handler, bool) {
 			return nil, peer.Errorf(peer.CodeUnauthorized, "Unauthorized: %s", req.Method)
 		}
 		return h.ServeRPC(ctx, req)
-	})
-	if peer.IsInline(h) {
-		wrapped = peer.Inline(wrapped)
-	}
-	return wrapped, serial
+	}), mode
 }
 
 func plain(w http.ResponseWriter, code int, msg string) {
@@ -352,9 +346,9 @@ func plain(w http.ResponseWriter, code int, msg string) {
 }
 
 // refuse answers a request the server will not serve, counts and logs it.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {
-	s.metrics.rejected.WithLabelValues(reason).Inc()
-	s.log.Info("request refused", zap.String("reason", reason), zap.Int("status", code),
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason refusal, msg string) {
+	s.counters.refused[reason].Add(1)
+	s.log.Info("request refused", zap.Stringer("reason", reason), zap.Int("status", code),
 		zap.String("remote", r.RemoteAddr), zap.String("host", r.Host), zap.String("origin", r.Header.Get("Origin")))
 	plain(w, code, msg+"\n")
 }

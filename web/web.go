@@ -12,11 +12,6 @@ import (
 //go:embed index.html playground.css playground.js favicon.svg switchboard.js switchboard.d.ts
 var files embed.FS
 
-// FS returns the files: the playground (index.html, playground.css,
-// playground.js, favicon.svg) and the client (switchboard.js,
-// switchboard.d.ts).
-func FS() embed.FS { return files }
-
 // csp keeps the playground to its own files. It may connect anywhere: a
 // ?hub= parameter points it at another hub.
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +

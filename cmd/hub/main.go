@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
+	"github.com/switchboard-rpc/switchboard/server/prom"
 	"github.com/switchboard-rpc/switchboard/web"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -73,12 +74,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request needs one")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log `format`: json or console")
-	fs.IntVar(&c.maxMessage, "max-message", 1<<20, "largest WebSocket message or POST body, in `bytes`")
-	fs.DurationVar(&c.bodyTimeout, "body-timeout", 10*time.Second, "how long a POST body may `take` to arrive once its headers have")
-	fs.IntVar(&c.maxBatch, "max-batch", 1000, "most `elements` in a batch")
-	fs.IntVar(&c.maxInFlight, "max-inflight", 256, "most `calls` served at once per connection")
-	fs.IntVar(&c.maxQueue, "max-queue", 1024, "most `events` waiting for one peer before it is closed as too slow")
-	fs.IntVar(&c.maxSubs, "max-subscriptions", 1000, "most topic `patterns` one peer may subscribe to")
+	fs.IntVar(&c.maxMessage, "max-message", peer.DefaultMaxMessage, "largest WebSocket message or POST body, in `bytes`")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a POST body may `take` to arrive once its headers have")
+	fs.IntVar(&c.maxBatch, "max-batch", peer.DefaultMaxBatch, "most `elements` in a batch")
+	fs.IntVar(&c.maxInFlight, "max-inflight", peer.DefaultMaxInFlight, "most `calls` served at once per connection")
+	fs.IntVar(&c.maxQueue, "max-queue", peer.DefaultMaxQueue, "most `messages` waiting to be written to one peer; a peer with that many events waiting is closed as too slow")
+	fs.IntVar(&c.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "most topic `patterns` one peer may subscribe to")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
 	if err := fs.Parse(args); err != nil {
@@ -130,13 +131,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		}
 		opts.Authenticate = server.TokenAuth(tokens)
 	}
+	metrics := prom.New()
+	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
+	metrics.Watch(srv)
 
 	routes := http.NewServeMux()
 	routes.Handle("/", srv)
 	routes.Handle("/rpc", srv)
 	routes.Handle("/healthz", srv)
-	routes.Handle("/metrics", srv)
+	routes.Handle("/metrics", metrics)
 	// No WriteTimeout: a call over POST may run long. No ReadTimeout: the
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.

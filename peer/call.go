@@ -1,0 +1,262 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// This file holds the calling side of a Conn: Call, Notify and Batch, and
+// the context helpers a handler uses to reach its caller. They run on the
+// caller's goroutine; the reader delivers their replies (see deliver).
+
+// Call calls method on the other side with params (nil, or anything that
+// encodes to a JSON array or object; a json.RawMessage is sent as is) and
+// decodes the result into result (a pointer; nil discards it, and a
+// *json.RawMessage receives the raw JSON).
+//
+// Call returns an *Error when the other side answered with one. If ctx
+// ends first, Call sends rpc.cancel for the call and returns ctx.Err().
+// A ctx without a deadline gets Options.CallTimeout. When the connection
+// closes, Call returns an error wrapping ErrClosed; the call may or may
+// not have run on the other side.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	b, err := marshalParams(params)
+	if err != nil {
+		return err
+	}
+	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.o.CallTimeout)
+		defer cancel()
+	}
+	p := &pendingCall{ch: make(chan reply, 1), progress: progressFunc(ctx)}
+	c.mu.Lock()
+	if c.closed {
+		err := c.cause
+		c.mu.Unlock()
+		return err
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = p
+	c.mu.Unlock()
+
+	var idBuf [20]byte
+	idText := strconv.AppendUint(idBuf[:0], id, 10)
+	if err := c.send(ctx, appendRequest(nil, idText, method, b)); err != nil {
+		c.forget(id)
+		return err
+	}
+	select {
+	case r := <-p.ch:
+		if r.err != nil {
+			return r.err
+		}
+		if err := unmarshalResult(r.result, result); err != nil {
+			return fmt.Errorf("peer: decode result of %s: %w", method, err)
+		}
+		return nil
+	case <-ctx.Done():
+		if c.forget(id) {
+			c.cancelRemote(idText)
+		}
+		return ctx.Err()
+	}
+}
+
+// forget removes a pending call and reports whether it was still pending.
+func (c *Conn) forget(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	delete(c.pending, id)
+	return ok
+}
+
+// cancelRemote tells the other side to stop working on call id. It does
+// not wait: the caller has given up already.
+func (c *Conn) cancelRemote(id []byte) {
+	params := append(append([]byte(`{"id":`), id...), '}')
+	c.post(appendRequest(nil, nil, "rpc.cancel", params))
+}
+
+// Notify sends a notification: no reply comes, and none is awaited.
+// It returns once the message is queued.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	b, err := marshalParams(params)
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, appendRequest(nil, nil, method, b))
+}
+
+// BatchElem is one element of a batch sent with [Conn.Batch].
+type BatchElem struct {
+	Method string
+	Params any  // nil, or anything that encodes to a JSON array or object
+	Result any  // where to decode the result, as in Call; nil discards it
+	Notify bool // send as a notification: no result, no error
+
+	// Err is set by Batch: an *Error when the other side answered this
+	// element with an error, or the transport or decoding error.
+	Err error
+}
+
+// Batch sends the elements as one JSON-RPC batch (one message) and waits
+// for every reply; the replies may come in any order and are matched by
+// id. Each element's outcome is in its Err field. Batch itself returns an
+// error only when the batch could not be sent or ctx ended; then the Err of
+// every call not yet answered is set to it too, and those calls are
+// cancelled at the other side with rpc.cancel, while replies that did
+// arrive keep their results. A batch of only notifications returns once
+// it is queued.
+func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
+	if len(elems) == 0 {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.o.CallTimeout)
+		defer cancel()
+	}
+	params := make([][]byte, len(elems))
+	for i := range elems {
+		b, err := marshalParams(elems[i].Params)
+		if err != nil {
+			return fmt.Errorf("peer: batch element %d (%s): %w", i, elems[i].Method, err)
+		}
+		params[i] = b
+	}
+
+	type waiting struct {
+		elem *BatchElem
+		id   uint64
+		p    *pendingCall
+	}
+	var calls []waiting
+	c.mu.Lock()
+	if c.closed {
+		err := c.cause
+		c.mu.Unlock()
+		return err
+	}
+	for i := range elems {
+		if elems[i].Notify {
+			continue
+		}
+		c.nextID++
+		w := waiting{elem: &elems[i], id: c.nextID, p: &pendingCall{ch: make(chan reply, 1)}}
+		c.pending[w.id] = w.p
+		calls = append(calls, w)
+	}
+	c.mu.Unlock()
+
+	msg := []byte{'['}
+	next := 0
+	for i := range elems {
+		if i > 0 {
+			msg = append(msg, ',')
+		}
+		var id []byte
+		if !elems[i].Notify {
+			id = strconv.AppendUint(nil, calls[next].id, 10)
+			next++
+		}
+		msg = appendRequest(msg, id, elems[i].Method, params[i])
+	}
+	msg = append(msg, ']')
+
+	if err := c.send(ctx, msg); err != nil {
+		for _, w := range calls {
+			c.forget(w.id)
+			w.elem.Err = err
+		}
+		return err
+	}
+	var err error
+	for _, w := range calls {
+		if err == nil {
+			select {
+			case r := <-w.p.ch:
+				w.elem.setReply(r)
+				continue
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		// ctx has ended: take the replies that have arrived, and give up
+		// on (and cancel at the other side) the calls still pending.
+		if c.forget(w.id) {
+			c.cancelRemote(strconv.AppendUint(nil, w.id, 10))
+			w.elem.Err = err
+		} else {
+			w.elem.setReply(<-w.p.ch) // delivered, or failed by a close
+		}
+	}
+	return err
+}
+
+func (e *BatchElem) setReply(r reply) {
+	if r.err != nil {
+		e.Err = r.err
+	} else if err := unmarshalResult(r.result, e.Result); err != nil {
+		e.Err = fmt.Errorf("peer: decode result of %s: %w", e.Method, err)
+	}
+}
+
+// Handler-side context.
+
+type ctxKey struct{}
+
+type progressKey struct{}
+
+type reqInfo struct {
+	c  *Conn
+	id ID
+}
+
+// ConnFromContext returns the connection a handler's request arrived on,
+// so the handler can call back to its caller. It returns nil outside a
+// handler and for requests served over HTTP POST.
+func ConnFromContext(ctx context.Context) *Conn {
+	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
+		return ri.c
+	}
+	return nil
+}
+
+// Progress sends data to the caller of the request a handler is serving,
+// as an rpc.progress notification. It does nothing for notifications and
+// over HTTP POST, where no one could receive it.
+func Progress(ctx context.Context, data any) error {
+	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
+	if !ok || ri.id.IsZero() {
+		return nil
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	params := make([]byte, 0, len(b)+len(ri.id.raw)+16)
+	params = append(params, `{"id":`...)
+	params = append(params, ri.id.raw...)
+	params = append(params, `,"data":`...)
+	params = append(params, b...)
+	params = append(params, '}')
+	return ri.c.send(ctx, appendRequest(nil, nil, "rpc.progress", params))
+}
+
+// WithProgress returns a context that makes a [Conn.Call] made with it
+// report the callee's rpc.progress notifications to fn, in the order they
+// arrive. fn runs on the connection's reader goroutine: it must return
+// quickly and must not call the same connection and wait.
+func WithProgress(ctx context.Context, fn func(data json.RawMessage)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+func progressFunc(ctx context.Context) func(json.RawMessage) {
+	fn, _ := ctx.Value(progressKey{}).(func(json.RawMessage))
+	return fn
+}

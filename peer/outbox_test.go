@@ -1,0 +1,200 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// gatedTransport records what is written to it; each Write first takes a
+// token from gate, so a test decides when writes make progress.
+type gatedTransport struct {
+	gate chan struct{}
+
+	mu      sync.Mutex
+	written []string
+}
+
+func (g *gatedTransport) Read(ctx context.Context) ([]byte, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (g *gatedTransport) Write(ctx context.Context, msg []byte) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	g.mu.Lock()
+	g.written = append(g.written, string(msg))
+	g.mu.Unlock()
+	return nil
+}
+
+func (g *gatedTransport) Close(int, string) error { return nil }
+
+func (g *gatedTransport) messages() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.written...)
+}
+
+// newTestOutbox returns an outbox of the given limit over g, whose writer
+// goroutines the test waits for.
+func newTestOutbox(t *testing.T, g *gatedTransport, limit int) *outbox {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return &outbox{
+		t:     g,
+		ctx:   ctx,
+		limit: limit,
+		spawn: func(fn func()) { wg.Go(fn) },
+		fail: func(err error) {
+			if ctx.Err() == nil { // not the cleanup's doing
+				t.Errorf("write failed: %v", err)
+			}
+		},
+		drained: func() {},
+	}
+}
+
+// A sender that finds no one writing writes its message itself, before
+// send returns: no hand-off to another goroutine.
+func TestOutboxIdleSenderWritesInline(t *testing.T) {
+	g := &gatedTransport{gate: make(chan struct{}, 1)}
+	o := newTestOutbox(t, g, 4)
+	g.gate <- struct{}{}
+	if err := o.send(t.Context(), []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.messages(); len(got) != 1 || got[0] != "one" {
+		t.Fatalf("written when send returned: %q", got)
+	}
+	if !o.idle() {
+		t.Fatal("outbox not idle after its only message was written")
+	}
+}
+
+// waitWriting waits until a writer has taken everything queued and is
+// blocked in the transport's Write.
+func waitWriting(t *testing.T, o *outbox) {
+	t.Helper()
+	waitFor(t, "a writer to take the queue", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.writing && len(o.queue) == 0
+	})
+}
+
+// Senders wait while limit messages are queued; every message is written,
+// in the order it was queued.
+func TestOutboxSendersWaitForRoom(t *testing.T) {
+	g := &gatedTransport{gate: make(chan struct{})}
+	o := newTestOutbox(t, g, 2)
+	var senders sync.WaitGroup
+	senders.Go(func() { _ = o.send(t.Context(), []byte("0")) }) // writes inline
+	waitWriting(t, o)
+	for _, m := range []string{"1", "2"} { // the queue is full now
+		if err := o.send(t.Context(), []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	senders.Go(func() {
+		if err := o.send(t.Context(), []byte("3")); err != nil {
+			t.Error(err)
+		}
+	})
+	waitFor(t, "the last sender to wait for room", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.room != nil
+	})
+	for range 4 {
+		g.gate <- struct{}{}
+	}
+	senders.Wait()
+	waitFor(t, "the queue to drain", o.idle)
+	if got := fmt.Sprint(g.messages()); got != "[0 1 2 3]" {
+		t.Fatalf("written: %s", got)
+	}
+}
+
+// Posted events do not wait: at limit posted events, postEvent refuses
+// with ErrTooSlow. The reader queues its replies up to
+// readerQueueFactor × limit messages in all.
+func TestOutboxThresholds(t *testing.T) {
+	g := &gatedTransport{gate: make(chan struct{})}
+	o := newTestOutbox(t, g, 3)
+	if err := o.post([]byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	waitWriting(t, o)
+	for i := range 3 {
+		if err := o.postEvent([]byte("event")); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	if err := o.postEvent([]byte("event")); err != ErrTooSlow { //nolint:errorlint // returned bare
+		t.Fatalf("event over the limit: %v, want ErrTooSlow", err)
+	}
+	replies := 0
+	for o.post([]byte("reply")) == nil {
+		replies++
+		if replies > 100 {
+			t.Fatal("the reader's replies are not bounded")
+		}
+	}
+	if queued := 3 + replies; queued != readerQueueFactor*3 {
+		t.Fatalf("the reader stopped at %d queued messages, want %d", queued, readerQueueFactor*3)
+	}
+	// Once written, posted events make room for more.
+	for range 1 + 3 + replies {
+		g.gate <- struct{}{}
+	}
+	waitFor(t, "the queue to drain", o.idle)
+	if err := o.postEvent([]byte("event")); err != nil {
+		t.Fatalf("event after the queue drained: %v", err)
+	}
+	g.gate <- struct{}{}
+	waitFor(t, "the queue to drain", o.idle)
+}
+
+// Closing fails the senders waiting for room, and every later one, with
+// the cause, and drops what was queued.
+func TestOutboxCloseFailsSenders(t *testing.T) {
+	g := &gatedTransport{gate: make(chan struct{})}
+	o := newTestOutbox(t, g, 1)
+	if err := o.post([]byte("stuck")); err != nil { // its write blocks until cleanup
+		t.Fatal(err)
+	}
+	waitWriting(t, o)
+	if err := o.post([]byte("queued")); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	go func() { waiting <- o.send(context.Background(), []byte("waits")) }()
+	cause := errors.New("the cause")
+	o.close(cause)
+	if err := <-waiting; err != cause { //nolint:errorlint // the cause itself
+		t.Fatalf("waiting sender: %v", err)
+	}
+	if err := o.send(t.Context(), []byte("late")); err != cause { //nolint:errorlint // the cause itself
+		t.Fatalf("later sender: %v", err)
+	}
+	if err := o.postEvent([]byte("late")); err != cause { //nolint:errorlint // the cause itself
+		t.Fatalf("later event: %v", err)
+	}
+	o.mu.Lock()
+	queued := len(o.queue)
+	o.mu.Unlock()
+	if queued != 0 {
+		t.Fatalf("%d messages still queued after close", queued)
+	}
+}
