@@ -8,7 +8,7 @@ BENCHTIME   ?= 1s
 
 SOAK        ?= 10m
 
-.PHONY: run test vet lint unit fuzz fuzz-short bench soak build clean
+.PHONY: run test vet lint unit web-test screenshots fuzz fuzz-short bench soak build clean
 
 ## run: start the hub with the demo methods and the playground on http://$(ADDR)/
 run:
@@ -19,8 +19,10 @@ run:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: vet, staticcheck, every test with the race detector, a short fuzz pass
-test: vet lint unit fuzz-short
+## test: vet, staticcheck, every test with the race detector (integration/
+## too: a real hub process, headless Chromium), the browser client's node
+## tests, a short fuzz pass
+test: vet lint unit web-test fuzz-short
 
 vet:
 	$(GO) vet ./...
@@ -28,10 +30,23 @@ vet:
 
 lint:
 	$(GO) run $(STATICCHECK) ./...
+	@if [ -f integration/go.mod ]; then cd integration && $(GO) run $(STATICCHECK) ./...; fi
 
 unit:
 	$(GO) test -race -count=1 ./...
 	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
+
+## web-test: the browser client's tests, with Node's own runner (run
+## `npm ci` in web/ once first). Where JSON.parse lacks source text access
+## (Node 20), a V8 flag turns it on so that big numbers are tested too.
+web-test:
+	@test -d web/node_modules || { echo "web/node_modules is missing: run (cd web && npm ci)"; exit 1; }
+	cd web && node $$(node -e 'JSON.parse("1", (k, v, c) => process.exit(c && c.source ? 0 : 1))' || echo --harmony-json-parse-with-source) --test --test-timeout=60000 test/*.test.js
+
+## screenshots: the playground's pictures in docs/img, taken by the browser tests
+screenshots:
+	mkdir -p docs/img
+	cd integration && SWITCHBOARD_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestPlayground$$' ./browser
 
 ## fuzz-short: a few seconds of each fuzz target (make fuzz FUZZTIME=5m for longer)
 fuzz-short:

@@ -88,6 +88,15 @@ type Options struct {
 	// be fast. Metrics hook here: see server/prom.
 	OnServe func(method string, code peer.Code, elapsed time.Duration)
 
+	// Root, if set, serves the requests the server does not: a plain GET
+	// or HEAD of "/" (without a WebSocket upgrade), where cmd/hub shows the
+	// playground, and every path other than /rpc and /healthz.
+	// A POST or a WebSocket upgrade at "/" is JSON-RPC exactly as at /rpc,
+	// whatever Root is, so that clients written for a server at the root
+	// work. Nil: other paths get 404, and a plain GET of "/" gets the
+	// explanation /rpc gives.
+	Root http.Handler
+
 	// Compression enables permessage-deflate on WebSockets. Off by
 	// default: it costs CPU and memory per connection, and JSON-RPC
 	// messages are usually small.
@@ -108,9 +117,9 @@ var ErrUnauthorized = errors.New("server: unauthorized")
 // DefaultBodyTimeout is the default of Options.BodyTimeout.
 const DefaultBodyTimeout = 10 * time.Second
 
-// Server is an http.Handler serving JSON-RPC 2.0 on /rpc (WebSocket and
-// HTTP POST) and /healthz. Each WebSocket is served on the
-// goroutine of its HTTP request, as a peer of the server's Hub.
+// Server is an http.Handler serving JSON-RPC 2.0 on /rpc and / (WebSocket
+// and HTTP POST), /healthz, and what Options.Root serves. Each WebSocket is
+// served on the goroutine of its HTTP request, as a peer of the server's Hub.
 //
 // Mount it on a mux for those paths, or use it as the whole handler.
 // Call Shutdown to close WebSockets: http.Server.Shutdown does not touch
@@ -157,6 +166,7 @@ func New(opts *Options) *Server {
 	s.router = s.hub.Router(app)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/rpc", s.serveRPC)
+	s.mux.HandleFunc("/", s.serveRoot)
 	s.mux.HandleFunc("/healthz", s.serveHealth)
 	return s
 }
@@ -164,7 +174,8 @@ func New(opts *Options) *Server {
 // Hub returns the server's hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
-// ServeHTTP serves /rpc and /healthz; other paths get 404.
+// ServeHTTP serves /rpc, / and /healthz; other paths go to Options.Root,
+// or get 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r) {
 		s.refuse(w, r, http.StatusForbidden, refusedHost, "host not allowed")
@@ -197,10 +208,25 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Upgrade", "websocket")
 		w.Header().Set("Connection", "Upgrade")
 		plain(w, http.StatusUpgradeRequired,
-			"/rpc speaks JSON-RPC 2.0 over a WebSocket (GET with Upgrade: websocket) or over HTTP POST with Content-Type: application/json\n")
+			r.URL.Path+" speaks JSON-RPC 2.0 over a WebSocket (GET with Upgrade: websocket) or over HTTP POST with Content-Type: application/json\n")
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		plain(w, http.StatusMethodNotAllowed, "method not allowed: use POST, or GET to open a WebSocket\n")
+	}
+}
+
+// serveRoot serves "/" as /rpc, but for plain GETs, and Options.Root.
+func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
+	plainGet := (r.Method == http.MethodGet || r.Method == http.MethodHead) && !isUpgrade(r)
+	switch {
+	case r.URL.Path == "/" && !plainGet:
+		s.serveRPC(w, r)
+	case s.o.Root != nil:
+		s.o.Root.ServeHTTP(w, r)
+	case r.URL.Path == "/":
+		s.serveRPC(w, r)
+	default:
+		http.NotFound(w, r)
 	}
 }
 

@@ -1,219 +1,991 @@
 // switchboard.js: a dependency-free JSON-RPC 2.0 client for the Switchboard
-// hub, over one WebSocket. Both sides call: the page calls the hub, and the
-// hub (or another peer, through it) calls methods the page handles.
+// hub, over one WebSocket that it keeps open. Both sides call: the page calls
+// the hub, and the hub (or another peer, through it) calls the methods the
+// page registers. Works in browsers and in Node.js (pass a WebSocket
+// implementation, such as the ws package's, in options.WebSocket).
 //
-//   import { connect } from "./switchboard.js";
+//   import { connect } from "@switchboard-rpc/client";
 //   const rpc = await connect("ws://127.0.0.1:8080/rpc");
-//   const sum = await rpc.call("add", [1, 2]);            // 3
-//   const off = await rpc.subscribe("chat.*", (data, topic) => console.log(topic, data));
-//   rpc.handle("ask", async (params) => confirm(params.question));
+//   await rpc.call("add", [1, 2]);                                   // 3
+//   const sub = await rpc.subscribe("chat.*", (ev) => console.log(ev.topic, ev.data));
+//   rpc.register("ask", async (params) => confirm(params.question));
+//
+// The types are in switchboard.d.ts; the guide is docs/web.md.
 
-/** RPCError is a JSON-RPC error object received from the other side. */
+/** Error codes of JSON-RPC 2.0 and of the Switchboard protocol. */
+export const ErrorCode = Object.freeze({
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  Application: -32000,
+  Unauthorized: -32001,
+  Cancelled: -32002,
+  Timeout: -32003,
+  Overloaded: -32004,
+  ShuttingDown: -32005,
+  ProviderLost: -32006,
+});
+
+/** RPCError is a JSON-RPC error: one the other side answered with, or one a
+ * registered handler throws to choose the code, message and data it answers. */
 export class RPCError extends Error {
   constructor(code, message, data) {
     super(message);
     this.name = "RPCError";
     this.code = code;
-    this.data = data;
+    if (data !== undefined) this.data = data;
   }
 }
 
-/** connect opens a WebSocket to url and resolves to a Client once it is open. */
-export function connect(url, options = {}) {
+/** ConnectionError is the base of the errors about the connection itself.
+ * closeCode and closeReason say how the WebSocket closed, when known. */
+export class ConnectionError extends Error {
+  constructor(message, { closeCode, closeReason, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "ConnectionError";
+    if (closeCode !== undefined) this.closeCode = closeCode;
+    if (closeReason) this.closeReason = closeReason;
+  }
+}
+
+/** DisconnectedError: the call was made while the client was disconnected
+ * and was not to wait (failFast). It was not sent. */
+export class DisconnectedError extends ConnectionError {
+  constructor(message = "not connected", init) {
+    super(message, init);
+    this.name = "DisconnectedError";
+  }
+}
+
+/** ConnectionLostError: the connection dropped while the call was in
+ * flight. It may or may not have run on the other side. */
+export class ConnectionLostError extends ConnectionError {
+  constructor(message = "connection lost", init) {
+    super(message, init);
+    this.name = "ConnectionLostError";
+  }
+}
+
+/** ClosedError: the client is closed, by close() or because it gave up
+ * reconnecting (cause says why). */
+export class ClosedError extends ConnectionError {
+  constructor(message = "client closed", init) {
+    super(message, init);
+    this.name = "ClosedError";
+  }
+}
+
+/** TimeoutError: the call's timeout passed first; the hub was told to
+ * cancel it (rpc.cancel). */
+export class TimeoutError extends Error {
+  constructor(method, timeout) {
+    super(`${method}: no answer within ${timeout} ms`);
+    this.name = "TimeoutError";
+    this.timeout = timeout;
+  }
+}
+
+/** StateEvent ("state") reports a change of the connection's state. */
+export class StateEvent extends Event {
+  constructor(state, { code, reason, error, attempt, delay } = {}) {
+    super("state");
+    this.state = state;
+    this.code = code;
+    this.reason = reason ?? "";
+    this.error = error;
+    this.attempt = attempt;
+    this.delay = delay;
+  }
+}
+
+/** ClientErrorEvent ("error") reports an error that no caller can receive:
+ * a subscriber or a handler of a notification that threw, a subscription
+ * the hub refused after a reconnection, a malformed message from the hub.
+ * Unless a listener calls preventDefault(), it is also logged with
+ * console.error, as browsers do with uncaught errors. */
+export class ClientErrorEvent extends Event {
+  constructor(error, context) {
+    super("error", { cancelable: true });
+    this.error = error;
+    this.context = context;
+  }
+}
+
+/** bigNumbersSupported tells whether this runtime lets the client read
+ * integers beyond 2^53 exactly (JSON.parse source text access). */
+export const bigNumbersSupported = (() => {
+  let ok = false;
+  JSON.parse("1", (_k, v, context) => {
+    ok = context?.source === "1";
+    return v;
+  });
+  return ok;
+})();
+
+const defaults = {
+  WebSocket: undefined,
+  token: undefined,
+  callTimeout: 30_000,
+  connectTimeout: 10_000,
+  pingInterval: 30_000,
+  minBackoff: 100,
+  maxBackoff: 10_000,
+  maxAttempts: Infinity,
+  failFast: false,
+  bigNumbers: false,
+  probe: true,
+  trace: undefined,
+};
+
+const noTimer = 0;
+
+// Set by the static blocks of Client and Subscription: how each reaches
+// the other's private state.
+let dropSubscription, endSubscription;
+
+/**
+ * connect opens a Client and resolves to it once its first connection is
+ * open. If that first attempt fails, the client is closed and connect
+ * rejects with a ConnectionError saying why (for a refused handshake, the
+ * hub's HTTP status, found by probing the hub; see options.probe). Later
+ * losses of the connection are repaired in the background.
+ */
+export function connect(url, options) {
+  const client = new Client(url, options);
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    const client = new Client(ws, options);
-    ws.addEventListener("open", () => resolve(client), { once: true });
-    ws.addEventListener("error", () => reject(new Error("WebSocket failed to open")), { once: true });
+    const onState = (e) => {
+      if (e.state === "open") {
+        client.removeEventListener("state", onState);
+        resolve(client);
+      } else if (e.state === "disconnected" || e.state === "closed") {
+        client.removeEventListener("state", onState);
+        client.close();
+        reject(e.error ?? new ConnectionError(`cannot connect to ${url}: ${describeClose(e.code, e.reason)}`, { closeCode: e.code, closeReason: e.reason }));
+      }
+    };
+    client.addEventListener("state", onState);
   });
 }
 
-/** Client is one WebSocket connection to the hub. */
-export class Client {
-  #ws;
-  #nextID = 1;
+/**
+ * Client is a connection to a hub that stays up: it dials at once, and
+ * again with exponential backoff (with jitter) whenever the connection
+ * drops, re-subscribes its topics before anything else is sent, and
+ * reports each change as a "state" event: connecting, open, disconnected
+ * (with the close code and reason), and closed, for good, last.
+ */
+export class Client extends EventTarget {
+  #o;
+  #WS;
+  #state = "connecting";
+  #conn = null; // {ws, open}: the current socket
+  #retries = 0; // reconnection attempts since the last open
+  #retryTimer = noTimer;
+  #pingTimer = noTimer;
+  #pingOut = false;
+  #nextId = 1;
   #pending = new Map(); // id -> {resolve, reject, onProgress}
-  #handlers = new Map(); // method -> fn(params, {signal})
-  #running = new Map(); // id of a call we serve -> AbortController
-  #topics = new Map(); // pattern -> Set of fn
+  #batches = new Set(); // batches in flight: {fail}
+  #waiting = new Set(); // calls waiting for the connection: {run, fail}
+  #handlers = new Map(); // method -> handler
+  #running = new Map(); // key of a hub request being served -> AbortController
+  #patterns = new Map(); // pattern -> {subs: Set, onHub, queue}
+  #reviver;
+  #online = () => {
+    if (this.#state === "disconnected" && this.#retryTimer !== noTimer) {
+      clearTimeout(this.#retryTimer);
+      this.#retryTimer = noTimer;
+      this.#dial();
+    }
+  };
 
-  constructor(ws, options = {}) {
-    this.#ws = ws;
-    this.onclose = options.onclose ?? null;
-    ws.addEventListener("message", (e) => this.#receive(e.data));
-    ws.addEventListener("close", (e) => {
-      const err = new Error(`connection closed (${e.code}${e.reason ? " " + e.reason : ""})`);
-      for (const p of this.#pending.values()) p.reject(err);
-      this.#pending.clear();
-      for (const c of this.#running.values()) c.abort();
-      this.onclose?.(e);
-    });
+  constructor(url, options = {}) {
+    super();
+    this.url = String(url);
+    this.#o = { ...defaults };
+    for (const [k, v] of Object.entries(options)) if (v !== undefined) this.#o[k] = v;
+    this.#WS = this.#o.WebSocket ?? globalThis.WebSocket;
+    if (typeof this.#WS !== "function") {
+      throw new TypeError("switchboard: no WebSocket implementation; pass one in options.WebSocket (in Node.js 20: import { WebSocket } from \"ws\")");
+    }
+    if (this.#o.bigNumbers && bigNumbersSupported) this.#reviver = bigReviver;
+    globalThis.addEventListener?.("online", this.#online);
+    // Dial after the constructor returns, so that "state" listeners added
+    // right after it see "connecting".
+    queueMicrotask(() => this.#dial());
+  }
+
+  /** state is "connecting", "open", "disconnected" or "closed". */
+  get state() {
+    return this.#state;
+  }
+
+  /** subscriptions lists the active subscriptions. */
+  get subscriptions() {
+    const out = [];
+    for (const entry of this.#patterns.values()) for (const s of entry.subs) if (s.active) out.push(s);
+    return out;
   }
 
   /**
-   * call calls method with params (an array or an object) and resolves to
-   * its result, or rejects with an RPCError. Aborting options.signal sends
-   * rpc.cancel and rejects at once; options.onProgress receives rpc.progress data.
+   * call calls method with params (an array, an object, or undefined) and
+   * resolves to its result. It rejects with an RPCError when the hub
+   * answers with an error; with a TimeoutError when options.timeout (default
+   * options.callTimeout of the client) passes, or with the signal's reason
+   * when options.signal aborts: both send rpc.cancel. options.onProgress
+   * receives the data of the hub's rpc.progress notifications for the call.
+   * While the client is disconnected the call waits for the connection,
+   * bounded by its timeout, or rejects at once with a DisconnectedError
+   * when options.failFast (default options.failFast of the client).
    */
-  call(method, params, { signal, onProgress } = {}) {
-    const id = this.#nextID++;
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const abort = () => {
-        if (this.#pending.delete(id)) {
-          this.#send({ jsonrpc: "2.0", method: "rpc.cancel", params: { id } });
-          reject(signal.reason);
-        }
-      };
-      signal?.addEventListener("abort", abort, { once: true });
-      const done = (fn) => (v) => {
-        signal?.removeEventListener("abort", abort);
-        fn(v);
-      };
-      this.#pending.set(id, { resolve: done(resolve), reject: done(reject), onProgress });
-      this.#send(request(method, params, id));
-    });
+  call(method, params, options = {}) {
+    return this.#calls([{ method, params }], options, false).then((r) => r[0].value);
   }
 
-  /** notify sends a notification: no reply comes. */
-  notify(method, params) {
-    this.#send(request(method, params));
+  /**
+   * notify sends a notification; no reply comes. It resolves once the
+   * message is sent, after waiting for the connection as call does.
+   */
+  notify(method, params, options = {}) {
+    return this.#calls([{ method, params, notification: true }], options, false).then(() => undefined);
   }
 
-  /** publish publishes data on topic and resolves to the number of peers reached. */
-  async publish(topic, data) {
-    const { delivered } = await this.call("rpc.publish", { topic, data });
+  /**
+   * batch sends the requests as one JSON-RPC batch and resolves, once every
+   * call in it is answered, to one entry per request, in order, shaped as
+   * Promise.allSettled's: {status: "fulfilled", value} or {status:
+   * "rejected", reason} with an RPCError. Notifications (notification:
+   * true) get {status: "fulfilled", value: undefined}. The batch as a whole
+   * rejects as call does: timeout, abort, connection lost, closed.
+   */
+  batch(requests, options = {}) {
+    if (!Array.isArray(requests) || requests.length === 0) {
+      return Promise.reject(new TypeError("batch: want a non-empty array of requests"));
+    }
+    return this.#calls(requests, options, true);
+  }
+
+  /** publish publishes data on topic (rpc.publish) and resolves to the
+   * number of peers it reached. */
+  async publish(topic, data, options) {
+    const { delivered } = await this.call("rpc.publish", { topic, data }, options);
     return delivered;
   }
 
   /**
-   * subscribe calls fn(data, topic) for every event on a topic matching
-   * pattern ("*" one word, ">" the rest). It resolves to a function that
-   * unsubscribes.
+   * subscribe calls handler(event) for every event published on a topic
+   * matching pattern ("chat.room1", "chat.*" for one word, "chat.>" for
+   * one or more). It resolves to a Subscription once the hub has accepted
+   * the pattern (an RPCError, -32001, when its policy refuses). Every
+   * subscription of the client with the same pattern shares one
+   * rpc.subscribe. An event reaches each handler function once, however
+   * many of its subscriptions match it. The subscription lasts across
+   * reconnections until unsubscribe() or close().
    */
-  async subscribe(pattern, fn) {
-    let fns = this.#topics.get(pattern);
-    if (!fns) {
-      fns = new Set();
-      this.#topics.set(pattern, fns);
-      try {
-        await this.call("rpc.subscribe", { topic: pattern });
-      } catch (err) {
-        this.#topics.delete(pattern);
-        throw err;
-      }
+  async subscribe(pattern, handler, options = {}) {
+    if (typeof pattern !== "string" || pattern === "") throw new TypeError("subscribe: want a topic pattern");
+    if (typeof handler !== "function") throw new TypeError("subscribe: want a handler function");
+    if (this.#state === "closed") throw new ClosedError();
+    let entry = this.#patterns.get(pattern);
+    if (!entry) {
+      entry = { subs: new Set(), onHub: false, queue: Promise.resolve() };
+      this.#patterns.set(pattern, entry);
     }
-    fns.add(fn);
-    return async () => {
-      fns.delete(fn);
-      if (fns.size === 0 && this.#topics.get(pattern) === fns) {
-        this.#topics.delete(pattern);
-        await this.call("rpc.unsubscribe", { topic: pattern });
-      }
+    const sub = new Subscription(this, pattern, handler);
+    entry.subs.add(sub);
+    try {
+      await this.#inOrder(entry, async () => {
+        if (!entry.onHub && sub.active) {
+          await this.call("rpc.subscribe", { topic: pattern }, options);
+          entry.onHub = true;
+        }
+      });
+    } catch (err) {
+      this.#drop(sub);
+      throw err;
+    }
+    if (!sub.active) throw new ClosedError("subscription ended before the hub accepted it");
+    return sub;
+  }
+
+  /**
+   * register serves method for the hub (and, through it, other peers):
+   * handler(params, {signal, progress, id, method}) returns the result, or
+   * a Promise of it. Throwing an RPCError chooses the code, message and
+   * data of the error answer; any other error answers -32000 with its
+   * message. signal aborts when the caller cancels (rpc.cancel) or the
+   * connection drops; progress(data) sends rpc.progress to the caller.
+   * It returns a function that unregisters the method.
+   */
+  register(method, handler) {
+    if (typeof method !== "string" || method === "" || method.startsWith("rpc.")) {
+      throw new TypeError(`register: ${JSON.stringify(method)} is not a method name of one's own (rpc.* is reserved)`);
+    }
+    if (typeof handler !== "function") throw new TypeError("register: want a handler function");
+    this.#handlers.set(method, handler);
+    return () => {
+      if (this.#handlers.get(method) === handler) this.#handlers.delete(method);
     };
   }
 
   /**
-   * handle serves method for the other side: fn(params, {signal}) returns
-   * the result (or a Promise of it); throwing an RPCError chooses the code.
+   * sendRaw sends text as one WebSocket message, as it is, even if it is
+   * not JSON: for tools that show the protocol, like the playground. Replies
+   * to ids the client did not send itself are not delivered anywhere but
+   * to options.trace. It throws a DisconnectedError unless the client is open.
    */
-  handle(method, fn) {
-    this.#handlers.set(method, fn);
+  sendRaw(text) {
+    if (this.#state !== "open") throw new DisconnectedError();
+    this.#write(this.#conn, String(text));
   }
 
-  /** close closes the connection. */
+  /**
+   * close closes the connection (code 1000 unless given) and stops
+   * reconnecting. Calls waiting or in flight reject with a ClosedError,
+   * subscriptions end, and a "state" event reports "closed".
+   */
   close(code = 1000, reason = "") {
-    this.#ws.close(code, reason);
+    this.#shutdown(undefined, code, reason);
   }
 
-  #send(msg) {
-    this.#ws.send(JSON.stringify(msg));
+  // ---- connection lifecycle ----
+
+  #setState(state, detail) {
+    if (this.#state === "closed") return;
+    this.#state = state;
+    this.dispatchEvent(new StateEvent(state, detail));
   }
 
-  #receive(text) {
+  async #dial() {
+    if (this.#state === "closed") return;
+    this.#retryTimer = noTimer;
+    const attempt = this.#retries;
+    this.#setState("connecting", { attempt });
+    let token = this.#o.token;
+    try {
+      if (typeof token === "function") token = await token();
+    } catch (err) {
+      return this.#failed(null, 1006, "", err);
+    }
+    if (this.#state !== "connecting") return; // closed meanwhile
+    let ws;
+    try {
+      ws = token ? new this.#WS(this.url, ["switchboard", "switchboard.bearer." + base64url(token)]) : new this.#WS(this.url);
+    } catch (err) {
+      return this.#shutdown(err); // a malformed URL will not get better
+    }
+    const conn = { ws, open: false, token };
+    this.#conn = conn;
+    ws.binaryType = "arraybuffer";
+    const timer = setTimeout(() => this.#lost(conn, 4000, "connect timeout"), this.#o.connectTimeout);
+    ws.addEventListener("open", () => {
+      clearTimeout(timer);
+      this.#opened(conn);
+    });
+    ws.addEventListener("message", (e) => this.#receive(conn, e.data));
+    ws.addEventListener("close", (e) => {
+      clearTimeout(timer);
+      this.#lost(conn, e.code, e.reason);
+    });
+    ws.addEventListener("error", () => {}); // a close event follows
+  }
+
+  async #opened(conn) {
+    if (conn !== this.#conn) return;
+    conn.open = true;
+    // Subscribe again before anything else goes through.
+    const patterns = [...this.#patterns].filter(([, e]) => [...e.subs].some((s) => s.active)).map(([p]) => p);
+    if (patterns.length > 0) {
+      let results;
+      try {
+        results = await this.#calls(
+          patterns.map((topic) => ({ method: "rpc.subscribe", params: { topic } })),
+          { timeout: this.#o.connectTimeout, conn },
+          true,
+        );
+      } catch (err) {
+        if (conn === this.#conn) this.#lost(conn, 4000, "re-subscribing failed", err);
+        return;
+      }
+      results.forEach((r, i) => {
+        const entry = this.#patterns.get(patterns[i]);
+        if (r.status === "fulfilled") {
+          if (entry) entry.onHub = true;
+        } else {
+          this.#report(r.reason, `re-subscribing to ${patterns[i]}`);
+        }
+      });
+    }
+    if (conn !== this.#conn) return;
+    this.#retries = 0;
+    this.#pingOut = false;
+    if (this.#o.pingInterval > 0) this.#pingTimer = setInterval(() => this.#ping(conn), this.#o.pingInterval);
+    this.#setState("open", {});
+    if (conn !== this.#conn) return;
+    const waiting = [...this.#waiting];
+    this.#waiting.clear();
+    for (const w of waiting) w.run();
+  }
+
+  // ping sends rpc.ping each interval; one still unanswered at the next
+  // tick means the connection is dead without anyone having said so (a
+  // laptop that slept, a NAT that forgot): drop it and reconnect.
+  #ping(conn) {
+    if (conn !== this.#conn) return;
+    if (this.#pingOut) {
+      this.#lost(conn, 4000, `no answer to rpc.ping within ${this.#o.pingInterval} ms`);
+      return;
+    }
+    this.#pingOut = true;
+    const id = this.#nextId++;
+    this.#pending.set(id, {
+      resolve: () => {
+        this.#pingOut = false;
+      },
+      reject: () => {},
+    });
+    this.#write(conn, `{"jsonrpc":"2.0","method":"rpc.ping","id":${id}}`);
+  }
+
+  // lost handles the end of conn: its close event, a timeout, a dead ping.
+  #lost(conn, code, reason, cause) {
+    if (conn !== this.#conn) return;
+    this.#conn = null;
+    clearInterval(this.#pingTimer);
+    this.#pingTimer = noTimer;
+    try {
+      conn.ws.close(code >= 3000 && code <= 4999 ? code : 1000, reason);
+    } catch {
+      // already closed
+    }
+    const err = new ConnectionLostError(`connection lost: ${describeClose(code, reason)}`, { closeCode: code, closeReason: reason, cause });
+    this.#failInFlight(err);
+    for (const entry of this.#patterns.values()) entry.onHub = false;
+    this.#failed(conn, code, reason, cause);
+  }
+
+  async #failed(conn, code, reason, cause) {
+    if (this.#state === "closed") return;
+    if (conn && !conn.open && this.#o.probe && !reason) {
+      reason = await this.#probe(conn.token);
+      if (this.#state === "closed") return;
+    }
+    const error = new ConnectionError(`${conn?.open ? "connection lost" : "cannot connect"}: ${describeClose(code, reason)}`, {
+      closeCode: code,
+      closeReason: reason,
+      cause,
+    });
+    if (this.#retries >= this.#o.maxAttempts) {
+      const msg = this.#o.maxAttempts > 0 ? `gave up after ${this.#retries} attempts` : "connection ended";
+      return this.#shutdown(new ClosedError(`${msg}: ${describeClose(code, reason)}`, { closeCode: code, closeReason: reason, cause }));
+    }
+    const nominal = Math.min(this.#o.maxBackoff, this.#o.minBackoff * 2 ** this.#retries);
+    const delay = Math.round(nominal / 2 + Math.random() * (nominal / 2));
+    this.#retries++;
+    this.#setState("disconnected", { code, reason, error, attempt: this.#retries, delay });
+    if (this.#state !== "disconnected") return; // closed by a listener
+    this.#retryTimer = setTimeout(() => this.#dial(), delay);
+  }
+
+  // probe finds out why a WebSocket handshake failed, which browsers do not
+  // tell (the close code is 1006 whatever happened): it POSTs rpc.ping to
+  // the same URL and reads the HTTP status.
+  async #probe(token) {
+    if (typeof fetch !== "function") return "";
+    const url = this.url.replace(/^ws/, "http");
+    const headers = { "Content-Type": "application/json" };
+    if (token) headers.Authorization = "Bearer " + token;
+    try {
+      const resp = await fetch(url, {
+        method: "POST",
+        headers,
+        body: '{"jsonrpc":"2.0","method":"rpc.ping","id":0}',
+        signal: AbortSignal.timeout(Math.min(this.#o.connectTimeout, 5000)),
+      });
+      const body = (await resp.text()).trim();
+      if (resp.ok) return "the hub answers HTTP but refused the WebSocket";
+      const detail = body.startsWith("{") ? "" : body.split("\n")[0];
+      const hint = resp.status === 401 ? (token ? " (the token was not accepted)" : " (the hub needs a token)") : "";
+      return `HTTP ${resp.status}${resp.statusText ? " " + resp.statusText : ""}${detail ? ": " + detail : ""}${hint}`;
+    } catch {
+      return "the hub cannot be reached";
+    }
+  }
+
+  #failInFlight(err) {
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    this.#batches.clear();
+    for (const p of pending) p.reject(err);
+    const running = [...this.#running.values()];
+    this.#running.clear();
+    for (const ctl of running) ctl.abort(err);
+  }
+
+  #shutdown(cause, code = 1000, reason = "") {
+    if (this.#state === "closed") return;
+    this.#state = "closed";
+    clearTimeout(this.#retryTimer);
+    clearInterval(this.#pingTimer);
+    globalThis.removeEventListener?.("online", this.#online);
+    const conn = this.#conn;
+    this.#conn = null;
+    const err = cause instanceof ClosedError ? cause : new ClosedError(cause ? `client closed: ${cause.message}` : undefined, { cause });
+    this.#failInFlight(err);
+    const waiting = [...this.#waiting];
+    this.#waiting.clear();
+    for (const w of waiting) w.fail(err);
+    for (const entry of this.#patterns.values()) for (const s of entry.subs) endSubscription(s);
+    this.#patterns.clear();
+    try {
+      conn?.ws.close(code, reason);
+    } catch {
+      conn?.ws.close();
+    }
+    this.dispatchEvent(new StateEvent("closed", { code, reason, error: cause }));
+  }
+
+  // ---- outgoing ----
+
+  #write(conn, text) {
+    this.#o.trace?.("send", text);
+    conn.ws.send(text);
+  }
+
+  // calls sends requests (one, or a batch) once the connection is open
+  // (options.conn: on that socket, before the client reports "open").
+  #calls(requests, options, isBatch) {
+    const timeout = options.timeout ?? this.#o.callTimeout;
+    const failFast = options.failFast ?? this.#o.failFast;
+    const { signal, onProgress, conn: direct } = options;
+    const label = isBatch ? "batch" : requests[0].method;
+    return new Promise((resolve, reject) => {
+      for (const r of requests) {
+        const bad = checkRequest(r);
+        if (bad) return reject(bad);
+      }
+      if (signal?.aborted) return reject(signal.reason);
+      const ids = [];
+      const results = new Array(requests.length);
+      let open = 0; // calls not yet answered
+      let timer = noTimer;
+      let waiter;
+      let batch;
+      const cleanup = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (waiter) this.#waiting.delete(waiter);
+        if (batch) this.#batches.delete(batch);
+        for (const id of ids) this.#pending.delete(id);
+      };
+      let done = false;
+      const finish = (ok, value) => {
+        if (done) return;
+        done = true;
+        cleanup();
+        ok ? resolve(value) : reject(value);
+      };
+      const stop = (err) => {
+        const unanswered = ids.filter((id) => this.#pending.has(id));
+        const conn = this.#conn;
+        finish(false, err);
+        if (conn?.open) for (const id of unanswered) this.#write(conn, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":${id}}}`);
+      };
+      const onAbort = () => stop(signal.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (timeout > 0 && timeout < Infinity) timer = setTimeout(() => stop(new TimeoutError(label, timeout)), timeout);
+
+      const run = () => {
+        const conn = direct ?? this.#conn;
+        const msgs = requests.map((r, i) => {
+          const m = { jsonrpc: "2.0", method: r.method };
+          if (r.params !== undefined) m.params = r.params;
+          if (!r.notification) {
+            const id = this.#nextId++;
+            m.id = id;
+            ids.push(id);
+            open++;
+            this.#pending.set(id, {
+              onProgress,
+              resolve: (value) => settle(i, { status: "fulfilled", value }),
+              reject: (reason) => (reason instanceof RPCError && isBatch ? settle(i, { status: "rejected", reason }) : finish(false, reason)),
+            });
+          } else {
+            results[i] = { status: "fulfilled", value: undefined };
+          }
+          return m;
+        });
+        let text;
+        try {
+          text = encode(isBatch ? msgs : msgs[0]);
+        } catch (err) {
+          return finish(false, err);
+        }
+        if (isBatch && open > 0) {
+          batch = { fail: (err) => finish(false, err) };
+          this.#batches.add(batch);
+        }
+        this.#write(conn, text);
+        if (open === 0) finish(true, results);
+      };
+      const settle = (i, r) => {
+        results[i] = r;
+        if (--open === 0) finish(true, results);
+      };
+      const fail = (err) => finish(false, err);
+
+      if (direct || this.#state === "open") return run();
+      if (this.#state === "closed") return fail(new ClosedError());
+      if (failFast) return fail(new DisconnectedError());
+      waiter = { run, fail };
+      this.#waiting.add(waiter);
+    });
+  }
+
+  // ---- incoming ----
+
+  #receive(conn, data) {
+    if (conn !== this.#conn) return;
+    const text = typeof data === "string" ? data : new TextDecoder().decode(data);
+    this.#o.trace?.("receive", text);
     let msg;
     try {
-      msg = JSON.parse(text);
-    } catch {
+      msg = JSON.parse(text, this.#reviver);
+    } catch (err) {
+      this.#report(new Error(`the hub sent a message that is not JSON: ${err.message}`), "receiving");
       return;
     }
-    for (const m of Array.isArray(msg) ? msg : [msg]) {
-      if (m && typeof m === "object") this.#dispatch(m);
+    const batch = Array.isArray(msg);
+    const elems = batch ? msg : [msg];
+    let rawIds;
+    // Number ids of requests are echoed as they were written: JSON.parse
+    // may have rounded them.
+    if (elems.some((m) => m && typeof m.method === "string" && (typeof m.id === "number" || typeof m.id === "bigint"))) {
+      rawIds = numberIdSources(text, batch);
     }
+    const replies = elems.map((m, i) => this.#dispatch(conn, m, rawIds?.[i]));
+    if (replies.every((r) => r === undefined)) return;
+    Promise.all(replies).then((rs) => {
+      rs = rs.filter((r) => r !== undefined);
+      if (rs.length === 0 || conn !== this.#conn) return;
+      this.#write(conn, batch ? `[${rs.join(",")}]` : rs[0]);
+    });
   }
 
-  #dispatch(m) {
-    if (m.method === undefined) {
-      const p = this.#pending.get(m.id);
-      if (!p) return;
-      this.#pending.delete(m.id);
-      if (m.error) p.reject(new RPCError(m.error.code, m.error.message, m.error.data));
-      else p.resolve(m.result);
-      return;
+  // dispatch handles one message; for a request that gets an answer, it
+  // returns a Promise of the encoded response.
+  #dispatch(conn, m, rawId) {
+    if (m === null || typeof m !== "object" || Array.isArray(m)) {
+      return Promise.resolve(response(null, { error: { code: -32600, message: "Invalid Request" } }));
     }
+    if (typeof m.method !== "string") {
+      if ("result" in m || "error" in m) this.#answer(m);
+      else return Promise.resolve(response(null, { error: { code: -32600, message: "Invalid Request" } }));
+      return undefined;
+    }
+    const isCall = "id" in m;
+    const id = rawId !== undefined ? { raw: rawId } : m.id;
+    const p = m.params;
     switch (m.method) {
       case "rpc.event":
-        this.#event(m.params ?? {});
-        return;
+        if (p && typeof p.topic === "string") this.#deliver(p);
+        return undefined;
       case "rpc.progress":
-        this.#pending.get(m.params?.id)?.onProgress?.(m.params.data);
-        return;
+        this.#progress(p);
+        return undefined;
       case "rpc.cancel":
-        this.#running.get(JSON.stringify(m.params?.id))?.abort();
-        return;
+        this.#running.get(runKey(p?.id))?.abort(new RPCError(ErrorCode.Cancelled, "Request cancelled"));
+        return undefined;
       case "rpc.ping":
-        if ("id" in m) this.#send({ jsonrpc: "2.0", result: {}, id: m.id });
-        return;
+        return isCall ? Promise.resolve(response(id, { result: {} })) : undefined;
+      case "rpc.discover":
+        return isCall ? Promise.resolve(response(id, { result: this.#describe() })) : undefined;
     }
-    this.#serve(m);
+    return this.#serve(conn, m, id, isCall);
   }
 
-  #event({ topic, data }) {
-    for (const [pattern, fns] of this.#topics) {
-      if (matches(pattern, topic)) for (const fn of fns) fn(data, topic);
+  async #serve(conn, m, id, isCall) {
+    if (m.params !== undefined && (m.params === null || typeof m.params !== "object")) {
+      return isCall ? response(id, { error: { code: -32600, message: "Invalid Request" } }) : undefined;
+    }
+    const handler = this.#handlers.get(m.method);
+    if (!handler) {
+      return isCall ? response(id, { error: { code: ErrorCode.MethodNotFound, message: "Method not found" } }) : undefined;
+    }
+    const ctl = new AbortController();
+    const key = runKey(m.id);
+    if (isCall) this.#running.set(key, ctl);
+    const progress = (data) => {
+      if (!isCall || ctl.signal.aborted || conn !== this.#conn) return;
+      this.#write(conn, `{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":${encodeId(id)},"data":${encode(data ?? null)}}}`);
+    };
+    try {
+      const result = await handler(m.params, { signal: ctl.signal, progress, id: m.id, method: m.method });
+      if (!isCall) return undefined;
+      if (ctl.signal.aborted) return response(id, { error: wireError(ctl.signal.reason, true) });
+      return response(id, { result: result === undefined ? null : result });
+    } catch (err) {
+      if (!isCall) {
+        this.#report(err, `notification ${m.method}`);
+        return undefined;
+      }
+      return response(id, { error: wireError(err, ctl.signal.aborted) });
+    } finally {
+      if (this.#running.get(key) === ctl) this.#running.delete(key);
     }
   }
 
-  async #serve(m) {
-    const isCall = "id" in m;
-    const fn = this.#handlers.get(m.method);
-    if (!fn) {
-      if (isCall) this.#send({ jsonrpc: "2.0", error: { code: -32601, message: "Method not found" }, id: m.id });
+  #answer(m) {
+    if (m.id === null) {
+      // An error for no id: the hub could not read the request's id. Of
+      // our own messages only a batch the hub refused as a whole (over its
+      // size limit) is answered so; with one batch in flight, it is that.
+      const err = m.error ? new RPCError(m.error.code, m.error.message, m.error.data) : new Error("response without id");
+      if (this.#batches.size === 1) [...this.#batches][0].fail(err);
+      else this.#report(err, "a response without id");
       return;
     }
-    const key = JSON.stringify(m.id);
-    const ctl = new AbortController();
-    if (isCall) this.#running.set(key, ctl);
+    const p = this.#pending.get(m.id);
+    if (!p) return; // cancelled or timed out, or a raw message's
+    this.#pending.delete(m.id);
+    if (m.error) p.reject(new RPCError(m.error.code, m.error.message, m.error.data));
+    else p.resolve(m.result);
+  }
+
+  #progress(p) {
+    const onProgress = this.#pending.get(p?.id)?.onProgress;
+    if (!onProgress) return;
     try {
-      const result = await fn(m.params, { signal: ctl.signal });
-      if (isCall) this.#send({ jsonrpc: "2.0", result: result ?? null, id: m.id });
+      onProgress(p.data);
     } catch (err) {
-      if (!isCall) return;
-      const error = err instanceof RPCError
-        ? { code: err.code, message: err.message, ...(err.data !== undefined && { data: err.data }) }
-        : ctl.signal.aborted
-          ? { code: -32002, message: "Request cancelled" }
-          : { code: -32000, message: String(err?.message ?? err) };
-      this.#send({ jsonrpc: "2.0", error, id: m.id });
-    } finally {
-      this.#running.delete(key);
+      this.#report(err, "onProgress");
     }
+  }
+
+  #deliver(event) {
+    const seen = new Set();
+    for (const [pattern, entry] of this.#patterns) {
+      if (!matches(pattern, event.topic)) continue;
+      for (const s of entry.subs) {
+        if (!s.active || seen.has(s.handler)) continue;
+        seen.add(s.handler);
+        try {
+          const r = s.handler(event);
+          if (typeof r?.then === "function") r.then(undefined, (err) => this.#report(err, `subscriber of ${pattern}`));
+        } catch (err) {
+          this.#report(err, `subscriber of ${pattern}`);
+        }
+      }
+    }
+  }
+
+  #describe() {
+    const methods = [...this.#handlers.keys()].sort().map((name) => ({
+      name,
+      paramStructure: "either",
+      params: [{ name: "params", schema: {} }],
+      result: { name: "result", schema: {} },
+    }));
+    return { openrpc: "1.3.2", info: { title: "switchboard.js", version: "0.0.0" }, methods };
+  }
+
+  #report(error, context) {
+    const ev = new ClientErrorEvent(error, context);
+    this.dispatchEvent(ev);
+    if (!ev.defaultPrevented) console.error(`switchboard: ${context}:`, error);
+  }
+
+  // ---- subscriptions ----
+
+  // inOrder runs fn after the operations queued before it on entry, so
+  // that an rpc.subscribe and an rpc.unsubscribe of one pattern reach the
+  // hub in the order they were asked for.
+  #inOrder(entry, fn) {
+    const run = entry.queue.then(fn);
+    entry.queue = run.catch(() => {});
+    return run;
+  }
+
+  // drop ends sub and, when it was the last of its pattern, unsubscribes
+  // the pattern on the hub.
+  #drop(sub) {
+    const entry = this.#patterns.get(sub.topic);
+    endSubscription(sub);
+    if (!entry || !entry.subs.delete(sub) || entry.subs.size > 0) return Promise.resolve();
+    return this.#inOrder(entry, async () => {
+      if (entry.subs.size > 0) return; // subscribed again meanwhile
+      if (this.#patterns.get(sub.topic) === entry) this.#patterns.delete(sub.topic);
+      if (!entry.onHub) return;
+      entry.onHub = false;
+      try {
+        await this.call("rpc.unsubscribe", { topic: sub.topic }, { failFast: true });
+      } catch (err) {
+        // The hub forgets a connection's subscriptions with it.
+        if (!(err instanceof ConnectionError)) throw err;
+      }
+    });
+  }
+
+  static {
+    // Subscription.unsubscribe reaches #drop through this.
+    dropSubscription = (client, sub) => client.#drop(sub);
   }
 }
 
-function request(method, params, id) {
-  const msg = { jsonrpc: "2.0", method };
-  if (params !== undefined) msg.params = params;
-  if (id !== undefined) msg.id = id;
-  return msg;
+/** Subscription is one handler subscribed to a topic pattern. */
+export class Subscription {
+  #client;
+  #active = true;
+
+  constructor(client, topic, handler) {
+    this.#client = client;
+    this.topic = topic;
+    this.handler = handler;
+  }
+
+  /** active is true until unsubscribe, or the client's close. */
+  get active() {
+    return this.#active;
+  }
+
+  /**
+   * unsubscribe stops the deliveries at once and, unless another
+   * subscription of the client has the same pattern, tells the hub
+   * (rpc.unsubscribe) and resolves once it has answered.
+   */
+  unsubscribe() {
+    if (!this.#active) return Promise.resolve();
+    return dropSubscription(this.#client, this);
+  }
+
+  static {
+    endSubscription = (s) => {
+      s.#active = false;
+    };
+  }
 }
 
-/** matches reports whether topic matches a subscription pattern. */
+
+/** matches reports whether topic matches a subscription pattern, where "*"
+ * stands for one word and a final ">" for one or more. */
 export function matches(pattern, topic) {
-  const p = pattern.split("."), t = topic.split(".");
+  const p = pattern.split("."),
+    t = topic.split(".");
   for (let i = 0; i < p.length; i++) {
     if (p[i] === ">") return t.length > i;
     if (i >= t.length || (p[i] !== "*" && p[i] !== t[i])) return false;
   }
   return p.length === t.length;
+}
+
+// ---- encoding ----
+
+function checkRequest(r) {
+  if (r === null || typeof r !== "object" || typeof r.method !== "string" || r.method === "") {
+    return new TypeError("want a method name");
+  }
+  const p = r.params;
+  if (p !== undefined && (p === null || typeof p !== "object")) {
+    return new TypeError(`${r.method}: params must be an array, an object or undefined, not ${p === null ? "null" : typeof p}`);
+  }
+  return undefined;
+}
+
+// encode is JSON.stringify that writes BigInt values as JSON numbers.
+function encode(v) {
+  try {
+    return JSON.stringify(v);
+  } catch (err) {
+    if (!(err instanceof TypeError) || !/BigInt/i.test(err.message)) throw err;
+  }
+  if (typeof JSON.rawJSON === "function") {
+    return JSON.stringify(v, (_k, x) => (typeof x === "bigint" ? JSON.rawJSON(x.toString()) : x));
+  }
+  const mark = "\u0000bigint:";
+  return JSON.stringify(v, (_k, x) => (typeof x === "bigint" ? mark + x.toString() : x)).replace(/"\\u0000bigint:(-?\d+)"/g, "$1");
+}
+
+function encodeId(id) {
+  return id !== null && typeof id === "object" ? id.raw : encode(id);
+}
+
+// response encodes a response to a request with id ({raw} for a number id
+// kept as it was written). A result or error data that JSON cannot carry
+// (a cycle, a function) becomes an internal error.
+function response(id, body) {
+  let rest;
+  try {
+    rest = "error" in body ? `"error":${encode(body.error)}` : `"result":${encode(body.result)}`;
+  } catch (err) {
+    rest = `"error":${encode({ code: ErrorCode.InternalError, message: `Internal error: the answer cannot be sent as JSON: ${err.message}` })}`;
+  }
+  return `{"jsonrpc":"2.0",${rest},"id":${encodeId(id)}}`;
+}
+
+function wireError(err, aborted) {
+  if (err instanceof RPCError && Number.isInteger(err.code)) {
+    const e = { code: err.code, message: String(err.message) };
+    if (err.data !== undefined) e.data = err.data;
+    return e;
+  }
+  if (aborted) return { code: ErrorCode.Cancelled, message: "Request cancelled" };
+  return { code: ErrorCode.Application, message: String(err?.message ?? err) };
+}
+
+// runKey identifies a request being served, for rpc.cancel.
+function runKey(id) {
+  return typeof id === "number" || typeof id === "bigint" ? "n" + id : JSON.stringify(id);
+}
+
+function bigReviver(_key, value, context) {
+  if (typeof value === "number" && !Number.isSafeInteger(value) && /^-?\d+$/.test(context?.source ?? "")) {
+    return BigInt(context.source);
+  }
+  return value;
+}
+
+// numberIdSources returns the source text of the number "id" member of
+// the message (batch false) or of each element of the batch, by index.
+function numberIdSources(text, batch) {
+  const out = [];
+  const level = batch ? 2 : 1;
+  let depth = 0;
+  let index = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "{" || c === "[") {
+      depth++;
+      if (depth === level && c === "{") index++;
+    } else if (c === "}" || c === "]") {
+      depth--;
+    } else if (c === '"') {
+      const start = i;
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
+      if (depth !== level || text.slice(start, i + 1) !== '"id"') continue;
+      const m = /^\s*:\s*(-?[0-9][0-9.eE+-]*)/.exec(text.slice(i + 1, i + 1024));
+      if (m) out[batch ? index : 0] = m[1];
+    }
+  }
+  return out;
+}
+
+function base64url(s) {
+  let bin = "";
+  for (const b of new TextEncoder().encode(s)) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function describeClose(code, reason) {
+  const names = {
+    1000: "closed normally",
+    1001: "the hub is going away",
+    1006: "closed abnormally",
+    1008: "policy violation",
+    1009: "message too big",
+    1011: "the hub had an internal error",
+  };
+  const what = reason || names[code] || "closed";
+  return code ? `${what} (${code})` : what;
 }

@@ -1,6 +1,7 @@
-// Package web holds the browser side of Switchboard: switchboard.js, a
-// dependency-free ES module client, and a playground page (index.html)
-// that uses it. The hub command serves them at "/".
+// Package web holds the browser side of Switchboard: switchboard.js, the
+// JSON-RPC client module (an npm package, @switchboard-rpc/client, with its
+// types in switchboard.d.ts), and the playground page that uses it. The
+// hub command serves them at "/".
 package web
 
 import (
@@ -8,10 +9,32 @@ import (
 	"net/http"
 )
 
-//go:embed index.html switchboard.js
+//go:embed index.html playground.css playground.js favicon.svg switchboard.js switchboard.d.ts
 var files embed.FS
 
-// Handler serves the files, index.html at "/".
+// csp keeps the playground to its own files. It may connect anywhere: a
+// ?hub= parameter points it at another hub.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self' ws: wss: http: https:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Handler serves the files, the playground at "/". switchboard.js and its
+// types may be imported by pages of any origin (Access-Control-Allow-Origin:
+// *); whether such a page may then connect is the hub's origin check.
 func Handler() http.Handler {
-	return http.FileServerFS(files)
+	fs := http.FileServerFS(files)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-cache")
+		switch r.URL.Path {
+		case "/switchboard.js":
+			h.Set("Access-Control-Allow-Origin", "*")
+		case "/switchboard.d.ts":
+			h.Set("Access-Control-Allow-Origin", "*")
+			h.Set("Content-Type", "application/typescript; charset=utf-8")
+		case "/":
+			h.Set("Content-Security-Policy", csp)
+		}
+		fs.ServeHTTP(w, r)
+	})
 }

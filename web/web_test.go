@@ -24,22 +24,41 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestHandler(t *testing.T) {
 	ts := httptest.NewServer(web.Handler())
 	defer ts.Close()
-	for path, want := range map[string]string{"/": "<title>Switchboard playground</title>", "/switchboard.js": "export class RPCError"} {
-		resp, err := http.Get(ts.URL + path)
+	for _, tt := range []struct {
+		path, body, contentType string
+		header                  map[string]string
+	}{
+		{"/", "<title>Switchboard playground</title>", "text/html", map[string]string{"Content-Security-Policy": "default-src 'self'"}},
+		{"/playground.js", `from "./switchboard.js"`, "text/javascript", nil},
+		{"/playground.css", "--accent", "text/css", nil},
+		{"/favicon.svg", "<svg", "image/svg+xml", nil},
+		// Pages of other origins may import the client.
+		{"/switchboard.js", "export class Client", "text/javascript", map[string]string{"Access-Control-Allow-Origin": "*"}},
+		{"/switchboard.d.ts", "export declare class Client", "application/typescript", map[string]string{"Access-Control-Allow-Origin": "*"}},
+	} {
+		resp, err := http.Get(ts.URL + tt.path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
-			t.Errorf("GET %s: %d, body lacks %q", path, resp.StatusCode, want)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), tt.body) {
+			t.Errorf("GET %s: %d, body lacks %q", tt.path, resp.StatusCode, tt.body)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, tt.contentType) {
+			t.Errorf("GET %s: Content-Type %q, want %s", tt.path, ct, tt.contentType)
+		}
+		for k, v := range tt.header {
+			if got := resp.Header.Get(k); !strings.Contains(got, v) {
+				t.Errorf("GET %s: %s %q, want %q", tt.path, k, got, v)
+			}
 		}
 	}
 }
 
 // TestSwitchboardJS runs testdata/smoke.mjs with node, when node is
-// installed, against a demo hub: calls, errors, topics, calls from the
-// hub, progress and cancellation through switchboard.js.
+// installed, against a demo hub: calls, batches, errors, topics, calls
+// from the hub, progress, cancellation and timeouts through switchboard.js.
 func TestSwitchboardJS(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -61,8 +80,10 @@ func TestSwitchboardJS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	args := []string{"testdata/smoke.mjs", "ws" + strings.TrimPrefix(ts.URL, "http") + "/rpc"}
-	// Node 21 and older need a flag for the WebSocket global.
-	if exec.CommandContext(ctx, node, "-e", "process.exit(typeof WebSocket === 'undefined' ? 1 : 0)").Run() != nil {
+	// Without the ws package (npm ci), Node 21 and older need a flag for
+	// the WebSocket global.
+	_, err = os.Stat("node_modules/ws")
+	if err != nil && exec.CommandContext(ctx, node, "-e", "process.exit(typeof WebSocket === 'undefined' ? 1 : 0)").Run() != nil {
 		args = append([]string{"--experimental-websocket"}, args...)
 	}
 	out, err := exec.CommandContext(ctx, node, args...).CombinedOutput()
@@ -70,7 +91,7 @@ func TestSwitchboardJS(t *testing.T) {
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "done") {
 		t.Fatalf("smoke.mjs: %v", err)
 	}
-	// The aborted call reached the hub as rpc.cancel. (Shutdown first:
+	// The aborted and the timed-out calls reached the hub as rpc.cancel. (Shutdown first:
 	// it waits until every connection's handlers have returned.)
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -81,7 +102,7 @@ func TestSwitchboardJS(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	metrics, _ := io.ReadAll(resp.Body)
-	if want := `switchboard_calls_total{method="sleep",outcome="cancelled"} 1`; !strings.Contains(string(metrics), want) {
+	if want := `switchboard_calls_total{method="sleep",outcome="cancelled"} 2`; !strings.Contains(string(metrics), want) {
 		t.Fatalf("metrics lack %s", want)
 	}
 }

@@ -1,5 +1,6 @@
 // Command hub runs a Switchboard hub: JSON-RPC 2.0 over WebSocket and HTTP
-// POST on /rpc, the playground page on /, /healthz and /metrics.
+// POST on /rpc and /, the playground page for a plain GET of /, /healthz
+// and /metrics.
 //
 //	hub -addr 127.0.0.1:8080 -demo
 //
@@ -114,6 +115,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		MaxInFlight:    c.maxInFlight,
 		MaxQueue:       c.maxQueue,
 		Compression:    c.compression,
+		Root:           web.Handler(), // the playground, for plain GETs of /
 		Logger:         log,
 	}
 	opts.HandshakeTimeout = c.listen.handshakeTimeout
@@ -138,7 +140,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	metrics.Watch(srv)
 
 	routes := http.NewServeMux()
-	routes.Handle("/", web.Handler())
+	routes.Handle("/", srv)
 	routes.Handle("/rpc", srv)
 	routes.Handle("/healthz", srv)
 	routes.Handle("/metrics", metrics)

@@ -83,11 +83,12 @@ func TestDemoHub(t *testing.T) {
 	if resp, body := httpDo(t, "GET", url+"/healthz", "", ""); resp.StatusCode != 200 || body != "ok\n" {
 		t.Fatalf("healthz: %d %q", resp.StatusCode, body)
 	}
-	if resp, body := httpDo(t, "GET", url+"/", "", ""); resp.StatusCode != 200 || !strings.Contains(body, "switchboard.js") {
+	if resp, body := httpDo(t, "GET", url+"/", "", ""); resp.StatusCode != 200 || !strings.Contains(body, "<title>Switchboard playground</title>") {
 		t.Fatalf("/: %d %.100q", resp.StatusCode, body)
 	}
 	if resp, body := httpDo(t, "GET", url+"/switchboard.js", "", ""); resp.StatusCode != 200 ||
-		!strings.Contains(resp.Header.Get("Content-Type"), "javascript") || !strings.Contains(body, "export class Client") {
+		!strings.Contains(resp.Header.Get("Content-Type"), "javascript") || !strings.Contains(body, "export class Client") ||
+		resp.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Fatalf("/switchboard.js: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	if resp, body := httpDo(t, "GET", url+"/metrics", "", ""); resp.StatusCode != 200 || !strings.Contains(body, "switchboard_connections") {
@@ -95,6 +96,10 @@ func TestDemoHub(t *testing.T) {
 	}
 	if resp, body := httpDo(t, "POST", url+"/rpc", "application/json", `{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`); resp.StatusCode != 200 || body != `{"jsonrpc":"2.0","id":1,"result":19}` {
 		t.Fatalf("POST subtract: %d %s", resp.StatusCode, body)
+	}
+	// The root is JSON-RPC too, but for a plain GET.
+	if resp, body := httpDo(t, "POST", url+"/", "application/json", `{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`); resp.StatusCode != 200 || body != `{"jsonrpc":"2.0","id":1,"result":19}` {
+		t.Fatalf("POST / subtract: %d %s", resp.StatusCode, body)
 	}
 	// -max-message applies.
 	if resp, _ := httpDo(t, "POST", url+"/rpc", "application/json", `{"jsonrpc":"2.0","method":"echo","params":["`+strings.Repeat("x", 3000)+`"]}`); resp.StatusCode != 413 {

@@ -1,0 +1,164 @@
+package browser_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+)
+
+// openPlayground starts a demo hub and opens its playground at width x
+// height, once it is connected and knows the hub's methods.
+func openPlayground(t *testing.T, width, height int64) (*tab, *hubproc.Hub) {
+	t.Helper()
+	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo"}})
+	tb := newTab(t)
+	tb.do(
+		chromedp.EmulateViewport(width, height),
+		chromedp.Navigate(h.URL()+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="open"]`)),
+		chromedp.WaitReady(chromedp.CSS(`#methods option[value="subtract"]`)),
+	)
+	return tb, h
+}
+
+// typeInto replaces the value of the field sel with text, typed key by key.
+func typeInto(sel, text string) chromedp.Action[chromedp.Void] {
+	clear := chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).value = ""`, sel))
+	if text == "" {
+		return clear
+	}
+	return chromedp.Steps(clear, chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+func TestPlayground(t *testing.T) {
+	tb, h := openPlayground(t, 1280, 900)
+
+	// Pick a method: its signature shows and the params are templated.
+	tb.do(typeInto("#method", "subtract"))
+	tb.waitText("#method-info", "subtract(minuend: number, subtrahend: number) → number")
+	if got := eval[string](tb, `document.querySelector("#params").value`); got != `{"minuend":0,"subtrahend":0}` {
+		t.Errorf("params template: %s", got)
+	}
+	// Enter in the params box sends the call; the reply shows.
+	tb.do(typeInto("#params", "[42, 23]"), chromedp.KeyEvent("\r"))
+	tb.waitText("#calls .entry:first-child .badge", "result")
+	if got := tb.text("#calls .entry:first-child pre.result"); got != "19" {
+		t.Errorf("subtract's result shows %q", got)
+	}
+	tb.waitText("#frames .frame.send .summary", "subtract #")
+	tb.waitText("#frames .frame.receive .kind", "result")
+
+	// Malformed params are caught before sending, with a pointer to Raw.
+	tb.do(typeInto("#params", "[42,"), chromedp.Click(chromedp.CSS("#call")))
+	tb.waitText("#params-error", "Raw JSON")
+
+	// A slow call can be cancelled from its entry.
+	tb.do(typeInto("#method", "sleep"), typeInto("#params", `{"ms": 60000}`), chromedp.Click(chromedp.CSS("#call")))
+	tb.waitText("#calls .entry:first-child .progress-text", `progress: {"slept"`)
+	tb.do(chromedp.Click(chromedp.CSS("#calls .entry:first-child button.danger")))
+	tb.waitText("#calls .entry:first-child .badge", "cancelled")
+	tb.waitText("#frames .frame.send .kind", "cancel")
+
+	// A batch of two.
+	tb.do(
+		typeInto("#method", "add"), typeInto("#params", "[1, 2]"), chromedp.Click(chromedp.CSS("#add-batch")),
+		typeInto("#method", "get_data"), typeInto("#params", ""), chromedp.Click(chromedp.CSS("#add-batch")),
+		chromedp.Click(chromedp.CSS("#send-batch")),
+	)
+	tb.waitText("#calls .entry:first-child .badge", "2/2 ok")
+	tb.waitText("#frames .frame.receive .kind", "batch of 2")
+
+	// Subscribe, and see events published by another peer and by the page.
+	tb.do(typeInto("#pattern", "chat.*"), chromedp.Click(chromedp.CSS("#subscribe-form button")))
+	tb.do(chromedp.WaitVisible(chromedp.CSS("#subs .chip:not(.pending)")))
+	publish(t, h.URL(), "chat.room1", `{"text":"hello from Go"}`)
+	tb.waitText("#events .entry", "hello from Go")
+	tb.do(chromedp.Click(chromedp.CSS("#publish-form button")))
+	tb.waitText("#publish-result", "reached 1 peer")
+	tb.waitText("#events .entry:first-child", `"text": "hello"`)
+
+	// The hub calls the page back; the page's user answers.
+	tb.do(chromedp.Click(chromedp.CSS(`[data-try*="confirm"]`)))
+	tb.waitText("#incoming .entry:first-child .badge", "waiting for you")
+	tb.do(
+		chromedp.SetValue(chromedp.CSS("#incoming .entry:first-child textarea"), `"yes, ship it"`),
+		chromedp.Click(chromedp.CSS("#incoming .entry:first-child button.primary")),
+	)
+	tb.waitText("#incoming .entry:first-child .badge", "you answered")
+	tb.waitText("#calls .entry:first-child pre.result", `"yes, ship it"`)
+
+	// Raw JSON: a specification example that is not even JSON.
+	tb.do(
+		chromedp.Click(chromedp.CSS("#tab-raw")),
+		chromedp.Click(chromedp.Search(`//button[text()="invalid JSON"]`)),
+		chromedp.Click(chromedp.CSS("#pane-raw button.primary")),
+	)
+	tb.waitText("#raw-reply", "-32700")
+	tb.waitText("#frames .frame.send .kind", "not JSON")
+
+	// The frames so far, for the screenshots: the method tab, the top.
+	tb.do(colorScheme("light"), chromedp.Click(chromedp.CSS("#tab-method")), typeInto("#method", "add"), typeInto("#params", "[1, 2]"))
+	eval[bool](tb, `(scrollTo(0, 0), true)`)
+	tb.screenshot("playground-desktop.png")
+	darkScreenshot(t, tb)
+
+	// At phone width nothing is wider than the screen.
+	tb.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	if w := eval[int](tb, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("at 390 px the page is %d px wide", w)
+	}
+	eval[bool](tb, `(scrollTo(0, 0), true)`)
+	tb.screenshot("playground-phone.png")
+}
+
+// darkScreenshot saves the page in the dark color scheme.
+func darkScreenshot(t *testing.T, tb *tab) {
+	t.Helper()
+	if os.Getenv("SWITCHBOARD_SCREENSHOTS") == "" {
+		return
+	}
+	tb.do(colorScheme("dark"))
+	tb.screenshot("playground-dark.png")
+	tb.do(colorScheme("light"))
+}
+
+// colorScheme emulates prefers-color-scheme, and reduced motion, so that
+// a screenshot does not catch the colors in a transition.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{
+				{Name: "prefers-color-scheme", Value: scheme},
+				{Name: "prefers-reduced-motion", Value: "reduce"},
+			},
+		})
+		return err
+	})
+}
+
+// Without a token, the page says the hub needs one and asks for it.
+func TestPlaygroundNeedsToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo", "-token-file", file}})
+	tb := newTab(t)
+	tb.do(
+		chromedp.Navigate(h.URL()+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#banner")),
+		chromedp.WaitVisible(chromedp.CSS("#token-form")),
+	)
+	tb.waitText("#banner-text", "HTTP 401 Unauthorized (the hub needs a token)")
+	if state := eval[string](tb, `document.querySelector("#conn").dataset.state`); !strings.Contains("disconnected connecting", state) {
+		t.Errorf("state %q", state)
+	}
+}

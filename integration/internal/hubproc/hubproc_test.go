@@ -1,0 +1,66 @@
+package hubproc_test
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	hubproc.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func add(t *testing.T, h *hubproc.Hub) string {
+	t.Helper()
+	resp, err := http.Post(h.URL()+"/rpc", "application/json", strings.NewReader(`{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func TestStartStopRestart(t *testing.T) {
+	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo"}})
+	if got := add(t, h); got != `{"jsonrpc":"2.0","id":1,"result":3}` {
+		t.Fatalf("add: %s", got)
+	}
+	addr := h.Addr()
+	if err := h.Stop(); err != nil {
+		t.Fatalf("Stop: %v (a hub stopped with SIGTERM exits 0)", err)
+	}
+	if h.Running() {
+		t.Fatal("running after Stop")
+	}
+	h.Restart()
+	if h.Addr() != addr || !h.Running() {
+		t.Fatalf("restarted on %s (running %v), want %s", h.Addr(), h.Running(), addr)
+	}
+	if got := add(t, h); !strings.Contains(got, `"result":3`) {
+		t.Fatalf("add after restart: %s", got)
+	}
+	if n := strings.Count(h.Log(), "hub listening"); n != 2 {
+		t.Fatalf("log shows %d starts, want 2:\n%s", n, h.Log())
+	}
+	h.Kill()
+	if h.Running() {
+		t.Fatal("running after Kill")
+	}
+	if _, err := http.Get(h.URL() + "/healthz"); err == nil {
+		t.Fatal("a killed hub still answers")
+	}
+}

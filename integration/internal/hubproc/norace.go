@@ -1,0 +1,5 @@
+//go:build !race
+
+package hubproc
+
+const raceEnabled = false

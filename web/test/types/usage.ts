@@ -1,0 +1,51 @@
+// Compiled by types.test.js with tsc --noEmit: the declarations accept what
+// the client accepts, and reject what a typed API forbids.
+import { Client, connect, RPCError, type Method, type StateEvent } from "../../switchboard.js";
+
+interface API {
+  add: Method<[a: number, b: number] | { a: number; b: number }, number>;
+  sleep: Method<{ ms: number }, { slept: number }>;
+  get_data: Method<[] | undefined, unknown[]>;
+}
+
+async function typed() {
+  const rpc = await connect<API>("ws://127.0.0.1:8080/rpc");
+  const n: number = await rpc.call("add", [1, 2]);
+  const s: { slept: number } = await rpc.call("sleep", { ms: 5 }, { timeout: 100 });
+  await rpc.call("get_data");
+  await rpc.call("rpc.ping");
+  const { delivered } = await rpc.call("rpc.publish", { topic: "t", data: 1 });
+  // @ts-expect-error: a string is not a number
+  await rpc.call("add", ["1", 2]);
+  // @ts-expect-error: sleep needs its params
+  await rpc.call("sleep");
+  // @ts-expect-error: no such method
+  await rpc.call("nope");
+  // @ts-expect-error: the result is a number
+  const wrong: string = await rpc.call("add", { a: 1, b: 2 });
+  const out = await rpc.batch([{ method: "add", params: [1, 2] }, { method: "sleep", params: { ms: 1 }, notification: true }]);
+  if (out[0].status === "rejected") console.log(out[0].reason.code);
+  return [n, s, delivered, wrong];
+}
+
+async function untyped() {
+  const rpc = new Client("ws://127.0.0.1:8080/rpc", { token: () => "t", failFast: true, bigNumbers: true });
+  rpc.addEventListener("state", (e: StateEvent) => console.log(e.state, e.code, e.reason));
+  rpc.addEventListener("error", (e) => e.preventDefault());
+  const anything = await rpc.call("whatever", { x: 1 });
+  await rpc.notify("update", [1, 2, 3]);
+  const sub = await rpc.subscribe<{ text: string }>("chat.*", (ev) => console.log(ev.topic, ev.data.text));
+  await sub.unsubscribe();
+  const off = rpc.register("greet", async (p: { name: string }, { signal, progress }) => {
+    progress(1);
+    if (signal.aborted) throw new RPCError(4001, "no", { why: "aborted" });
+    return "hello " + p.name;
+  });
+  off();
+  // @ts-expect-error: params are an array or an object
+  await rpc.call("whatever", 5);
+  rpc.close();
+  return anything;
+}
+
+export { typed, untyped };
