@@ -1,0 +1,166 @@
+// Package faults_test puts a real hub process under faults and hostile
+// input, as a client on the open internet could: floods, clients that
+// vanish or stop reading, connections that never finish, garbage, a
+// restart under a thousand clients, SIGTERM under load. After each, the
+// hub must serve new clients, and its goroutines and memory must come back
+// to where they were.
+package faults_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	hubproc.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "faults: leaked goroutines:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// startHub starts a demo hub whose collector runs often (GOGC=20), so
+// that its heap in use follows what it holds and a leak shows.
+func startHub(t *testing.T, args ...string) *hubproc.Hub {
+	t.Helper()
+	return hubproc.Start(t, &hubproc.Options{
+		Args: append([]string{"-demo", "-log-level", "warn"}, args...),
+		Env:  []string{"GOGC=20"},
+	})
+}
+
+// metrics reads the hub's unlabelled metrics.
+func metrics(t *testing.T, h *hubproc.Hub) map[string]float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL()+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			m[name] = v
+		}
+	}
+	return m
+}
+
+// baseline is what an idle hub holds.
+type baseline struct {
+	goroutines, heap float64
+}
+
+// idle waits until the hub has no connections, then takes its baseline.
+func idle(t *testing.T, h *hubproc.Hub) baseline {
+	t.Helper()
+	m := waitMetrics(t, h, "no connections", func(m map[string]float64) bool {
+		return m["switchboard_connections"] == 0
+	})
+	return baseline{goroutines: m["go_goroutines"], heap: m["go_memstats_heap_inuse_bytes"]}
+}
+
+// waitMetrics polls the hub's metrics until ok accepts them, for up to
+// 30 s, and returns them.
+func waitMetrics(t *testing.T, h *hubproc.Hub, what string, ok func(map[string]float64) bool) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := metrics(t, h)
+		if ok(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hub metrics: still not %s after 30s: connections %v, peers %v, subscriptions %v, goroutines %v, heap %.1f MiB",
+				what, m["switchboard_connections"], m["switchboard_peers"], m["switchboard_subscriptions"],
+				m["go_goroutines"], m["go_memstats_heap_inuse_bytes"]/(1<<20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// recovered checks what must hold after every fault: the hub serves a
+// new client, and its connections, subscriptions, goroutines and heap
+// come back to the baseline (the heap within a margin: the collector runs
+// when it runs).
+func recovered(t *testing.T, h *hubproc.Hub, base baseline) {
+	t.Helper()
+	serves(t, h)
+	waitMetrics(t, h, "back to the baseline", func(m map[string]float64) bool {
+		serves(t, h) // allocates a little, so the collector gets its turn
+		return m["switchboard_connections"] == 0 && m["switchboard_subscriptions"] == 0 &&
+			m["go_goroutines"] <= base.goroutines+2 &&
+			m["go_memstats_heap_inuse_bytes"] <= base.heap*1.5+4<<20
+	})
+}
+
+// serves checks that a new WebSocket client gets an answer.
+func serves(t *testing.T, h *hubproc.Hub) {
+	t.Helper()
+	c := dial(t, h)
+	defer c.CloseNow()
+	if got := roundTrip(t, c, `{"jsonrpc":"2.0","method":"echo","params":["still here"],"id":1}`); got != `{"jsonrpc":"2.0","id":1,"result":["still here"]}` {
+		t.Fatalf("a new client got %s", got)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+}
+
+func dial(t *testing.T, h *hubproc.Hub) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, h.WebSocketURL(), nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	c.SetReadLimit(-1)
+	return c
+}
+
+func roundTrip(t *testing.T, c *websocket.Conn, req string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(b)
+}
+
+// response is the part of a reply the tests look at.
+type response struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code int `json:"code"`
+	} `json:"error"`
+}
