@@ -254,7 +254,7 @@ func TestHalfOpenPeers(t *testing.T) {
 // Connections that send their request headers a byte at a time are cut
 // off by the header timeout, while other clients are served meanwhile.
 func TestSlowloris(t *testing.T) {
-	h := startHub(t, "-read-header-timeout", "1s")
+	h := startHub(t, "-header-timeout", "1s")
 	base := idle(t, h)
 	const n = 50
 	closed := make(chan error, n)
