@@ -47,7 +47,7 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 
 // listen listens on addr with the connection limits, and TLS when a
 // certificate is given.
-func (c *listenConfig) listen(addr string, log *zap.Logger) (net.Listener, error) {
+func (c *listenConfig) listen(addr string, log *zap.Logger) (*server.Listener, error) {
 	cfg, err := c.tlsConfig()
 	if err != nil {
 		return nil, err

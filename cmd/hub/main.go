@@ -158,6 +158,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	if err != nil {
 		return err
 	}
+	metrics.WatchListener(ln)
 	stopMetrics, err := c.listen.serveMetrics(routes, log)
 	if err != nil {
 		ln.Close()
