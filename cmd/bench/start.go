@@ -35,7 +35,8 @@ func startServers(ctx context.Context, hubBinary string, withFloor bool) (*serve
 	if err != nil {
 		return nil, err
 	}
-	argvs := [][]string{{hubBinary, "-addr", hubAddr, "-demo", "-log-level", "warn"}}
+	// No connection limits: every connection comes from 127.0.0.1.
+	argvs := [][]string{{hubBinary, "-addr", hubAddr, "-demo", "-log-level", "warn", "-max-conns", "0", "-max-conns-per-addr", "0"}}
 	urls := []string{"http://" + hubAddr + "/healthz"}
 	if withFloor {
 		argvs = append(argvs, []string{self, "floor", "-addr", floorAddr})
