@@ -162,3 +162,44 @@ func TestPlaygroundNeedsToken(t *testing.T) {
 		t.Errorf("state %q", state)
 	}
 }
+
+// The browser cannot set an Authorization header: the client sends the
+// token as a WebSocket subprotocol. A page with the right token gets in,
+// one with a wrong token is refused, and the playground connects once the
+// token is typed into its form.
+func TestTokenAsSubprotocol(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tb, h := openClientPage(t, "-token-file", file)
+	got := eval[struct {
+		Sum      float64
+		Protocol string
+		Wrong    string
+	}](tb, `(async () => {
+  const out = {};
+  const rpc = await sb.connect(hub, { token: "s3cret" });
+  out.sum = await rpc.call("add", [20, 22]);
+  rpc.close();
+  const wrong = sb.connect(hub, { token: "guess" });
+  try { await wrong; out.wrong = "connected"; } catch (e) { out.wrong = String(e.message); }
+  return out;
+})()`)
+	if got.Sum != 42 {
+		t.Errorf("with the token: add gave %v", got.Sum)
+	}
+	// From another origin the client cannot learn why (its probe is a
+	// cross-origin POST); that the connection is refused is what counts.
+	if !strings.HasPrefix(got.Wrong, "cannot connect") {
+		t.Errorf("with a wrong token: %q, want the connection refused", got.Wrong)
+	}
+
+	pg := newTab(t)
+	pg.do(
+		chromedp.Navigate(h.URL()+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#token-form")),
+		chromedp.SendKeys(chromedp.CSS("#token"), "s3cret\n"),
+	)
+	pg.waitText("#conn-text", "connected")
+}
