@@ -36,7 +36,7 @@ func TestScenarios(t *testing.T) {
 	floorTS := httptest.NewServer(newFloor())
 	defer floorTS.Close()
 
-	l := &load{duration: 100 * time.Millisecond, window: 8, conns: 4, batch: 10, subscribers: 20, events: 5, idle: 20, dialers: 4}
+	l := &load{duration: 100 * time.Millisecond, window: 8, conns: 4, batch: 10, subscribers: 20, events: 5, idle: 20, dialers: 4, neighborConns: 2, neighborWindow: 8}
 	hubURL := "ws" + strings.TrimPrefix(hubTS.URL, "http") + "/rpc"
 	floorURL := "ws" + strings.TrimPrefix(floorTS.URL, "http") + "/"
 	var results []result

@@ -25,7 +25,7 @@ import (
 type scenario struct {
 	name, unit    string
 	lowerIsBetter bool    // idle: bytes per connection
-	target        float64 // the ratio to the floor to reach (at most, when lowerIsBetter)
+	target        float64 // the ratio to the floor to reach (at most, when lowerIsBetter); 0: none
 	run           func(ctx context.Context, l *load, url string) (figure, error)
 	// baseline, if set, is measured against the hub in place of the
 	// floor: the client scenario compares the Go client with this
@@ -50,6 +50,8 @@ type load struct {
 	events      int           // events published, fanout
 	idle        int           // idle connections
 	dialers     int           // connections opened at once
+
+	neighborConns, neighborWindow int // the heavy neighbor, neighbor
 }
 
 var scenarios = []*scenario{
@@ -60,6 +62,7 @@ var scenarios = []*scenario{
 	{name: "batch", unit: "requests/s", target: 0.5, run: batchScenario},
 	{name: "fanout", unit: "deliveries/s", target: 1.0, run: fanoutScenario},
 	{name: "client", unit: "calls/s", target: 0.8, run: clientScenario, baseline: seqScenario},
+	{name: "neighbor", unit: "calls/s", run: neighborScenario, baseline: seqScenario},
 }
 
 func dial(ctx context.Context, u string) (*conn, error) {
@@ -236,15 +239,26 @@ func connsScenario(ctx context.Context, l *load, u string) (figure, error) {
 	return rate(len(all), elapsed, all), nil
 }
 
-// pipeScenario keeps l.window calls in flight on one connection: a slot
-// is taken before each call is sent and given back when a reply arrives.
+// pipeScenario keeps l.window calls in flight on one connection.
 func pipeScenario(ctx context.Context, l *load, u string) (figure, error) {
 	c, err := dial(ctx, u)
 	if err != nil {
 		return figure{}, err
 	}
 	defer c.close()
-	slots := make(chan struct{}, l.window)
+	start := time.Now()
+	n, err := pipeline(ctx, c, l.window, start.Add(l.duration))
+	if err != nil {
+		return figure{}, err
+	}
+	return rate(n, time.Since(start), nil), nil
+}
+
+// pipeline keeps window calls in flight on c until the deadline, then
+// waits for the replies still due, and returns how many came. A slot is
+// taken before each call is sent and given back when a reply arrives.
+func pipeline(ctx context.Context, c *conn, window int, deadline time.Time) (int, error) {
+	slots := make(chan struct{}, window)
 	var replies atomic.Int64
 	readErr := make(chan error, 1)
 	go func() {
@@ -261,28 +275,64 @@ func pipeScenario(ctx context.Context, l *load, u string) (figure, error) {
 	for i := range frames {
 		frames[i] = callFrame(i + 1)
 	}
-	start := time.Now()
-	deadline := start.Add(l.duration)
 	for i := 0; time.Now().Before(deadline); i++ {
 		select {
 		case slots <- struct{}{}:
 		case err := <-readErr:
-			return figure{}, err
+			return 0, err
 		}
 		if err := c.ws.Write(ctx, websocket.MessageText, frames[i%len(frames)]); err != nil {
-			return figure{}, err
+			return 0, err
 		}
 	}
-	for range l.window { // wait for the calls still in flight
+	for range window { // wait for the calls still in flight
 		select {
 		case slots <- struct{}{}:
 		case err := <-readErr:
-			return figure{}, err
+			return 0, err
 		case <-time.After(10 * time.Second):
-			return figure{}, fmt.Errorf("replies stopped coming: %d in flight", len(slots))
+			return 0, fmt.Errorf("replies stopped coming: %d in flight", len(slots))
 		}
 	}
-	return rate(int(replies.Load()), time.Since(start), nil), nil
+	return int(replies.Load()), nil
+}
+
+// neighborScenario is seq while a heavy neighbor, on connections of its
+// own, keeps l.neighborConns × l.neighborWindow calls in flight: does one
+// client slow everyone? Its baseline is seq alone, against the same hub.
+func neighborScenario(ctx context.Context, l *load, u string) (figure, error) {
+	heavy, err := dialMany(ctx, l, u, l.neighborConns, nil)
+	if err != nil {
+		return figure{}, err
+	}
+	defer closeAll(heavy)
+	light, err := dial(ctx, u)
+	if err != nil {
+		return figure{}, err
+	}
+	defer light.close()
+	stop := time.Now().Add(l.duration + l.duration/5) // outlasts the light client
+	var wg sync.WaitGroup
+	errs := make([]error, len(heavy))
+	for i, c := range heavy {
+		wg.Go(func() { _, errs[i] = pipeline(ctx, c, l.neighborWindow, stop) })
+	}
+	if _, err := calls(light, time.Now().Add(l.duration/10), nil); err != nil { // warm up
+		return figure{}, err
+	}
+	start := time.Now()
+	lat, err := calls(light, start.Add(l.duration), make([]time.Duration, 0, 1<<16))
+	fig := rate(len(lat), time.Since(start), lat)
+	wg.Wait()
+	if err != nil {
+		return figure{}, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return figure{}, fmt.Errorf("neighbor: %w", err)
+		}
+	}
+	return fig, nil
 }
 
 func batchScenario(ctx context.Context, l *load, u string) (figure, error) {

@@ -19,8 +19,10 @@
 // ratio: seq (sequential calls on one connection), pipe (64 calls in
 // flight on one connection), conns (100 connections calling), batch
 // (batches of 100 requests), fanout (events to 10,000 subscribers), idle
-// (memory per idle connection) and client (the Go client's sequential
-// calls, against this program's raw ones to the same hub). It prints a table, and one JSON
+// (memory per idle connection), client (the Go client's sequential calls,
+// against this program's raw ones to the same hub) and neighbor
+// (sequential calls beside a client with 1,600 calls in flight, against
+// the same calls alone). It prints a table, and one JSON
 // object per result with -json.
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and

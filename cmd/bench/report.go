@@ -106,16 +106,17 @@ ratios, so that the machine's drift between runs cancels out.
 | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
 `, m.Reps, m.Date, m.CPU, m.CPUs, m.OS, m.Go, m.Command, chart)
 	for _, r := range results {
-		cmp, verdict := "≥", "missed"
-		if r.LowerIsBetter {
-			cmp = "≤"
-		}
-		if r.met() {
+		verdict := "missed"
+		switch {
+		case r.Target == 0:
+			verdict = ""
+		case r.met():
 			verdict = "met"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %s %.1f | %s | %s | %s | %s | %s |\n",
+		target := strings.NewReplacer(">=", "≥", "<=", "≤").Replace(r.targetText())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.Ratio,
-			cmp, r.Target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
+			target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
 	}
 	b.WriteString(`
 The scenarios: **seq**, one connection making calls one after another;
@@ -153,13 +154,14 @@ bin/bench run ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
 }
 
 var scenarioText = map[string]string{
-	"seq":    "sequential calls, 1 connection",
-	"pipe":   "64 calls in flight, 1 connection",
-	"conns":  "100 connections calling",
-	"batch":  "batches of 100 calls",
-	"fanout": "events to 10,000 subscribers",
-	"idle":   "memory per idle connection",
-	"client": "Go client vs raw frames, sequential",
+	"seq":      "sequential calls, 1 connection",
+	"pipe":     "64 calls in flight, 1 connection",
+	"conns":    "100 connections calling",
+	"batch":    "batches of 100 calls",
+	"fanout":   "events to 10,000 subscribers",
+	"idle":     "memory per idle connection",
+	"client":   "Go client vs raw frames, sequential",
+	"neighbor": "sequential calls beside a heavy client",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's
@@ -187,7 +189,10 @@ func ratioChart(results []result) []byte {
 	for i, r := range results {
 		y := top + i*rowH
 		color := "#d9534f"
-		if r.met() {
+		switch {
+		case r.Target == 0:
+			color = "#5b7db1"
+		case r.met():
 			color = "#2e8b57"
 		}
 		label := scenarioText[r.Scenario]
@@ -197,9 +202,12 @@ func ratioChart(results []result) []byte {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>
 <rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>
 <text x="%.1f" y="%d">%.2f</text>
-<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="2" stroke-dasharray="4 2"/>
 `, left-8, y+barH-5, html.EscapeString(label), left, y, x(r.Ratio)-left, barH, color,
-			x(r.Ratio)+4, y+barH-5, r.Ratio, x(r.Target), y-3, x(r.Target), y+barH+3)
+			x(r.Ratio)+4, y+barH-5, r.Ratio)
+		if r.Target != 0 {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="2" stroke-dasharray="4 2"/>
+`, x(r.Target), y-3, x(r.Target), y+barH+3)
+		}
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
