@@ -38,6 +38,8 @@ fuzz-short:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRespond$$' -fuzztime=$(FUZZTIME) ./peer
 	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) ./peer
+	$(GO) test -run='^$$' -fuzz='^FuzzTopic$$' -fuzztime=$(FUZZTIME) ./hub
+	$(GO) test -run='^$$' -fuzz='^FuzzMatch$$' -fuzztime=$(FUZZTIME) ./hub
 
 ## bench: the benchmarks, with allocation counts
 bench:
