@@ -23,6 +23,9 @@ func TestLimits(t *testing.T) {
 	assertJSONEqual(t, tooMany, body)
 	ws := ts.dialRaw(t, nil)
 	assertJSONEqual(t, tooMany, roundTrip(t, ws, batch3))
+	if n := ts.srv.Stats().Limited["batch"]; n != 2 {
+		t.Errorf("Stats().Limited[batch] = %d, want 2", n)
+	}
 
 	// Over MaxInFlight: the call is not refused; it waits for the running
 	// one to finish (the server reads nothing meanwhile), then runs.
