@@ -570,6 +570,7 @@ func TestPing(t *testing.T) {
 	causes := make(chan error, 10)
 	c := dial(t, "ws"+strings.TrimPrefix(srv.URL, "http"), &Options{
 		PingInterval: 50 * time.Millisecond,
+		PingTimeout:  50 * time.Millisecond,
 		MinBackoff:   10 * time.Millisecond,
 		OnState: func(s State, err error) {
 			if s == StateDisconnected {
