@@ -29,6 +29,11 @@ type Options struct {
 	// over it fails with -32004 and subscribes to nothing.
 	MaxSubscriptions int
 
+	// MaxTopicLength caps the length of a topic or pattern, in bytes.
+	// Default [DefaultMaxTopicLength]; a longer one is refused with
+	// -32602 (and with ErrInvalidTopic from Go).
+	MaxTopicLength int
+
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
 	// it has left, on the goroutine of Hub.Join and Hub.Leave (in a
 	// server, the connection's). OnJoin runs before the connection is
@@ -37,8 +42,11 @@ type Options struct {
 	OnJoin, OnLeave func(*Peer)
 }
 
-// DefaultMaxSubscriptions is the default of Options.MaxSubscriptions.
-const DefaultMaxSubscriptions = 1000
+// The defaults of the Options limits.
+const (
+	DefaultMaxSubscriptions = 1000 // patterns per peer
+	DefaultMaxTopicLength   = 256  // bytes
+)
 
 // Hub is a registry of connected peers and of their topic subscriptions.
 // It starts no goroutines: the server serves each connection and tells the
@@ -66,6 +74,7 @@ type Hub struct {
 
 	stats struct {
 		published, delivered, dropped, slow atomic.Uint64
+		overSubs, overTopicLen              atomic.Uint64
 	}
 }
 
@@ -83,6 +92,9 @@ func New(opts *Options) *Hub {
 	}
 	if h.o.MaxSubscriptions <= 0 {
 		h.o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if h.o.MaxTopicLength <= 0 {
+		h.o.MaxTopicLength = DefaultMaxTopicLength
 	}
 	h.handlers.subscribe = peer.HandlerFunc(h.serveSubscribe)
 	h.handlers.unsubscribe = peer.HandlerFunc(h.serveUnsubscribe)
@@ -135,7 +147,7 @@ func (p *Peer) Topics() []string {
 // peer.ErrClosed after the peer left.
 func (p *Peer) Subscribe(patterns ...string) error {
 	for _, t := range patterns {
-		if !validTopic(t, true) {
+		if !validTopic(t, true, p.h.o.MaxTopicLength) {
 			return fmt.Errorf("%w: %q", ErrInvalidTopic, t)
 		}
 	}
@@ -235,6 +247,9 @@ type Stats struct {
 	Delivered     uint64 // events handed to a subscriber's queue
 	Dropped       uint64 // events not delivered: the subscriber was closed or too slow
 	SlowClosed    uint64 // subscribers closed because their queue was full (1008)
+
+	OverSubscriptions uint64 // subscribes refused: over MaxSubscriptions (-32004)
+	OverTopicLength   uint64 // topic requests refused: longer than MaxTopicLength (-32602)
 }
 
 // Stats returns the hub's counters.
@@ -252,6 +267,9 @@ func (h *Hub) Stats() Stats {
 		Delivered:     h.stats.delivered.Load(),
 		Dropped:       h.stats.dropped.Load(),
 		SlowClosed:    h.stats.slow.Load(),
+
+		OverSubscriptions: h.stats.overSubs.Load(),
+		OverTopicLength:   h.stats.overTopicLen.Load(),
 	}
 }
 
@@ -265,7 +283,7 @@ func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if !validTopic(topic, false) {
+	if !validTopic(topic, false, h.o.MaxTopicLength) {
 		return 0, fmt.Errorf("%w: %q", ErrInvalidTopic, topic)
 	}
 	raw, err := json.Marshal(data)
@@ -354,6 +372,7 @@ func (h *Hub) subscribe(p *Peer, patterns []string) error {
 		}
 	}
 	if len(p.subs)+added > h.o.MaxSubscriptions {
+		h.stats.overSubs.Add(1)
 		return peer.Errorf(peer.CodeOverloaded, "Overloaded: more than %d subscriptions", h.o.MaxSubscriptions)
 	}
 	for _, t := range patterns {

@@ -306,8 +306,8 @@ func TestHostileInput(t *testing.T) {
 	}{
 		{"garbage", `{"jsonrpc":"2.0","method`, -32700},
 		{"binary junk", "\x00\xff\xfe{[", -32700},
-		{"deep nesting", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), -32700},
-		{"deep params", `{"jsonrpc":"2.0","method":"echo","params":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `,"id":1}`, -32700},
+		{"deep nesting", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), -32600},
+		{"deep params", `{"jsonrpc":"2.0","method":"echo","params":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `,"id":1}`, -32600},
 		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"\xc3\x28\"],\"id\":1}", -32700},
 		{"not a request", `{"foo":"boo"}`, -32600},
 		{"huge batch", "[" + strings.Repeat(`{"jsonrpc":"2.0","method":"echo","id":1},`, 5000) + "1]", -32600},
@@ -413,7 +413,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 				switch {
 				case err == nil:
 					answered.Add(1)
-				case errors.As(err, &e) && e.Code == peer.Code(-32005):
+				case errors.As(err, &e) && e.Code == peer.CodeShuttingDown:
 					refused.Add(1)
 				case errors.As(err, &e) && e.Code == peer.CodeCancelled:
 					cancelled.Add(1)

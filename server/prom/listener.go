@@ -17,19 +17,19 @@ type listenerCollector struct{ l *server.Listener }
 var (
 	descOpen = prometheus.NewDesc("switchboard_listener_connections",
 		"TCP connections open on the listener now, WebSockets and HTTP alike.", nil, nil)
-	descLimited = prometheus.NewDesc("switchboard_listener_refused_total",
+	descListenerRefused = prometheus.NewDesc("switchboard_listener_refused_total",
 		"Connections the listener refused with 503, by the limit they were over (max_conns, max_conns_per_addr).", []string{"limit"}, nil)
 )
 
 func (listenerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descOpen
-	ch <- descLimited
+	ch <- descListenerRefused
 }
 
 func (c listenerCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.l.Stats()
 	ch <- prometheus.MustNewConstMetric(descOpen, prometheus.GaugeValue, float64(st.Open))
 	for limit, n := range st.Refused {
-		ch <- prometheus.MustNewConstMetric(descLimited, prometheus.CounterValue, float64(n), limit)
+		ch <- prometheus.MustNewConstMetric(descListenerRefused, prometheus.CounterValue, float64(n), limit)
 	}
 }
