@@ -136,10 +136,10 @@ func TestClientCalls(t *testing.T) {
 func TestClientCancellation(t *testing.T) {
 	tb, _ := openClientPage(t)
 	got := eval[struct {
-		Aborted, TimedOut      bool
-		Progress               int
+		Aborted, TimedOut          bool
+		Progress                   int
 		AbortAnswer, TimeoutAnswer string
-		After                  float64
+		After                      float64
 	}](tb, `(async () => {
   const rec = recorder();
   const rpc = await sb.connect(hub, { trace: rec.trace });
