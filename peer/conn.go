@@ -47,9 +47,10 @@ type Conn struct {
 	life context.Context // ends when the connection closes; bounds writes
 	stop context.CancelFunc
 
-	done    chan struct{}  // closed when the reader, writer and handlers have stopped
-	closing chan struct{}  // closed when the connection starts closing
-	wg      sync.WaitGroup // every goroutine the connection starts
+	done     chan struct{}  // closed when the reader, writer and handlers have stopped
+	closing  chan struct{}  // closed when the connection starts closing
+	readDone chan struct{}  // closed when Serve's reader has stopped reading
+	wg       sync.WaitGroup // every goroutine the connection starts
 
 	// draining mirrors mu-guarded draining, for the outbox's drained hook
 	// and the reader.
@@ -95,6 +96,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 		t:        t,
 		o:        opts.withDefaults(),
 		done:     make(chan struct{}),
+		readDone: make(chan struct{}),
 		closing:  make(chan struct{}),
 		pending:  make(map[uint64]*pendingCall),
 		inflight: make(map[string]*call),
@@ -160,6 +162,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 		}
 		c.dispatch(hctx, msg)
 	}
+	close(c.readDone)
 	c.wg.Wait()
 	close(c.done)
 	c.mu.Lock()
@@ -369,14 +372,36 @@ func (c *Conn) post(b []byte) { _ = c.out.add(b) } // fails only once closed
 
 // writeFailed closes the connection after a write failed, or made no
 // progress for WriteStall.
+//
+// A write most often fails because the transport closed under it: the
+// reader has just read the other side's close frame (a hub going away,
+// say), and the transport answered it and closed. The reader then reports
+// that close, which is the true cause, the one pending calls should fail
+// with; so a served connection gives its reader up to writeFailedWait to
+// do so before blaming the write.
 func (c *Conn) writeFailed(err error) {
 	if errors.Is(err, ErrTooSlow) {
 		c.o.Logger.Warn("peer too slow: writes stalled", zap.Duration("stall", c.o.WriteStall))
 		c.teardown(err, ClosePolicy, "write stalled")
 		return
 	}
+	c.mu.Lock()
+	serving := c.serving
+	c.mu.Unlock()
+	if serving {
+		t := time.NewTimer(writeFailedWait)
+		select {
+		case <-c.readDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	c.teardown(err, CloseInternalError, "write failed")
 }
+
+// writeFailedWait bounds how long a failed write waits for the reader to
+// report why the connection ended.
+const writeFailedWait = time.Second
 
 // tooSlow closes a peer that does not read what it is sent.
 func (c *Conn) tooSlow() {
