@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -147,10 +149,11 @@ func TestSlowConsumer(t *testing.T) {
 	for err == nil {
 		_, _, err = stalled.Read(timeout(t))
 	}
-	// The close frame waited behind the stuck write; the server gives it
-	// 5s, and this subscriber reads well within that.
-	if status := websocket.CloseStatus(err); status != websocket.StatusPolicyViolation {
-		t.Fatalf("stalled subscriber: %v, want close 1008", err)
+	// The close frame waits behind the stuck write, and the server gives
+	// it 5s: a subscriber that reads within that finds 1008, a later one
+	// (a loaded machine) the connection cut. Either way it is gone.
+	if status := websocket.CloseStatus(err); status != websocket.StatusPolicyViolation && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		t.Fatalf("stalled subscriber: %v, want close 1008 or the connection cut", err)
 	}
 	if _, body := get(t, ts.URL+"/metrics"); !strings.Contains(body, "switchboard_slow_consumers_total 1") {
 		t.Fatal("metrics do not count the slow consumer")
