@@ -6,7 +6,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 10s
 BENCHTIME   ?= 1s
 
-.PHONY: run test vet lint unit fuzz fuzz-short bench build clean
+SOAK        ?= 10m
+
+.PHONY: run test vet lint unit fuzz fuzz-short bench soak build clean
 
 ## run: start the hub with the demo methods and the playground on http://$(ADDR)/
 run:
@@ -38,10 +40,20 @@ fuzz-short:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRespond$$' -fuzztime=$(FUZZTIME) ./peer
 	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) ./peer
+	$(GO) test -run='^$$' -fuzz='^FuzzBind$$' -fuzztime=$(FUZZTIME) ./peer
 
-## bench: the benchmarks, with allocation counts
+## bench: the Go micro-benchmarks and the load generator against the hub
+## and the floor (about ten minutes); writes docs/benchmarks.md and its chart
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+	$(GO) build -o bin/ ./cmd/hub ./cmd/bench
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./... | tee bin/micro.txt
+	bin/bench run -start bin/hub -json bin/bench.jsonl
+	bin/bench report -micro bin/micro.txt -o docs/benchmarks.md -chart docs/img/bench-ratios.svg bin/bench.jsonl
+
+## soak: a mixed load against a fresh hub for $(SOAK) (not part of make test)
+soak:
+	$(GO) build -o bin/ ./cmd/hub ./cmd/bench
+	bin/bench soak -start bin/hub -duration $(SOAK)
 
 clean:
 	rm -rf bin/

@@ -445,7 +445,7 @@ func TestOnServe(t *testing.T) {
 		seen[method] = code
 		mu.Unlock()
 	}}
-	Respond(t.Context(), []byte(`[{"jsonrpc":"2.0","method":"add","id":1},{"jsonrpc":"2.0","method":"fail","id":2},{"jsonrpc":"2.0","method":"nope","id":3}]`), opts)
+	Respond(t.Context(), []byte(`[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},{"jsonrpc":"2.0","method":"fail","id":2},{"jsonrpc":"2.0","method":"nope","id":3}]`), opts)
 	want := map[string]Code{"add": 0, "fail": CodeApplication, "": CodeMethodNotFound}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", seen, want)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding"
 	"reflect"
-	"strings"
 	"time"
 )
 
@@ -69,7 +68,11 @@ func describe(name string, h Handler) openRPCMethod {
 		return meth
 	}
 	pt, rt := d.types()
-	meth.Result = &contentDescriptor{Name: "result", Schema: schemaOf(rt, nil)}
+	strict := true
+	if s, ok := d.(interface{ strictFields() bool }); ok {
+		strict = s.strictFields()
+	}
+	meth.Result = &contentDescriptor{Name: "result", Schema: schemaOf(rt, false, nil)}
 	base := pt
 	if base.Kind() == reflect.Pointer {
 		base = base.Elem()
@@ -78,35 +81,24 @@ func describe(name string, h Handler) openRPCMethod {
 	case pt == rawMessageType || base.Kind() == reflect.Interface:
 		meth.Params = append(meth.Params, contentDescriptor{Name: "params", Schema: schema{}})
 	case base.Kind() == reflect.Struct && !isSpecial(base):
-		for _, idx := range positionalFields(base) {
-			f := base.FieldByIndex(idx)
-			name, opts := jsonName(f)
+		for _, f := range shapeOf(base).fields {
 			meth.Params = append(meth.Params, contentDescriptor{
-				Name:     name,
-				Required: !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") && f.Type.Kind() != reflect.Pointer,
-				Schema:   schemaOf(f.Type, nil),
+				Name:     f.name,
+				Required: f.required,
+				Schema:   schemaOf(f.t, strict, nil),
 			})
 		}
 	case base.Kind() == reflect.Slice || base.Kind() == reflect.Array:
 		meth.ParamStructure = "by-position"
-		meth.Params = append(meth.Params, contentDescriptor{Name: "params", Schema: schemaOf(base.Elem(), nil)})
+		meth.Params = append(meth.Params, contentDescriptor{Name: "params", Schema: schemaOf(base.Elem(), strict, nil)})
 	case base.Kind() == reflect.Map:
 		meth.ParamStructure = "by-name"
-		meth.Params = append(meth.Params, contentDescriptor{Name: "params", Schema: schemaOf(base, nil)})
+		meth.Params = append(meth.Params, contentDescriptor{Name: "params", Schema: schemaOf(base, strict, nil)})
 	default:
 		meth.ParamStructure = "by-position"
-		meth.Params = append(meth.Params, contentDescriptor{Name: "value", Required: true, Schema: schemaOf(base, nil)})
+		meth.Params = append(meth.Params, contentDescriptor{Name: "value", Required: true, Schema: schemaOf(base, strict, nil)})
 	}
 	return meth
-}
-
-func jsonName(f reflect.StructField) (name, opts string) {
-	tag := f.Tag.Get("json")
-	name, opts, _ = strings.Cut(tag, ",")
-	if name == "" {
-		name = f.Name
-	}
-	return name, opts
 }
 
 var (
@@ -119,13 +111,15 @@ func isSpecial(t reflect.Type) bool {
 }
 
 // schemaOf derives a JSON Schema from a Go type, the way encoding/json would
-// encode it. seen breaks cycles in recursive types.
-func schemaOf(t reflect.Type, seen map[reflect.Type]bool) schema {
+// encode it and [Func] binds it: a struct's required fields are listed, and
+// strict says that other names are refused. seen breaks cycles in
+// recursive types.
+func schemaOf(t reflect.Type, strict bool, seen map[reflect.Type]bool) schema {
 	if t == rawMessageType {
 		return schema{}
 	}
 	if t.Kind() == reflect.Pointer {
-		return schemaOf(t.Elem(), seen)
+		return schemaOf(t.Elem(), strict, seen)
 	}
 	switch {
 	case t == timeType:
@@ -147,9 +141,9 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) schema {
 		if t.Elem().Kind() == reflect.Uint8 {
 			return schema{"type": "string", "contentEncoding": "base64"}
 		}
-		return schema{"type": "array", "items": schemaOf(t.Elem(), seen)}
+		return schema{"type": "array", "items": schemaOf(t.Elem(), strict, seen)}
 	case reflect.Map:
-		return schema{"type": "object", "additionalProperties": schemaOf(t.Elem(), seen)}
+		return schema{"type": "object", "additionalProperties": schemaOf(t.Elem(), strict, seen)}
 	case reflect.Struct:
 		if seen[t] {
 			return schema{"type": "object"} // recursive: stop here
@@ -161,17 +155,18 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) schema {
 		defer delete(seen, t)
 		props := schema{}
 		var required []string
-		for _, idx := range positionalFields(t) {
-			f := t.FieldByIndex(idx)
-			name, opts := jsonName(f)
-			props[name] = schemaOf(f.Type, seen)
-			if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") && f.Type.Kind() != reflect.Pointer {
-				required = append(required, name)
+		for _, f := range shapeOf(t).fields {
+			props[f.name] = schemaOf(f.t, strict, seen)
+			if f.required {
+				required = append(required, f.name)
 			}
 		}
 		s := schema{"type": "object", "properties": props}
 		if len(required) > 0 {
 			s["required"] = required
+		}
+		if strict {
+			s["additionalProperties"] = false
 		}
 		return s
 	}

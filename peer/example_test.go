@@ -100,6 +100,28 @@ func ExampleFunc() {
 	// {"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params","data":"param 0: json: cannot unmarshal string into Go value of type int"}}
 }
 
+func ExampleAllowUnknownFields() {
+	type query struct {
+		Text  string `json:"text"`
+		Limit *int   `json:"limit"` // a pointer: optional
+	}
+	search := func(ctx context.Context, q query) (string, error) { return q.Text, nil }
+	mux := peer.NewMux()
+	mux.Handle("search", peer.Func(search))
+	mux.Handle("search.lenient", peer.AllowUnknownFields(peer.Func(search)))
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","method":"search","params":{"limit":5},"id":1}`,
+		`{"jsonrpc":"2.0","method":"search","params":{"text":"go","limt":5},"id":2}`,
+		`{"jsonrpc":"2.0","method":"search.lenient","params":{"text":"go","limt":5},"id":3}`,
+	} {
+		fmt.Println(string(peer.Respond(context.Background(), []byte(body), &peer.Options{Router: mux})))
+	}
+	// Output:
+	// {"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params","data":"missing param \"text\""}}
+	// {"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params","data":"unknown param \"limt\""}}
+	// {"jsonrpc":"2.0","id":3,"result":"go"}
+}
+
 func abs(n int) int {
 	if n < 0 {
 		return -n

@@ -13,20 +13,38 @@ import (
 //
 //   - If P is a struct (or a pointer to one), an object binds by JSON field
 //     name, as encoding/json does, and an array binds its elements to the
-//     struct's fields in declaration order. Extra elements are an error;
-//     missing ones leave fields zero.
+//     struct's fields in declaration order (fields of embedded structs
+//     count where encoding/json would flatten them).
 //   - If P is a slice or an array, the params must be an array, decoded whole.
 //   - If P is a map, the params must be an object.
 //   - If P is json.RawMessage, it receives the params unchanged.
 //   - Otherwise (a number, a string...), the params must be an array of one
 //     element, decoded into P.
 //
-// Omitted params leave P zero. Params that do not fit answer -32602. R is
-// encoded as the result. Because Func knows P and R, rpc.discover can
-// describe the method with JSON Schemas of both.
+// Params are checked strictly, at every level of nesting: a struct field is
+// required unless it is a pointer or tagged omitempty or omitzero, and a
+// name that matches no field is refused (see [AllowUnknownFields] to ignore
+// such names instead). Too many positional params, too few for the
+// required fields, a missing required field, an unknown name or a value of
+// the wrong type answer -32602, with data naming the param. R is encoded as
+// the result. Because Func knows P and R, rpc.discover describes the
+// method with JSON Schemas of both, stating the same rules.
 func Func[P, R any](fn func(ctx context.Context, params P) (R, error)) Handler {
 	var p P
-	return &funcHandler[P, R]{fn: fn, bind: newBinder(reflect.TypeOf(&p).Elem())}
+	return &funcHandler[P, R]{fn: fn, bind: newBinder(reflect.TypeOf(&p).Elem(), true)}
+}
+
+// AllowUnknownFields returns a copy of h, a handler made by [Func], that
+// ignores names in the params matching no field, at any level, as
+// encoding/json does, instead of refusing them. Missing required fields are
+// still refused. Use it for methods whose callers may send fields that a
+// newer version of the method will understand. Any other handler is
+// returned unchanged: it decodes its params itself.
+func AllowUnknownFields(h Handler) Handler {
+	if f, ok := h.(interface{ lenient() Handler }); ok {
+		return f.lenient()
+	}
+	return h
 }
 
 type funcHandler[P, R any] struct {
@@ -47,13 +65,21 @@ func (f *funcHandler[P, R]) types() (reflect.Type, reflect.Type) {
 	return f.bind.t, reflect.TypeOf(&r).Elem()
 }
 
+func (f *funcHandler[P, R]) strictFields() bool { return f.bind.strict }
+
+func (f *funcHandler[P, R]) lenient() Handler {
+	return &funcHandler[P, R]{fn: f.fn, bind: newBinder(f.bind.t, false)}
+}
+
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
 // binder decodes params into a value of type t.
 type binder struct {
 	t      reflect.Type
 	kind   bindKind
-	fields [][]int // for structs: field indexes in declaration order
+	strict bool         // names matching no field are an error
+	shape  *structShape // for structs
+	check  bool         // values may hold structs to check (see checkValue)
 }
 
 type bindKind int
@@ -67,8 +93,8 @@ const (
 	bindAny
 )
 
-func newBinder(t reflect.Type) *binder {
-	b := &binder{t: t}
+func newBinder(t reflect.Type, strict bool) *binder {
+	b := &binder{t: t, strict: strict}
 	base := t
 	if base.Kind() == reflect.Pointer {
 		base = base.Elem()
@@ -76,9 +102,9 @@ func newBinder(t reflect.Type) *binder {
 	switch {
 	case t == rawMessageType:
 		b.kind = bindRaw
-	case base.Kind() == reflect.Struct:
+	case base.Kind() == reflect.Struct && !decodesItself(base):
 		b.kind = bindStruct
-		b.fields = positionalFields(base)
+		b.shape = shapeOf(base)
 	case base.Kind() == reflect.Slice, base.Kind() == reflect.Array:
 		b.kind = bindSlice
 	case base.Kind() == reflect.Map:
@@ -88,26 +114,19 @@ func newBinder(t reflect.Type) *binder {
 	default:
 		b.kind = bindScalar
 	}
+	b.check = holdsStructs(base)
 	return b
-}
-
-// positionalFields lists the fields that encoding/json would use, in
-// declaration order: exported and not tagged "-".
-func positionalFields(t reflect.Type) [][]int {
-	var idx [][]int
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() || f.Tag.Get("json") == "-" {
-			continue
-		}
-		idx = append(idx, f.Index)
-	}
-	return idx
 }
 
 // bind decodes params into *dst (dst is a pointer to a value of type b.t).
 func (b *binder) bind(params []byte, dst any) error {
 	if params == nil {
+		switch {
+		case b.kind == bindScalar:
+			return fmt.Errorf("params must be an array of one %s", b.t)
+		case b.kind == bindStruct && b.shape.required > 0:
+			return b.shape.missing(0, "")
+		}
 		return nil
 	}
 	isArray := params[0] == '['
@@ -117,14 +136,17 @@ func (b *binder) bind(params []byte, dst any) error {
 		return nil
 	case bindAny:
 		return json.Unmarshal(params, dst)
-	case bindSlice:
-		if !isArray {
+	case bindSlice, bindMap:
+		if isArray != (b.kind == bindSlice) {
+			if isArray {
+				return fmt.Errorf("params must be an object")
+			}
 			return fmt.Errorf("params must be an array")
 		}
-		return json.Unmarshal(params, dst)
-	case bindMap:
-		if isArray {
-			return fmt.Errorf("params must be an object")
+		if b.check {
+			if err := checkValue(b.t, params, b.strict, ""); err != nil {
+				return err
+			}
 		}
 		return json.Unmarshal(params, dst)
 	case bindScalar:
@@ -134,12 +156,14 @@ func (b *binder) bind(params []byte, dst any) error {
 		if !isArray || n != 1 {
 			return fmt.Errorf("params must be an array of one %s", b.t)
 		}
+		if b.check {
+			if err := checkValue(b.t, elem, b.strict, "0"); err != nil {
+				return err
+			}
+		}
 		return json.Unmarshal(elem, dst)
 	}
 	// Struct.
-	if !isArray {
-		return json.Unmarshal(params, dst)
-	}
 	v := reflect.ValueOf(dst).Elem()
 	if v.Kind() == reflect.Pointer {
 		if v.IsNil() {
@@ -147,27 +171,57 @@ func (b *binder) bind(params []byte, dst any) error {
 		}
 		v = v.Elem()
 	}
+	if !isArray {
+		if !b.shape.plain {
+			if err := checkValue(b.t, params, b.strict, ""); err != nil {
+				return err
+			}
+			return json.Unmarshal(params, dst)
+		}
+		return b.shape.members(params, b.strict, "", func(fi *fieldShape, e []byte) error {
+			return b.setField(v, fi, e, fi.name)
+		})
+	}
+	fields := b.shape.fields
 	n := 0
 	var err error
 	eachElement(params, func(e []byte) bool {
-		if n >= len(b.fields) {
-			n++
-			return true // keep counting for the error message
+		if n < len(fields) {
+			err = b.setField(v, &fields[n], e, strconv.Itoa(n))
 		}
-		f := v.FieldByIndex(b.fields[n])
-		if !setScalar(f, e) {
-			if uerr := json.Unmarshal(e, f.Addr().Interface()); uerr != nil {
-				err = fmt.Errorf("param %d: %w", n, uerr)
-				return false
-			}
-		}
-		n++
-		return true
+		n++ // past the fields, keep counting for the error message
+		return err == nil
 	})
-	if err == nil && n > len(b.fields) {
-		err = fmt.Errorf("too many params: got %d, want at most %d", n, len(b.fields))
+	switch {
+	case err != nil:
+		return err
+	case n > len(fields):
+		return fmt.Errorf("too many params: got %d, want at most %d", n, len(fields))
+	case n < b.shape.required:
+		return b.shape.missing(n, "")
 	}
-	return err
+	return nil
+}
+
+// setField decodes e into the field fi of struct v. name is how errors
+// name the param: its position or its JSON name.
+func (b *binder) setField(v reflect.Value, fi *fieldShape, e []byte, name string) error {
+	f := v.FieldByIndex(fi.index)
+	if setScalar(f, e) {
+		return nil
+	}
+	if fi.check {
+		if err := checkValue(fi.t, e, b.strict, fi.name); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(e, f.Addr().Interface()); err != nil {
+		if name == fi.name {
+			name = strconv.Quote(name)
+		}
+		return fmt.Errorf("param %s: %w", name, err)
+	}
+	return nil
 }
 
 // eachElement calls fn with each element of a valid JSON array until fn

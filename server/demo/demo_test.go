@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,8 @@ func TestSpecExamples(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"subtract","params":[23,42],"id":2}`, `{"jsonrpc":"2.0","id":2,"result":-19}`},
 		{`{"jsonrpc":"2.0","method":"subtract","params":{"subtrahend":23,"minuend":42},"id":3}`, `{"jsonrpc":"2.0","id":3,"result":19}`},
 		{`{"jsonrpc":"2.0","method":"subtract","params":{"minuend":42,"subtrahend":23},"id":4}`, `{"jsonrpc":"2.0","id":4,"result":19}`},
+		{`{"jsonrpc":"2.0","method":"subtract","params":[42],"id":5}`, `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"Invalid params","data":"missing param \"subtrahend\""}}`},
+		{`{"jsonrpc":"2.0","method":"subtract","params":{"minuend":42},"id":6}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"Invalid params","data":"missing param \"subtrahend\""}}`},
 		{`{"jsonrpc":"2.0","method":"update","params":[1,2,3,4,5]}`, ``},
 		{`{"jsonrpc":"2.0","method":"foobar"}`, ``},
 		{`{"jsonrpc":"2.0","method":"sum","params":[1,2,4],"id":"1"}`, `{"jsonrpc":"2.0","id":"1","result":7}`},
@@ -92,5 +95,109 @@ func TestCallback(t *testing.T) {
 	}
 	if err := a.Call(t.Context(), "callback", map[string]any{}, nil); !errors.As(err, &e) || e.Code != peer.CodeInvalidParams {
 		t.Fatalf("callback without method = %v", err)
+	}
+}
+
+// TestDiscoverAgreesWithBinding checks, for every demo method, that the
+// rules rpc.discover states are the rules calls meet: a call with every
+// required param (by name and by position) is not refused as invalid
+// params; leaving out any required param, adding an unknown name, or
+// adding a positional param is refused with -32602 naming the param.
+func TestDiscoverAgreesWithBinding(t *testing.T) {
+	mux := demo.Mux()
+	var doc struct {
+		Methods []struct {
+			Name           string `json:"name"`
+			ParamStructure string `json:"paramStructure"`
+			Params         []struct {
+				Name     string         `json:"name"`
+				Required bool           `json:"required"`
+				Schema   map[string]any `json:"schema"`
+			} `json:"params"`
+		} `json:"methods"`
+	}
+	opts := &peer.Options{Router: mux}
+	if err := json.Unmarshal(peer.Respond(t.Context(), []byte(`{"jsonrpc":"2.0","method":"rpc.discover","id":0}`), opts), &struct {
+		Result any `json:"result"`
+	}{&doc}); err != nil || len(doc.Methods) != len(mux.Methods()) {
+		t.Fatalf("rpc.discover: %v, %d methods", err, len(doc.Methods))
+	}
+	// A value fitting a schema; sleep's ms stays small so calls are quick.
+	sample := func(s map[string]any) any {
+		switch s["type"] {
+		case "number", "integer":
+			return 1
+		case "string":
+			return "ping"
+		case "boolean":
+			return true
+		case "array":
+			return []any{}
+		case "object":
+			return map[string]any{}
+		}
+		return nil
+	}
+	call := func(method string, params any) *peer.Error {
+		t.Helper()
+		req := map[string]any{"jsonrpc": "2.0", "method": method, "id": 1}
+		if params != nil {
+			req["params"] = params
+		}
+		b, _ := json.Marshal(req)
+		var resp struct{ Error *peer.Error }
+		if err := json.Unmarshal(peer.Respond(t.Context(), b, opts), &resp); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		return resp.Error
+	}
+	invalid := func(e *peer.Error) bool { return e != nil && e.Code == peer.CodeInvalidParams }
+
+	for _, m := range doc.Methods {
+		t.Run(m.Name, func(t *testing.T) {
+			byName := map[string]any{}
+			var byPos []any
+			for _, p := range m.Params {
+				byPos = append(byPos, sample(p.Schema))
+				if p.Required {
+					byName[p.Name] = sample(p.Schema)
+				}
+			}
+			switch m.ParamStructure {
+			case "either":
+				if len(m.Params) == 1 && m.Params[0].Name == "params" {
+					return // takes any params: nothing to check
+				}
+				if e := call(m.Name, byName); invalid(e) {
+					t.Errorf("required params by name %v refused: %v", byName, e)
+				}
+				if e := call(m.Name, byPos); invalid(e) {
+					t.Errorf("params by position %v refused: %v", byPos, e)
+				}
+				for _, p := range m.Params {
+					without := maps.Clone(byName)
+					delete(without, p.Name)
+					e := call(m.Name, without)
+					if p.Required != invalid(e) {
+						t.Errorf("without %q (required %v): %v", p.Name, p.Required, e)
+					}
+					if p.Required && (e == nil || string(e.Data) != `"missing param \"`+p.Name+`\""`) {
+						t.Errorf("without %q: data %v, want it named", p.Name, e)
+					}
+				}
+				with := maps.Clone(byName)
+				with["unknown_param"] = 1
+				if e := call(m.Name, with); !invalid(e) || string(e.Data) != `"unknown param \"unknown_param\""` {
+					t.Errorf("unknown name: %v", e)
+				}
+				if e := call(m.Name, append(byPos, 1)); !invalid(e) {
+					t.Errorf("one positional param too many: %v", e)
+				}
+			case "by-position":
+				if e := call(m.Name, map[string]any{"x": 1}); !invalid(e) {
+					t.Errorf("params by name: %v", e)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/server"
+	"github.com/switchboard-rpc/switchboard/server/demo"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestScenarios runs every scenario, small, against a demo hub and the
+// floor in this process: each must measure something, and the report must
+// show every scenario.
+func TestScenarios(t *testing.T) {
+	h := hub.New(&hub.Options{Policy: hub.AllowAll})
+	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h})
+	hubTS := httptest.NewServer(srv)
+	defer hubTS.Close()
+	defer srv.Shutdown(t.Context())
+	floorTS := httptest.NewServer(newFloor())
+	defer floorTS.Close()
+
+	l := &load{duration: 100 * time.Millisecond, window: 8, conns: 4, batch: 10, subscribers: 20, events: 5, idle: 20, dialers: 4}
+	hubURL := "ws" + strings.TrimPrefix(hubTS.URL, "http") + "/rpc"
+	floorURL := "ws" + strings.TrimPrefix(floorTS.URL, "http") + "/"
+	var results []result
+	for _, s := range scenarios {
+		r, err := measure(t.Context(), s, l, 1, hubURL, floorURL)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if s.name != "idle" && (r.Hub <= 0 || r.Floor <= 0 || r.Ratio <= 0) {
+			t.Errorf("%s: hub %v, floor %v, ratio %v", s.name, r.Hub, r.Floor, r.Ratio)
+		}
+		if (s.name == "seq" || s.name == "conns" || s.name == "fanout") && (r.HubP50 <= 0 || r.HubP99 < r.HubP50) {
+			t.Errorf("%s: hub p50 %v, p99 %v", s.name, r.HubP50, r.HubP99)
+		}
+		results = append(results, r)
+	}
+
+	var table bytes.Buffer
+	printTable(&table, results)
+	dir := t.TempDir()
+	chart := filepath.Join(dir, "img", "ratios.svg")
+	page := page(meta{Reps: 1}, results, "img/ratios.svg", []byte("BenchmarkX-2  10  100 ns/op\nnoise\n"))
+	if err := os.MkdirAll(filepath.Dir(chart), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	svg := ratioChart(results)
+	for _, s := range scenarios {
+		if !strings.Contains(table.String(), s.name) || !bytes.Contains(page, []byte("| "+s.name+" |")) ||
+			!bytes.Contains(svg, []byte(scenarioText[s.name])) {
+			t.Errorf("%s missing from the table, page or chart", s.name)
+		}
+	}
+	if !bytes.Contains(page, []byte("BenchmarkX-2")) || bytes.Contains(page, []byte("noise")) {
+		t.Errorf("micro-benchmarks not filtered into the page:\n%s", page)
+	}
+}

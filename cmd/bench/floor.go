@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The floor is what any WebSocket server must do at least: read a frame,
+// write a frame. It parses nothing: it answers every frame with the same
+// reply. It also does the least a pub/sub server must do, the way the
+// coder/websocket chat example does: a connection whose frame mentions
+// rpc.subscribe becomes a subscriber with a bounded queue and a writer
+// goroutine, and a frame mentioning rpc.publish is queued, as it is, to
+// every subscriber. The hub is measured against it.
+
+var floorReply = []byte(`{"jsonrpc":"2.0","result":1,"id":1}`)
+
+// floorQueue bounds each subscriber's queue, as the hub's MaxQueue does.
+const floorQueue = 1024
+
+func floorCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8090", "listen on `host:port`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "floor listening on ws://%s/\n", ln.Addr())
+	srv := &http.Server{Handler: newFloor(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+type floor struct {
+	mu   sync.Mutex
+	subs map[*floorSub]struct{}
+}
+
+type floorSub struct {
+	c  *websocket.Conn
+	ch chan []byte
+}
+
+func newFloor() http.Handler {
+	f := &floor{subs: map[*floorSub]struct{}{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "process_resident_memory_bytes %d\n", residentMemory())
+	})
+	mux.HandleFunc("/", f.serveWS)
+	return mux
+}
+
+func (f *floor) serveWS(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	ctx := context.Background()
+	var sub *floorSub
+	defer func() {
+		if sub != nil {
+			f.mu.Lock()
+			delete(f.subs, sub)
+			f.mu.Unlock()
+			close(sub.ch)
+		}
+	}()
+	var buf []byte
+	for {
+		_, rd, err := c.Reader(ctx)
+		if err != nil {
+			return
+		}
+		if buf, err = readAll(rd, buf[:0]); err != nil {
+			return
+		}
+		switch {
+		case sub == nil && bytes.Contains(buf, []byte(`"rpc.subscribe"`)):
+			sub = &floorSub{c: c, ch: make(chan []byte, floorQueue)}
+			go sub.write()
+			f.mu.Lock()
+			f.subs[sub] = struct{}{}
+			f.mu.Unlock()
+		case bytes.Contains(buf, []byte(`"rpc.publish"`)):
+			f.publish(bytes.Clone(buf))
+		}
+		if err := c.Write(ctx, websocket.MessageText, floorReply); err != nil {
+			return
+		}
+	}
+}
+
+func (f *floor) publish(msg []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs {
+		select {
+		case s.ch <- msg:
+		default:
+			go s.c.Close(websocket.StatusPolicyViolation, "too slow")
+		}
+	}
+}
+
+func (s *floorSub) write() {
+	for msg := range s.ch {
+		if err := s.c.Write(context.Background(), websocket.MessageText, msg); err != nil {
+			return
+		}
+	}
+}
+
+// readAll appends what r holds to buf.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// residentMemory returns this process's resident set size in bytes.
+func residentMemory() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	fields := bytes.Fields(b)
+	if len(fields) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(string(fields[1]), 10, 64)
+	return pages * int64(os.Getpagesize())
+}

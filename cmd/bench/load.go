@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/client"
+)
+
+// A scenario drives one kind of load against a target URL and returns its
+// figure. Every request and event frame is encoded before the clock
+// starts, so that the load generator spends its time on the wire.
+type scenario struct {
+	name, unit    string
+	lowerIsBetter bool    // idle: bytes per connection
+	target        float64 // the ratio to the floor to reach (at most, when lowerIsBetter)
+	run           func(ctx context.Context, l *load, url string) (figure, error)
+	// baseline, if set, is measured against the hub in place of the
+	// floor: the client scenario compares the Go client with this
+	// program's raw calls.
+	baseline func(ctx context.Context, l *load, url string) (figure, error)
+}
+
+// figure is one measurement: value in the scenario's unit, and latency
+// percentiles where the scenario measures them.
+type figure struct {
+	value    float64
+	p50, p99 time.Duration
+}
+
+// load holds the sizes of the scenarios.
+type load struct {
+	duration    time.Duration // of each timed scenario
+	window      int           // calls in flight, pipe
+	conns       int           // connections, conns
+	batch       int           // requests per batch
+	subscribers int           // fanout
+	events      int           // events published, fanout
+	idle        int           // idle connections
+	dialers     int           // connections opened at once
+}
+
+var scenarios = []*scenario{
+	{name: "idle", unit: "B/conn", lowerIsBetter: true, target: 1.2, run: idleScenario},
+	{name: "seq", unit: "calls/s", target: 0.9, run: seqScenario},
+	{name: "pipe", unit: "calls/s", target: 0.8, run: pipeScenario},
+	{name: "conns", unit: "calls/s", target: 0.8, run: connsScenario},
+	{name: "batch", unit: "requests/s", target: 0.5, run: batchScenario},
+	{name: "fanout", unit: "deliveries/s", target: 1.0, run: fanoutScenario},
+	{name: "client", unit: "calls/s", target: 0.8, run: clientScenario, baseline: seqScenario},
+}
+
+func dial(ctx context.Context, u string) (*websocket.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(-1)
+	return c, nil
+}
+
+// conn is one connection with a buffer its replies are read into.
+type conn struct {
+	ws  *websocket.Conn
+	buf []byte
+}
+
+func (c *conn) read() ([]byte, error) {
+	_, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	c.buf, err = readAll(r, c.buf[:0])
+	return c.buf, err
+}
+
+func (c *conn) roundTrip(req []byte) ([]byte, error) {
+	if err := c.ws.Write(context.Background(), websocket.MessageText, req); err != nil {
+		return nil, err
+	}
+	return c.read()
+}
+
+func (c *conn) close() { _ = c.ws.Close(websocket.StatusNormalClosure, "") }
+
+// dialMany opens n connections, l.dialers at a time, and sends each one
+// first frame (nil: none), reading its reply.
+func dialMany(ctx context.Context, l *load, u string, n int, first []byte) ([]*conn, error) {
+	conns := make([]*conn, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, l.dialers)
+	for range l.dialers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				ws, err := dial(ctx, u)
+				if err != nil {
+					errs <- fmt.Errorf("connection %d: %w", i, err)
+					return
+				}
+				c := &conn{ws: ws}
+				conns[i] = c
+				if first != nil {
+					if _, err := c.roundTrip(first); err != nil {
+						errs <- fmt.Errorf("connection %d: %w", i, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		closeAll(conns)
+		return nil, err
+	}
+	return conns, ctx.Err()
+}
+
+func closeAll(conns []*conn) {
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		if c != nil {
+			wg.Go(c.close)
+		}
+	}
+	wg.Wait()
+}
+
+func callFrame(id int) []byte {
+	return []byte(`{"jsonrpc":"2.0","method":"echo","params":[1],"id":` + strconv.Itoa(id) + `}`)
+}
+
+// calls makes sequential calls on c until the deadline and returns their
+// latencies.
+func calls(c *conn, deadline time.Time, lat []time.Duration) ([]time.Duration, error) {
+	req := callFrame(1)
+	for time.Now().Before(deadline) {
+		t0 := time.Now()
+		if _, err := c.roundTrip(req); err != nil {
+			return lat, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return lat, nil
+}
+
+func seqScenario(ctx context.Context, l *load, u string) (figure, error) {
+	ws, err := dial(ctx, u)
+	if err != nil {
+		return figure{}, err
+	}
+	c := &conn{ws: ws}
+	defer c.close()
+	if _, err := calls(c, time.Now().Add(l.duration/10), nil); err != nil { // warm up
+		return figure{}, err
+	}
+	start := time.Now()
+	lat, err := calls(c, start.Add(l.duration), make([]time.Duration, 0, 1<<16))
+	if err != nil {
+		return figure{}, err
+	}
+	return rate(len(lat), time.Since(start), lat), nil
+}
+
+// clientScenario is seq made with the Go client instead of raw frames.
+func clientScenario(ctx context.Context, l *load, u string) (figure, error) {
+	c, err := client.Dial(ctx, u, nil)
+	if err != nil {
+		return figure{}, err
+	}
+	defer c.Close()
+	params := []int{1}
+	var result json.RawMessage
+	call := func(deadline time.Time, lat []time.Duration) ([]time.Duration, error) {
+		for time.Now().Before(deadline) {
+			t0 := time.Now()
+			if err := c.Call(ctx, "echo", params, &result); err != nil {
+				return lat, err
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		return lat, nil
+	}
+	if _, err := call(time.Now().Add(l.duration/10), nil); err != nil { // warm up
+		return figure{}, err
+	}
+	start := time.Now()
+	lat, err := call(start.Add(l.duration), make([]time.Duration, 0, 1<<16))
+	if err != nil {
+		return figure{}, err
+	}
+	return rate(len(lat), time.Since(start), lat), nil
+}
+
+func connsScenario(ctx context.Context, l *load, u string) (figure, error) {
+	conns, err := dialMany(ctx, l, u, l.conns, callFrame(1))
+	if err != nil {
+		return figure{}, err
+	}
+	defer closeAll(conns)
+	lats := make([][]time.Duration, len(conns))
+	errs := make([]error, len(conns))
+	start := time.Now()
+	deadline := start.Add(l.duration)
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() { lats[i], errs[i] = calls(c, deadline, make([]time.Duration, 0, 1024)) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	var all []time.Duration
+	for i := range conns {
+		if errs[i] != nil {
+			return figure{}, errs[i]
+		}
+		all = append(all, lats[i]...)
+	}
+	return rate(len(all), elapsed, all), nil
+}
+
+// pipeScenario keeps l.window calls in flight on one connection: a slot
+// is taken before each call is sent and given back when a reply arrives.
+func pipeScenario(ctx context.Context, l *load, u string) (figure, error) {
+	ws, err := dial(ctx, u)
+	if err != nil {
+		return figure{}, err
+	}
+	c := &conn{ws: ws}
+	defer c.close()
+	slots := make(chan struct{}, l.window)
+	var replies atomic.Int64
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := c.read(); err != nil {
+				readErr <- err
+				return
+			}
+			replies.Add(1)
+			<-slots
+		}
+	}()
+	frames := make([][]byte, 4096)
+	for i := range frames {
+		frames[i] = callFrame(i + 1)
+	}
+	start := time.Now()
+	deadline := start.Add(l.duration)
+	for i := 0; time.Now().Before(deadline); i++ {
+		select {
+		case slots <- struct{}{}:
+		case err := <-readErr:
+			return figure{}, err
+		}
+		if err := ws.Write(ctx, websocket.MessageText, frames[i%len(frames)]); err != nil {
+			return figure{}, err
+		}
+	}
+	for range l.window { // wait for the calls still in flight
+		select {
+		case slots <- struct{}{}:
+		case err := <-readErr:
+			return figure{}, err
+		case <-time.After(10 * time.Second):
+			return figure{}, fmt.Errorf("replies stopped coming: %d in flight", len(slots))
+		}
+	}
+	return rate(int(replies.Load()), time.Since(start), nil), nil
+}
+
+func batchScenario(ctx context.Context, l *load, u string) (figure, error) {
+	ws, err := dial(ctx, u)
+	if err != nil {
+		return figure{}, err
+	}
+	c := &conn{ws: ws}
+	defer c.close()
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range l.batch {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(callFrame(i + 1))
+	}
+	b.WriteByte(']')
+	req := b.Bytes()
+	n := 0
+	start := time.Now()
+	for deadline := start.Add(l.duration); time.Now().Before(deadline); n++ {
+		if _, err := c.roundTrip(req); err != nil {
+			return figure{}, err
+		}
+	}
+	return rate(n*l.batch, time.Since(start), nil), nil
+}
+
+// fanoutScenario subscribes l.subscribers connections to one topic, then
+// publishes l.events events, back to back, each carrying the time it was
+// sent, and waits until every subscriber has every event. The figure is
+// deliveries per second from the first publish to the last delivery; the
+// percentiles are of the delivery latency.
+func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
+	subs, err := dialMany(ctx, l, u, l.subscribers,
+		[]byte(`{"jsonrpc":"2.0","method":"rpc.subscribe","params":["bench.fanout"],"id":1}`))
+	if err != nil {
+		return figure{}, err
+	}
+	defer closeAll(subs)
+	pubWS, err := dial(ctx, u)
+	if err != nil {
+		return figure{}, err
+	}
+	pub := &conn{ws: pubWS}
+	defer pub.close()
+
+	lats := make([][]time.Duration, len(subs))
+	last := make([]time.Time, len(subs))
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		lats[i] = make([]time.Duration, 0, l.events)
+		wg.Go(func() {
+			for len(lats[i]) < l.events {
+				msg, err := s.read()
+				if err != nil {
+					return
+				}
+				now := time.Now()
+				if t, ok := sentAt(msg); ok {
+					lats[i] = append(lats[i], now.Sub(time.Unix(0, t)))
+					last[i] = now
+				}
+			}
+		})
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+
+	start := time.Now()
+	for i := range l.events {
+		req := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"bench.fanout","data":{"t":%d}},"id":%d}`,
+			time.Now().UnixNano(), i+1)
+		if _, err := pub.roundTrip(req); err != nil {
+			return figure{}, err
+		}
+	}
+	select {
+	case <-all:
+	case <-time.After(60 * time.Second):
+		closeAll(subs) // ends the readers
+		<-all
+		return figure{}, fmt.Errorf("events missing after 60s")
+	}
+	var end time.Time
+	var lat []time.Duration
+	for i := range subs {
+		if len(lats[i]) < l.events {
+			return figure{}, fmt.Errorf("subscriber %d got %d of %d events", i, len(lats[i]), l.events)
+		}
+		if last[i].After(end) {
+			end = last[i]
+		}
+		lat = append(lat, lats[i]...)
+	}
+	return rate(len(subs)*l.events, end.Sub(start), lat), nil
+}
+
+// sentAt finds the publish time in an event frame: `"t":` and digits.
+func sentAt(msg []byte) (int64, bool) {
+	i := bytes.Index(msg, []byte(`"t":`))
+	if i < 0 {
+		return 0, false
+	}
+	var n int64
+	j := i + 4
+	for ; j < len(msg) && msg[j] >= '0' && msg[j] <= '9'; j++ {
+		n = n*10 + int64(msg[j]-'0')
+	}
+	return n, j > i+4
+}
+
+// idleScenario opens l.idle connections, makes one call on each so that
+// the server has set it up fully, lets the server settle, and reads how
+// much its resident memory grew per connection. It is measured once per
+// server process, first: memory freed by a later scenario would be
+// reused, not counted.
+func idleScenario(ctx context.Context, l *load, u string) (figure, error) {
+	murl := metricsURL(u)
+	before, err := residentOf(ctx, murl)
+	if err != nil {
+		return figure{}, err
+	}
+	conns, err := dialMany(ctx, l, u, l.idle, []byte(`{"jsonrpc":"2.0","method":"rpc.ping","id":1}`))
+	if err != nil {
+		return figure{}, err
+	}
+	defer closeAll(conns)
+	// Let short-lived goroutines (a connection's first workers, say) end.
+	select {
+	case <-time.After(3 * time.Second):
+	case <-ctx.Done():
+		return figure{}, ctx.Err()
+	}
+	after, err := residentOf(ctx, murl)
+	if err != nil {
+		return figure{}, err
+	}
+	return figure{value: float64(after-before) / float64(l.idle)}, nil
+}
+
+// metricsURL is the /metrics address of the server at WebSocket URL u.
+func metricsURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	p.Scheme = strings.Replace(p.Scheme, "ws", "http", 1)
+	p.Path, p.RawQuery = "/metrics", ""
+	return p.String()
+}
+
+func residentOf(ctx context.Context, murl string) (int64, error) {
+	v, err := metric(ctx, murl, "process_resident_memory_bytes")
+	return int64(v), err
+}
+
+// metric reads one unlabelled value from a Prometheus text page.
+func metric(ctx context.Context, murl, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, murl, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %s", murl, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("%s: no %s", murl, name)
+}
+
+// rate makes a figure of n operations in d, with lat's percentiles.
+func rate(n int, d time.Duration, lat []time.Duration) figure {
+	f := figure{value: float64(n) / d.Seconds()}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		f.p50 = lat[len(lat)*50/100]
+		f.p99 = lat[len(lat)*99/100]
+	}
+	return f
+}

@@ -1,0 +1,78 @@
+// Command bench measures a JSON-RPC 2.0 hub over real WebSockets, side by
+// side with a floor: a minimal WebSocket server that does no JSON-RPC work
+// at all. Every figure is shown as a ratio to the floor's, measured in the
+// same run, so that a noisy machine still gives comparable numbers.
+//
+// Usage:
+//
+//	bench floor [-addr 127.0.0.1:8090]
+//	bench run [flags] HUB_URL [FLOOR_URL]
+//	bench soak [flags] HUB_URL
+//	bench report [flags] RESULTS.jsonl
+//
+// "floor" serves the floor: it answers every frame with a fixed reply,
+// relays rpc.publish frames to the connections that sent rpc.subscribe,
+// and reports its resident memory on /metrics, as the hub does.
+//
+// "run" drives the scenarios against the hub and, when given, the floor,
+// alternately, several times, and prints the median of each with its
+// ratio: seq (sequential calls on one connection), pipe (64 calls in
+// flight on one connection), conns (100 connections calling), batch
+// (batches of 100 requests), fanout (events to 10,000 subscribers), idle
+// (memory per idle connection) and client (the Go client's sequential
+// calls, against this program's raw ones to the same hub). It prints a table, and one JSON
+// object per result with -json.
+//
+// "soak" runs a mixed load (calls, notifications, fan-out) for a while and
+// prints, every interval, what was published and delivered, the p99 call
+// latency, and the hub's memory and goroutines; it fails if a delivery is
+// missing at the end.
+//
+// "report" turns the JSON results of run (and the output of go test
+// -bench) into a Markdown page and an SVG chart of the ratios.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  bench floor [-addr 127.0.0.1:8090]         serve the floor
+  bench run [flags] HUB_URL [FLOOR_URL]      measure the hub (and the floor)
+  bench soak [flags] HUB_URL                 mixed load for a while
+  bench report [flags] RESULTS.jsonl         write docs from run's -json output
+Run "bench COMMAND -h" for a command's flags.`
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("no command\n%s", usage)
+	}
+	switch args[0] {
+	case "floor":
+		return floorCmd(ctx, args[1:])
+	case "run":
+		return runCmd(ctx, args[1:])
+	case "soak":
+		return soakCmd(ctx, args[1:])
+	case "report":
+		return reportCmd(args[1:])
+	case "-h", "-help", "--help", "help":
+		fmt.Println(usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}

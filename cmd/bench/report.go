@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"html"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// reportCmd writes the benchmarks page: the machine, the commands, the
+// load generator's table with ratios, a chart of the ratios against their
+// targets, and the Go micro-benchmarks.
+func reportCmd(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	out := fs.String("o", "docs/benchmarks.md", "write the page to `file`")
+	chart := fs.String("chart", "docs/img/bench-ratios.svg", "write the chart to `file` (linked from the page)")
+	micro := fs.String("micro", "", "the output of go test -bench -benchmem, to include")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: bench report [flags] RESULTS.jsonl")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("want the JSON lines that bench run -json wrote")
+	}
+	m, results, err := readResults(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(*chart), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(*chart, ratioChart(results), 0o644); err != nil {
+		return err
+	}
+	var microText []byte
+	if *micro != "" {
+		if microText, err = os.ReadFile(*micro); err != nil {
+			return err
+		}
+	}
+	rel, err := filepath.Rel(filepath.Dir(*out), *chart)
+	if err != nil {
+		rel = *chart
+	}
+	return os.WriteFile(*out, page(m, results, rel, microText), 0o644)
+}
+
+func readResults(path string) (meta, []result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return meta{}, nil, err
+	}
+	defer f.Close()
+	var m meta
+	var results []result
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if bytes.HasPrefix(line, []byte(`{"meta"`)) {
+			var w map[string]meta
+			if err := json.Unmarshal(line, &w); err != nil {
+				return m, nil, err
+			}
+			m = w["meta"]
+			continue
+		}
+		var r result
+		if err := json.Unmarshal(line, &r); err != nil {
+			return m, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		results = append(results, r)
+	}
+	return m, results, sc.Err()
+}
+
+func page(m meta, results []result, chart string, micro []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `# Benchmarks
+
+This page is written by `+"`make bench`"+`; do not edit it by hand. It compares the
+hub with a floor, measured in the same run by the same load generator: a
+minimal WebSocket server (coder/websocket) that answers every frame with a
+fixed reply and relays published frames to subscribers through a bounded
+queue each, doing no JSON-RPC work at all. Each figure is the median of %d
+runs, alternating hub and floor; the ratio is the median of the per-run
+ratios, so that the machine's drift between runs cancels out.
+
+- Date: %s
+- Machine: %s, %d CPUs, %s
+- Go: %s
+- Load: `+"`%s`"+`
+
+![Ratios to the floor](%s)
+
+| scenario | what | hub | floor | ratio | target | | hub p50 | hub p99 | floor p50 | floor p99 |
+| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
+`, m.Reps, m.Date, m.CPU, m.CPUs, m.OS, m.Go, m.Command, chart)
+	for _, r := range results {
+		cmp, verdict := "≥", "missed"
+		if r.LowerIsBetter {
+			cmp = "≤"
+		}
+		if r.met() {
+			verdict = "met"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %s %.1f | %s | %s | %s | %s | %s |\n",
+			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.Ratio,
+			cmp, r.Target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
+	}
+	b.WriteString(`
+The scenarios: **seq**, one connection making calls one after another;
+**pipe**, one connection keeping 64 calls in flight; **conns**, 100
+connections each making calls one after another; **batch**, one connection
+sending batches of 100 calls (requests per second; the floor answers a
+batch with one fixed reply, so this ratio is expected below 1); **fanout**,
+10,000 subscribers of one topic and a publisher sending events back to back
+(deliveries per second, and the latency from publish to delivery);
+**idle**, the growth of the server's resident memory per idle connection,
+measured once per process, first (lower is better); **client**, sequential
+calls made with the Go client (` + "`client.Dial`, `Call`" + `), compared with the load
+generator's own raw frames to the same hub (the "floor" column of that row).
+
+Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
+at any hub:
+
+` + "```sh" + `
+go build -o bin/ ./cmd/bench ./cmd/hub
+bin/bench floor -addr 127.0.0.1:8090 &
+bin/hub -addr 127.0.0.1:8080 -demo &
+bin/bench run ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
+` + "```" + `
+`)
+	if len(micro) > 0 {
+		b.WriteString("\n## Go micro-benchmarks\n\n`go test -run '^$' -bench . -benchmem` over the packages, same machine and run:\n\n```\n")
+		for _, line := range strings.Split(string(micro), "\n") {
+			if strings.HasPrefix(line, "Benchmark") || strings.HasPrefix(line, "pkg:") {
+				b.WriteString(line + "\n")
+			}
+		}
+		b.WriteString("```\n")
+	}
+	return b.Bytes()
+}
+
+var scenarioText = map[string]string{
+	"seq":    "sequential calls, 1 connection",
+	"pipe":   "64 calls in flight, 1 connection",
+	"conns":  "100 connections calling",
+	"batch":  "batches of 100 calls",
+	"fanout": "events to 10,000 subscribers",
+	"idle":   "memory per idle connection",
+	"client": "Go client vs raw frames, sequential",
+}
+
+// ratioChart draws the ratios as horizontal bars, with each scenario's
+// target marked, as an SVG image.
+func ratioChart(results []result) []byte {
+	const (
+		left, top, rowH, barH = 250, 40, 36, 20
+		width, plotW          = 720, 420
+	)
+	maxRatio := 1.5
+	for _, r := range results {
+		maxRatio = max(maxRatio, r.Ratio*1.1, r.Target*1.1)
+	}
+	x := func(v float64) float64 { return left + v/maxRatio*plotW }
+	height := top + rowH*len(results) + 40
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, sans-serif" font-size="13">
+<rect width="100%%" height="100%%" fill="#fff"/>
+<text x="%d" y="22" font-size="15" font-weight="600">Hub / floor, same run (target marked)</text>
+`, width, height, width, height, left)
+	for v := 0.0; v <= maxRatio+1e-9; v += 0.5 {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" text-anchor="middle" fill="#666">%.1f</text>
+`, x(v), top-6, x(v), height-30, x(v), height-14, v)
+	}
+	for i, r := range results {
+		y := top + i*rowH
+		color := "#d9534f"
+		if r.met() {
+			color = "#2e8b57"
+		}
+		label := scenarioText[r.Scenario]
+		if r.LowerIsBetter {
+			label += " (lower is better)"
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>
+<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>
+<text x="%.1f" y="%d">%.2f</text>
+<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="2" stroke-dasharray="4 2"/>
+`, left-8, y+barH-5, html.EscapeString(label), left, y, x(r.Ratio)-left, barH, color,
+			x(r.Ratio)+4, y+barH-5, r.Ratio, x(r.Target), y-3, x(r.Target), y+barH+3)
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// result is one scenario's outcome over all repetitions: medians, and the
+// median of the per-repetition ratios (each taken from measurements made
+// back to back, so that the machine's drift cancels out).
+type result struct {
+	Scenario      string  `json:"scenario"`
+	Unit          string  `json:"unit"`
+	Hub           float64 `json:"hub"`
+	Floor         float64 `json:"floor,omitempty"`
+	Ratio         float64 `json:"ratio,omitempty"`
+	Target        float64 `json:"target"`
+	LowerIsBetter bool    `json:"lowerIsBetter,omitempty"`
+	HubP50        float64 `json:"hubP50us,omitempty"`
+	HubP99        float64 `json:"hubP99us,omitempty"`
+	FloorP50      float64 `json:"floorP50us,omitempty"`
+	FloorP99      float64 `json:"floorP99us,omitempty"`
+	Reps          int     `json:"reps"`
+}
+
+// met reports whether the ratio reaches the target.
+func (r *result) met() bool {
+	if r.Floor == 0 {
+		return false
+	}
+	if r.LowerIsBetter {
+		return r.Ratio <= r.Target
+	}
+	return r.Ratio >= r.Target
+}
+
+// meta describes the run, for the report.
+type meta struct {
+	Date     string `json:"date"`
+	Go       string `json:"go"`
+	CPUs     int    `json:"cpus"`
+	CPU      string `json:"cpu"`
+	OS       string `json:"os"`
+	Duration string `json:"duration"`
+	Reps     int    `json:"reps"`
+	Command  string `json:"command"`
+}
+
+func runCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	l := &load{}
+	fs.DurationVar(&l.duration, "duration", 3*time.Second, "how long each timed scenario runs")
+	reps := fs.Int("reps", 3, "repetitions of each scenario (idle runs once)")
+	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client", "the `list` of scenarios to run")
+	fs.IntVar(&l.window, "window", 64, "calls in flight in pipe")
+	fs.IntVar(&l.conns, "conns", 100, "connections in conns")
+	fs.IntVar(&l.batch, "batch", 100, "requests per batch in batch")
+	fs.IntVar(&l.subscribers, "subscribers", 10000, "subscribers in fanout")
+	fs.IntVar(&l.events, "events", 20, "events published in fanout")
+	fs.IntVar(&l.idle, "idle", 10000, "connections in idle")
+	fs.IntVar(&l.dialers, "dialers", 32, "connections opened at once")
+	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
+	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: bench run [flags] HUB_URL [FLOOR_URL]\n       bench run [flags] -start HUB_BINARY")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	hubURL, floorURL := fs.Arg(0), fs.Arg(1)
+	switch {
+	case *start != "" && fs.NArg() == 0:
+		servers, err := startServers(ctx, *start, true)
+		if err != nil {
+			return err
+		}
+		defer servers.stop()
+		hubURL, floorURL = servers.hubURL, servers.floorURL
+	case *start != "" || fs.NArg() < 1 || fs.NArg() > 2:
+		fs.Usage()
+		return fmt.Errorf("want a hub URL and, optionally, a floor URL, or -start")
+	}
+	var chosen []*scenario
+	for _, name := range strings.Split(*only, ",") {
+		i := slices.IndexFunc(scenarios, func(s *scenario) bool { return s.name == name })
+		if i < 0 {
+			return fmt.Errorf("unknown scenario %q", name)
+		}
+		chosen = append(chosen, scenarios[i])
+	}
+
+	var results []result
+	for _, s := range chosen {
+		r, err := measure(ctx, s, l, *reps, hubURL, floorURL)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		results = append(results, r)
+		fmt.Fprintf(os.Stderr, "%-7s done\n", s.name)
+	}
+	printTable(os.Stdout, results)
+	if *jsonOut == "" {
+		return nil
+	}
+	w := io.Writer(os.Stdout)
+	if *jsonOut != "-" {
+		f, err := os.Create(*jsonOut)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	enc := json.NewEncoder(w)
+	m := meta{
+		Date: time.Now().UTC().Format("2006-01-02"), Go: runtime.Version(), CPUs: runtime.NumCPU(),
+		CPU: cpuModel(), OS: runtime.GOOS + "/" + runtime.GOARCH, Duration: l.duration.String(), Reps: *reps,
+		Command: "bench run " + strings.Join(args, " "),
+	}
+	if err := enc.Encode(map[string]meta{"meta": m}); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure runs s against the hub and the floor, alternating which goes
+// first, reps times (idle once: see idleScenario).
+func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorURL string) (result, error) {
+	if s.name == "idle" {
+		reps = 1
+	}
+	r := result{Scenario: s.name, Unit: s.unit, Target: s.target, LowerIsBetter: s.lowerIsBetter, Reps: reps}
+	var hub, floor []figure
+	var ratios []float64
+	// The floor's leg: the floor server, or the scenario's baseline
+	// against the hub.
+	floorRun, floorAt := s.run, floorURL
+	if s.baseline != nil {
+		floorRun, floorAt = s.baseline, hubURL
+	}
+	withFloor := floorURL != "" || s.baseline != nil
+	for i := range reps {
+		var h, f figure
+		var err error
+		if i%2 == 1 && withFloor {
+			if f, err = floorRun(ctx, l, floorAt); err != nil {
+				return r, fmt.Errorf("floor: %w", err)
+			}
+		}
+		if h, err = s.run(ctx, l, hubURL); err != nil {
+			return r, fmt.Errorf("hub: %w", err)
+		}
+		if i%2 == 0 && withFloor {
+			if f, err = floorRun(ctx, l, floorAt); err != nil {
+				return r, fmt.Errorf("floor: %w", err)
+			}
+		}
+		hub = append(hub, h)
+		if withFloor {
+			floor = append(floor, f)
+			if f.value != 0 {
+				ratios = append(ratios, h.value/f.value)
+			}
+		}
+	}
+	r.Hub, r.HubP50, r.HubP99 = medians(hub)
+	if withFloor {
+		r.Floor, r.FloorP50, r.FloorP99 = medians(floor)
+		r.Ratio = median(ratios)
+	}
+	return r, nil
+}
+
+func medians(figs []figure) (value, p50, p99 float64) {
+	var v, a, b []float64
+	for _, f := range figs {
+		v = append(v, f.value)
+		a = append(a, float64(f.p50.Nanoseconds())/1e3)
+		b = append(b, float64(f.p99.Nanoseconds())/1e3)
+	}
+	return median(v), median(a), median(b)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func printTable(w io.Writer, results []result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tunit\thub\tfloor\tratio\ttarget\t\thub p50\thub p99\tfloor p50\tfloor p99\t")
+	for _, r := range results {
+		ratio, verdict := "-", ""
+		if r.Floor != 0 {
+			ratio = fmt.Sprintf("%.2f", r.Ratio)
+			verdict = "missed"
+			if r.met() {
+				verdict = "met"
+			}
+		}
+		cmp := ">="
+		if r.LowerIsBetter {
+			cmp = "<="
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s %.1f\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Unit, human(r.Hub), human(r.Floor), ratio, cmp, r.Target, verdict,
+			micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
+	}
+	tw.Flush()
+}
+
+// human prints n with thousands separators.
+func human(n float64) string {
+	if n == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%.0f", n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func micros(us float64) string {
+	switch {
+	case us == 0:
+		return "-"
+	case us >= 10000:
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		out, _ := exec.Command("uname", "-m").Output()
+		return strings.TrimSpace(string(out))
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
