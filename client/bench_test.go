@@ -7,15 +7,22 @@ import (
 	"go.uber.org/zap"
 )
 
-// BenchmarkCall measures a call's round trip through the client to the
-// real hub over a WebSocket on 127.0.0.1.
-func BenchmarkCall(b *testing.B) {
+// benchClient starts a test hub and dials it; the client is closed when
+// the benchmark ends.
+func benchClient(b *testing.B) (*hubtest.Hub, *Client) {
 	h := hubtest.Start(b, nil)
 	c, err := Dial(b.Context(), h.WS(), &Options{Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(func() { c.Close() })
+	return h, c
+}
+
+// BenchmarkCall measures a call's round trip through the client to the
+// real hub over a WebSocket on 127.0.0.1.
+func BenchmarkCall(b *testing.B) {
+	_, c := benchClient(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		var sum float64
@@ -27,12 +34,7 @@ func BenchmarkCall(b *testing.B) {
 
 // BenchmarkCallParallel runs calls from many goroutines over one client.
 func BenchmarkCallParallel(b *testing.B) {
-	h := hubtest.Start(b, nil)
-	c, err := Dial(b.Context(), h.WS(), &Options{Logger: zap.NewNop()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	_, c := benchClient(b)
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
@@ -49,12 +51,7 @@ func BenchmarkCallParallel(b *testing.B) {
 // BenchmarkEvent measures an event from the hub's Publish to the
 // subscription's handler.
 func BenchmarkEvent(b *testing.B) {
-	h := hubtest.Start(b, nil)
-	c, err := Dial(b.Context(), h.WS(), &Options{Logger: zap.NewNop()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	h, c := benchClient(b)
 	got := make(chan struct{}, 1)
 	if _, err := c.Subscribe(b.Context(), "bench", func(Event) { got <- struct{}{} }); err != nil {
 		b.Fatal(err)

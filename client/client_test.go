@@ -124,7 +124,7 @@ func TestCallBothWays(t *testing.T) {
 	if len(peers) != 1 {
 		t.Fatalf("hub has %d peers", len(peers))
 	}
-	if err := peers[0].Call(ctx(t), "greet", map[string]string{"Name": "hub"}, &got); err != nil || got != "hello hub" {
+	if err := peers[0].Conn().Call(ctx(t), "greet", map[string]string{"Name": "hub"}, &got); err != nil || got != "hello hub" {
 		t.Fatalf("hub calls greet: %q, %v", got, err)
 	}
 	if err := c.Notify(ctx(t), "echo", []int{1}); err != nil {
@@ -398,7 +398,7 @@ func TestDialError(t *testing.T) {
 
 func TestHTTP(t *testing.T) {
 	h := hubtest.Start(t, nil)
-	hc := NewHTTP(h.HTTP(), &Options{Token: "secret"})
+	hc := NewHTTP(h.HTTP(), &HTTPOptions{Token: "secret"})
 	defer hc.Close()
 	var sum float64
 	if err := hc.Call(ctx(t), "add", []int{2, 3}, &sum); err != nil || sum != 5 {
@@ -444,7 +444,7 @@ func TestToken(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != 401 || !errors.As(err, &perr) || perr.Code != peer.CodeUnauthorized {
 		t.Fatalf("POST without a token: %v; want HTTP 401 with -32001", err)
 	}
-	hc2 := NewHTTP(h.HTTP(), &Options{Header: http.Header{"Authorization": {"Bearer s3cret"}}})
+	hc2 := NewHTTP(h.HTTP(), &HTTPOptions{Header: http.Header{"Authorization": {"Bearer s3cret"}}})
 	defer hc2.Close()
 	if err := hc2.Call(ctx(t), "echo", []int{1}, nil); err != nil {
 		t.Fatalf("POST with the header: %v", err)
@@ -659,7 +659,7 @@ func TestTLS(t *testing.T) {
 	if err := c.Call(ctx(t), "add", []int{1, 2}, &sum); err != nil || sum != 3 {
 		t.Fatalf("wss add = %v, %v", sum, err)
 	}
-	hc := NewHTTP(h.HTTP(), opts)
+	hc := NewHTTP(h.HTTP(), &HTTPOptions{TLSConfig: opts.TLSConfig})
 	defer hc.Close()
 	if err := hc.Call(ctx(t), "add", []int{2, 2}, &sum); err != nil || sum != 4 {
 		t.Fatalf("https add = %v, %v", sum, err)
@@ -740,7 +740,7 @@ func TestResubscribeRace(t *testing.T) {
 // would send it events nobody listens to.
 func TestSubscribeTimeoutTakesItBack(t *testing.T) {
 	gaveUp := make(chan struct{})
-	h := hub.New(&hub.Options{Policy: hub.PolicyFunc(func(_ context.Context, a hub.Action, topic string) error {
+	h := hub.New(&hub.Options{Policy: hub.Policy(func(_ context.Context, a hub.Action, topic string) error {
 		if a == hub.Subscribe && topic == "late" {
 			<-gaveUp // answer only once the caller has stopped waiting
 		}

@@ -43,5 +43,5 @@
 // subscription runs its handler on a goroutine of its own, one event at a
 // time, in the order the hub sent them.
 //
-// The wire protocol is described in the project's PROTOCOL.md.
+// The wire protocol is described in docs/protocol.md.
 package client

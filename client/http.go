@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -21,18 +23,55 @@ import (
 // It is safe for concurrent use.
 type HTTPClient struct {
 	url    string
-	o      Options
+	o      HTTPOptions
 	hc     *http.Client
 	ownHC  bool
 	nextID atomic.Uint64
 }
 
+// HTTPOptions configures an [HTTPClient] ([NewHTTP]). A nil *HTTPOptions
+// is valid and gives the defaults; zero fields mean their defaults too.
+// NewHTTP copies the struct, so it may be reused.
+type HTTPOptions struct {
+	// Token, if set, is sent as "Authorization: Bearer <Token>" with every
+	// POST.
+	Token string
+
+	// Header holds extra HTTP headers for every POST.
+	Header http.Header
+
+	// TLSConfig configures TLS for https:// URLs. Nil uses the system's
+	// roots. Ignored when HTTPClient is set.
+	TLSConfig *tls.Config
+
+	// HTTPClient carries the POSTs. Default: a client of its own, built
+	// from TLSConfig, whose idle connections are closed by Close.
+	HTTPClient *http.Client
+
+	// CallTimeout bounds a call whose context has no deadline. Default
+	// [peer.DefaultCallTimeout]; negative means no bound.
+	CallTimeout time.Duration
+
+	// MaxMessage caps a response body, in bytes. Default
+	// [peer.DefaultMaxMessage].
+	MaxMessage int
+}
+
 // NewHTTP returns a client that POSTs to url (http:// or https://, usually
-// ending in /rpc). Options.Router, the reconnection fields and the event
-// fields do not apply.
-func NewHTTP(url string, opts *Options) *HTTPClient {
-	h := &HTTPClient{url: url, o: opts.withDefaults()}
-	h.hc, h.ownHC = h.o.httpClient()
+// ending in /rpc).
+func NewHTTP(url string, opts *HTTPOptions) *HTTPClient {
+	h := &HTTPClient{url: url}
+	if opts != nil {
+		h.o = *opts
+	}
+	if h.o.CallTimeout == 0 {
+		h.o.CallTimeout = peer.DefaultCallTimeout
+	}
+	if h.o.MaxMessage <= 0 {
+		h.o.MaxMessage = peer.DefaultMaxMessage
+	}
+	h.o.Header = withToken(h.o.Header, h.o.Token)
+	h.hc, h.ownHC = httpClient(h.o.HTTPClient, h.o.TLSConfig)
 	return h
 }
 
@@ -94,7 +133,7 @@ type response struct {
 // result, as [Client.Call] does. It returns a *peer.Error when the server
 // answered with one, a *StatusError for an HTTP error status, and a
 // transport error otherwise. A ctx without a deadline gets
-// Options.CallTimeout.
+// HTTPOptions.CallTimeout.
 func (h *HTTPClient) Call(ctx context.Context, method string, params, result any) error {
 	req, err := h.request(method, params, false)
 	if err != nil {

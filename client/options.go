@@ -9,29 +9,29 @@ import (
 	"go.uber.org/zap"
 )
 
-// Options configures a [Client] ([Dial]) or an [HTTPClient] ([NewHTTP]).
-// A nil *Options is valid and gives the defaults; zero fields mean their
-// defaults too. Dial and NewHTTP copy the struct, so it may be reused.
+// Options configures a [Client] ([Dial]). A nil *Options is valid and
+// gives the defaults; zero fields mean their defaults too. Dial copies the
+// struct, so it may be reused.
 type Options struct {
 	// Router serves the calls the hub makes on this client, usually a
 	// *peer.Mux. Nil serves none: such calls get -32601. rpc.event is
 	// never looked up in it: the client delivers events to its
-	// subscriptions itself. Ignored by NewHTTP.
+	// subscriptions itself.
 	Router peer.Router
 
 	// Token, if set, is sent as "Authorization: Bearer <Token>" with the
-	// WebSocket handshake (and each reconnection) and with every POST.
+	// WebSocket handshake (and each reconnection).
 	Token string
 
-	// Header holds extra HTTP headers for the handshake and for POSTs.
+	// Header holds extra HTTP headers for the handshake.
 	Header http.Header
 
 	// TLSConfig configures TLS for wss:// and https:// URLs. Nil uses the
 	// system's roots. Ignored when HTTPClient is set.
 	TLSConfig *tls.Config
 
-	// HTTPClient carries the WebSocket handshake and the POSTs. Its
-	// transport must support protocol upgrades (*http.Transport does).
+	// HTTPClient carries the WebSocket handshake. Its transport must
+	// support protocol upgrades (*http.Transport does).
 	// Default: a client of its own, built from TLSConfig, whose idle
 	// connections are closed by Close.
 	HTTPClient *http.Client
@@ -79,8 +79,7 @@ type Options struct {
 
 	// MaxMessage caps the size of one incoming message, in bytes. Default
 	// [peer.DefaultMaxMessage]; a larger message closes the connection
-	// (code 1009), and the client reconnects. Over HTTP it caps the
-	// response body.
+	// (code 1009), and the client reconnects.
 	MaxMessage int
 
 	// MaxInFlight and MaxQueue are the limits of the connection, with the
@@ -140,25 +139,33 @@ func (o *Options) withDefaults() Options {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	c.Header = c.Header.Clone()
-	if c.Header == nil {
-		c.Header = http.Header{}
-	}
-	if c.Token != "" {
-		c.Header.Set("Authorization", "Bearer "+c.Token)
-	}
+	c.Header = withToken(c.Header, c.Token)
 	return c
 }
 
-// httpClient returns the HTTP client to use and whether the caller owns it
-// (and so closes its idle connections when done).
-func (o *Options) httpClient() (*http.Client, bool) {
-	if o.HTTPClient != nil {
-		return o.HTTPClient, false
+// withToken returns a copy of h (never nil) that carries token, if any,
+// as a bearer token.
+func withToken(h http.Header, token string) http.Header {
+	h = h.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	return h
+}
+
+// httpClient returns hc, or when it is nil a client of its own built
+// from tlsConfig, and whether the caller owns it (and so closes its idle
+// connections when done).
+func httpClient(hc *http.Client, tlsConfig *tls.Config) (*http.Client, bool) {
+	if hc != nil {
+		return hc, false
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	if o.TLSConfig != nil {
-		t.TLSClientConfig = o.TLSConfig.Clone()
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig.Clone()
 	}
 	return &http.Client{Transport: t}, true
 }

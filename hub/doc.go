@@ -12,7 +12,7 @@
 //	...
 //	for _, p := range h.Peers() {
 //		var answer string
-//		err := p.Call(ctx, "ask", map[string]string{"question": "ready?"}, &answer)
+//		err := p.Conn().Call(ctx, "ask", map[string]string{"question": "ready?"}, &answer)
 //		...
 //	}
 //	n, err := h.Publish(ctx, "prices.SWB", quote) // n peers reached

@@ -42,8 +42,8 @@ func ExampleHub_Publish() {
 
 // A policy that lets everyone subscribe, and only admins publish, and
 // nobody else touch the admin topics.
-func ExamplePolicyFunc() {
-	policy := hub.PolicyFunc(func(ctx context.Context, a hub.Action, topic string) error {
+func ExamplePolicy() {
+	policy := hub.Policy(func(ctx context.Context, a hub.Action, topic string) error {
 		admin := hub.Identity(ctx) == "admin"
 		switch {
 		case admin:
@@ -54,9 +54,9 @@ func ExamplePolicyFunc() {
 		return nil
 	})
 	ctx := hub.WithIdentity(context.Background(), "alice")
-	fmt.Println(policy.Allow(ctx, hub.Subscribe, "news"))
-	fmt.Println(policy.Allow(ctx, hub.Subscribe, "admin.>"))
-	fmt.Println(policy.Allow(ctx, hub.Publish, "news"))
+	fmt.Println(policy(ctx, hub.Subscribe, "news"))
+	fmt.Println(policy(ctx, hub.Subscribe, "admin.>"))
+	fmt.Println(policy(ctx, hub.Publish, "news"))
 	// Output:
 	// <nil>
 	// admins only
@@ -64,7 +64,7 @@ func ExamplePolicyFunc() {
 }
 
 // The server's Go code calls a method the peer serves.
-func ExamplePeer_Call() {
+func ExamplePeer_Conn() {
 	h := hub.New(nil)
 	browser := peer.NewMux()
 	browser.Handle("confirm", peer.Func(func(_ context.Context, p struct{ Question string }) (bool, error) {
@@ -79,7 +79,7 @@ func ExamplePeer_Call() {
 	defer func() { cc.Close(); <-sc.Done(); <-cc.Done(); h.Leave(p) }()
 
 	var ok bool
-	err := h.Peer("browser-1").Call(context.Background(), "confirm", map[string]string{"question": "Deploy?"}, &ok)
+	err := h.Peer("browser-1").Conn().Call(context.Background(), "confirm", map[string]string{"question": "Deploy?"}, &ok)
 	fmt.Println(p.Identity(), ok, err)
 	// Output: alice true <nil>
 }

@@ -20,7 +20,7 @@ var ErrInvalidTopic = errors.New("hub: invalid topic")
 // Options configures a Hub. A nil *Options is valid and gives the defaults.
 type Options struct {
 	// Policy decides who may subscribe to and publish on which topic.
-	// Nil means DefaultPolicy: any peer may subscribe, no peer may
+	// Nil means [DefaultPolicy]: any peer may subscribe, no peer may
 	// publish (Go code publishing with Hub.Publish is not asked).
 	Policy Policy
 
@@ -112,19 +112,9 @@ func (p *Peer) ID() string { return p.id }
 // server authenticates no one).
 func (p *Peer) Identity() any { return p.identity }
 
-// Conn returns the peer's connection.
+// Conn returns the peer's connection: Conn().Call calls a method on the
+// peer, Conn().Notify sends it a notification.
 func (p *Peer) Conn() *peer.Conn { return p.conn }
-
-// Call calls method on the peer and decodes the result into result,
-// as [peer.Conn.Call] does.
-func (p *Peer) Call(ctx context.Context, method string, params, result any) error {
-	return p.conn.Call(ctx, method, params, result)
-}
-
-// Notify sends the peer a notification, as [peer.Conn.Notify] does.
-func (p *Peer) Notify(ctx context.Context, method string, params any) error {
-	return p.conn.Notify(ctx, method, params)
-}
 
 // Topics returns the patterns the peer is subscribed to, sorted.
 func (p *Peer) Topics() []string {

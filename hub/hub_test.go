@@ -254,7 +254,7 @@ func TestDefaultPolicy(t *testing.T) {
 }
 
 func TestPolicySeesIdentity(t *testing.T) {
-	policy := hub.PolicyFunc(func(ctx context.Context, a hub.Action, topic string) error {
+	policy := hub.Policy(func(ctx context.Context, a hub.Action, topic string) error {
 		who, _ := hub.Identity(ctx).(string)
 		switch {
 		case a == hub.Subscribe && topic == "admin.>" && who != "root":
@@ -355,10 +355,10 @@ func TestRegistry(t *testing.T) {
 	}
 	// The server calls the browser.
 	var who string
-	if err := a.p.Call(ctx(t), "whoami", nil, &who); err != nil || who != "browser" {
+	if err := a.p.Conn().Call(ctx(t), "whoami", nil, &who); err != nil || who != "browser" {
 		t.Fatalf("Call = %q, %v", who, err)
 	}
-	if err := a.p.Notify(ctx(t), "whoami", nil); err != nil {
+	if err := a.p.Conn().Notify(ctx(t), "whoami", nil); err != nil {
 		t.Fatal(err)
 	}
 	h.Leave(a.p)

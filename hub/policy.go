@@ -26,41 +26,28 @@ func (a Action) String() string {
 
 // Policy decides whether the peer behind ctx may subscribe to a pattern or
 // publish on a topic. ctx is the request's: [Identity] gives what
-// authentication said the caller is. Allow returns nil to allow; any error
-// refuses, and the caller gets -32001 (or the code of a *peer.Error).
-// Allow runs on the reader goroutine of the peer's connection (the hub's
-// methods run inline, in arrival order), so it must not block: decide from
-// the identity and the topic, or from data already in memory.
-type Policy interface {
-	Allow(ctx context.Context, action Action, topic string) error
+// authentication said the caller is. A Policy returns nil to allow; any
+// error refuses, and the caller gets -32001 (or the code of a
+// *peer.Error). It runs on the reader goroutine of the peer's connection
+// (the hub's methods run inline, in arrival order), so it must not block:
+// decide from the identity and the topic, or from data already in memory.
+type Policy func(ctx context.Context, action Action, topic string) error
+
+// DefaultPolicy lets any peer subscribe to any pattern and refuses every
+// rpc.publish: only the server's Go code publishes (Hub.Publish). It is
+// the policy of a Hub with none set.
+func DefaultPolicy(_ context.Context, action Action, _ string) error {
+	if action == Subscribe {
+		return nil
+	}
+	return errRefused
 }
 
-// PolicyFunc adapts a function to a Policy.
-type PolicyFunc func(ctx context.Context, action Action, topic string) error
+// AllowAll lets any peer subscribe and publish on any topic. It suits
+// demos, tests and trusted networks.
+func AllowAll(context.Context, Action, string) error { return nil }
 
-// Allow calls f(ctx, action, topic).
-func (f PolicyFunc) Allow(ctx context.Context, action Action, topic string) error {
-	return f(ctx, action, topic)
-}
-
-// ErrRefused is the error DefaultPolicy refuses with.
-var ErrRefused = errors.New("hub: not allowed")
-
-var (
-	// DefaultPolicy lets any peer subscribe to any pattern and refuses
-	// every rpc.publish: only the server's Go code publishes (Hub.Publish).
-	// It is the policy of a Hub with none set.
-	DefaultPolicy Policy = PolicyFunc(func(_ context.Context, a Action, _ string) error {
-		if a == Subscribe {
-			return nil
-		}
-		return ErrRefused
-	})
-
-	// AllowAll lets any peer subscribe and publish on any topic. It suits
-	// demos, tests and trusted networks.
-	AllowAll Policy = PolicyFunc(func(context.Context, Action, string) error { return nil })
-)
+var errRefused = errors.New("hub: not allowed")
 
 type identityKey struct{}
 

@@ -48,11 +48,7 @@ type topicsResult struct {
 }
 
 func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error) {
-	p, err := h.caller(ctx, req.Method)
-	if err != nil {
-		return nil, err
-	}
-	patterns, err := topicParams(req.Params)
+	p, patterns, err := h.topicRequest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -68,15 +64,25 @@ func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error
 }
 
 func (h *Hub) serveUnsubscribe(ctx context.Context, req *peer.Request) (any, error) {
-	p, err := h.caller(ctx, req.Method)
-	if err != nil {
-		return nil, err
-	}
-	patterns, err := topicParams(req.Params)
+	p, patterns, err := h.topicRequest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return topicsResult{h.unsubscribe(p, patterns)}, nil
+}
+
+// topicRequest returns the peer making an rpc.subscribe or
+// rpc.unsubscribe request and the patterns it names.
+func (h *Hub) topicRequest(ctx context.Context, req *peer.Request) (*Peer, []string, error) {
+	p, err := h.caller(ctx, req.Method)
+	if err != nil {
+		return nil, nil, err
+	}
+	patterns, err := topicParams(req.Params)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, patterns, nil
 }
 
 // publishResult is the result of rpc.publish.
@@ -132,7 +138,7 @@ func (h *Hub) caller(ctx context.Context, method string) (*Peer, error) {
 
 // allow asks the policy, turning a refusal into -32001.
 func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
-	err := h.o.Policy.Allow(ctx, a, topic)
+	err := h.o.Policy(ctx, a, topic)
 	if err == nil {
 		return nil
 	}

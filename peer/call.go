@@ -227,15 +227,6 @@ func ConnFromContext(ctx context.Context) *Conn {
 	return nil
 }
 
-// RequestID returns the id of the request a handler is serving (the zero
-// ID for a notification or outside a handler).
-func RequestID(ctx context.Context) ID {
-	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
-		return ri.id
-	}
-	return ID{}
-}
-
 // Progress sends data to the caller of the request a handler is serving,
 // as an rpc.progress notification. It does nothing for notifications and
 // over HTTP POST, where no one could receive it.

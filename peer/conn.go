@@ -133,7 +133,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 	for {
 		msg, err := c.t.Read(rctx)
 		if err != nil {
-			c.teardown(err, CloseNormal, "")
+			c.readFailed(err)
 			break
 		}
 		if len(msg) > c.o.MaxMessage {
@@ -160,8 +160,11 @@ func (c *Conn) Closing() <-chan struct{} { return c.closing }
 // reader, writer and handlers have all stopped.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err returns why the connection closed (wrapping ErrClosed when this side
-// closed it), or nil while it is open.
+// Err returns nil while the connection is open, and then why it closed:
+// an error wrapping ErrClosed and a *CloseError with the code and reason
+// the connection closed with, sent by this side or received from the
+// other, and the error that caused it, if any (ErrTooSlow, a transport
+// error). Once [Conn.Done] is closed, Err no longer changes.
 func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -177,7 +180,7 @@ func (c *Conn) Close() error {
 
 // CloseWith closes the connection with a WebSocket close code and reason.
 func (c *Conn) CloseWith(code int, reason string) error {
-	c.teardown(ErrClosed, code, reason)
+	c.teardown(nil, code, reason)
 	return nil
 }
 
@@ -202,7 +205,7 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	c.teardown(ErrClosed, CloseGoingAway, "going away")
+	c.teardown(nil, CloseGoingAway, "going away")
 	return err
 }
 
@@ -218,7 +221,11 @@ func (c *Conn) checkIdleLocked() {
 	}
 }
 
-// teardown closes the connection once, for the given cause.
+// teardown closes the connection once, sending code and reason, because
+// of cause: nil when this side chose to close (Close, CloseWith,
+// Shutdown), else what went wrong. The connection's error (Err) wraps
+// ErrClosed, a *CloseError (cause's own, if it holds one: the code the
+// other side sent, say; else code and reason), and cause.
 func (c *Conn) teardown(cause error, code int, reason string) {
 	c.mu.Lock()
 	if c.closed {
@@ -226,13 +233,15 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 		return
 	}
 	c.closed = true
-	if cause == nil {
-		cause = ErrClosed
-	}
-	c.localClose = cause == ErrClosed
-	c.cause = cause
-	if !errors.Is(cause, ErrClosed) {
+	c.localClose = cause == nil
+	var ce *CloseError
+	switch {
+	case cause == nil:
+		c.cause = fmt.Errorf("%w: %w", ErrClosed, &CloseError{Code: code, Reason: reason})
+	case errors.As(cause, &ce):
 		c.cause = fmt.Errorf("%w: %w", ErrClosed, cause)
+	default:
+		c.cause = fmt.Errorf("%w: %w: %w", ErrClosed, &CloseError{Code: code, Reason: reason}, cause)
 	}
 	pending := c.pending
 	c.pending = nil
@@ -270,6 +279,27 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	}
 }
 
+// readFailed closes the connection after the reader's Read failed with
+// err. A read that fails without a close code (a reset, say) means the
+// connection broke: CloseAbnormal. This side may have closed the
+// connection already, after the transport closed it but before the read
+// returned (the transport's read limit, a close frame from the other
+// side): the code the read reports is then the one the connection ended
+// with, since this side's close frame could not follow it.
+func (c *Conn) readFailed(err error) {
+	ce, ok := errors.AsType[*CloseError](err)
+	if !ok {
+		c.teardown(fmt.Errorf("%w: %w", &CloseError{Code: CloseAbnormal}, err), CloseNormal, "")
+		return
+	}
+	c.teardown(err, CloseNormal, "")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sent, ok := errors.AsType[*CloseError](c.cause); ok && *sent != *ce {
+		c.cause = fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+}
+
 // outboxDrained is the outbox's drained hook, run by the goroutine that
 // stopped writing: a draining connection may now be idle.
 func (c *Conn) outboxDrained() {
@@ -291,8 +321,7 @@ func (c *Conn) outboxDrained() {
 func (c *Conn) Post(msg []byte) error {
 	err := c.out.postEvent(msg)
 	if err == ErrTooSlow { //nolint:errorlint // postEvent returns it bare
-		c.o.Logger.Warn("peer too slow: outbound queue full")
-		c.teardown(ErrTooSlow, ClosePolicy, "too slow")
+		c.tooSlow()
 	}
 	return err
 }
@@ -301,9 +330,14 @@ func (c *Conn) Post(msg []byte) error {
 // other side sends and never reads, the connection is closed as too slow.
 func (c *Conn) post(b []byte) {
 	if c.out.post(b) != nil {
-		c.o.Logger.Warn("peer too slow: outbound queue full")
-		c.teardown(ErrTooSlow, ClosePolicy, "too slow")
+		c.tooSlow()
 	}
+}
+
+// tooSlow closes a peer that does not read what it is sent.
+func (c *Conn) tooSlow() {
+	c.o.Logger.Warn("peer too slow: outbound queue full")
+	c.teardown(ErrTooSlow, ClosePolicy, "too slow")
 }
 
 // send queues b, waiting for room until ctx ends.

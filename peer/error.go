@@ -12,7 +12,7 @@ import (
 type Code int
 
 // The codes of the JSON-RPC 2.0 specification, then the codes this project
-// defines in the server range (see PROTOCOL.md, section 4).
+// defines in the server range (see "Errors" in docs/protocol.md).
 const (
 	CodeParseError     Code = -32700 // invalid JSON
 	CodeInvalidRequest Code = -32600 // not a valid request object
@@ -111,9 +111,10 @@ func ToError(err error) *Error {
 	}
 }
 
-// CloseError says how the other side (or the transport) closed the
-// connection, in WebSocket terms. It is found in the chain of errors that
-// report a closed connection.
+// CloseError is the WebSocket close code and reason a connection closed
+// with, sent by this side or received from the other. Every error that
+// reports a closed connection (Conn.Err, the error of a call that the
+// close failed) holds one: errors.As finds it.
 type CloseError struct {
 	Code   int
 	Reason string
@@ -133,4 +134,8 @@ const (
 	ClosePolicy        = 1008 // policy violation, e.g. a peer too slow to keep up
 	CloseTooBig        = 1009 // message over the size limit
 	CloseInternalError = 1011 // unexpected condition
+
+	// CloseAbnormal is never sent: it reports a connection that broke
+	// without a close frame (reset, timed out), as WebSocket APIs do.
+	CloseAbnormal = 1006
 )

@@ -34,41 +34,7 @@ func skipValue(b []byte, i, depth int) int {
 	}
 	switch c := b[i]; {
 	case c == '{':
-		if depth >= maxDepth {
-			return -1
-		}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return -1
-			}
-			if i = skipString(b, i); i < 0 {
-				return -1
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) || b[i] != ':' {
-				return -1
-			}
-			i = skipSpace(b, i+1)
-			if i = skipValue(b, i, depth+1); i < 0 {
-				return -1
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case '}':
-				return i + 1
-			case ',':
-				i = skipSpace(b, i+1)
-			default:
-				return -1
-			}
-		}
+		return scanObject(b, i, depth, nil)
 	case c == '[':
 		if depth >= maxDepth {
 			return -1
@@ -81,17 +47,9 @@ func skipValue(b []byte, i, depth int) int {
 			if i = skipValue(b, i, depth+1); i < 0 {
 				return -1
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case ']':
-				return i + 1
-			case ',':
-				i = skipSpace(b, i+1)
-			default:
-				return -1
+			var end bool
+			if i, end = nextElem(b, i, ']'); end {
+				return i
 			}
 		}
 	case c == '"':
@@ -106,6 +64,62 @@ func skipValue(b []byte, i, depth int) int {
 		return skipNumber(b, i)
 	}
 	return -1
+}
+
+// scanObject validates the object starting at the '{' at b[i], nested
+// depth levels deep, and returns the index just past it, or -1 if the
+// input is not valid JSON. If member is not nil, it is called with each
+// member's raw key (quotes included) and raw value, in order.
+func scanObject(b []byte, i, depth int, member func(key, value []byte)) int {
+	if depth >= maxDepth {
+		return -1
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		ks := i
+		if i = skipString(b, i); i < 0 {
+			return -1
+		}
+		key := b[ks:i]
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		vs := skipSpace(b, i+1)
+		if i = skipValue(b, vs, depth+1); i < 0 {
+			return -1
+		}
+		if member != nil {
+			member(key, b[vs:i])
+		}
+		var end bool
+		if i, end = nextElem(b, i, '}'); end {
+			return i
+		}
+	}
+}
+
+// nextElem reads what follows an element (or member) of an array (or
+// object) that ends with end: after a comma it returns the index of the
+// next element and false; at end, the index just past it and true; on
+// anything else, -1 and true.
+func nextElem(b []byte, i int, end byte) (int, bool) {
+	i = skipSpace(b, i)
+	if i < len(b) {
+		switch b[i] {
+		case end:
+			return i + 1, true
+		case ',':
+			return skipSpace(b, i+1), false
+		}
+	}
+	return -1, true
 }
 
 func skipLiteral(b []byte, i int, lit string) int {

@@ -12,15 +12,6 @@ import (
 // The zero ID is no id at all: the request is a notification.
 type ID struct{ raw string }
 
-// IntID returns the id for n.
-func IntID(n int64) ID { return ID{strconv.FormatInt(n, 10)} }
-
-// StringID returns the id for the string s.
-func StringID(s string) ID { return ID{string(appendString(nil, s))} }
-
-// NullID returns the id null, which makes a call, not a notification.
-func NullID() ID { return ID{"null"} }
-
 // IsZero reports whether there is no id (a notification).
 func (id ID) IsZero() bool { return id.raw == "" }
 
@@ -109,41 +100,7 @@ var nullJSON = []byte("null")
 // parseObject decodes the object starting at b[i] and returns the index just
 // past it, or -1 when the input is not valid JSON.
 func parseObject(b []byte, i int, m *message) int {
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return -1
-		}
-		ks := i
-		if i = skipString(b, i); i < 0 {
-			return -1
-		}
-		key := b[ks:i]
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] != ':' {
-			return -1
-		}
-		vs := skipSpace(b, i+1)
-		if i = skipValue(b, vs, 1); i < 0 {
-			return -1
-		}
-		m.member(key, b[vs:i])
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case '}':
-			return i + 1
-		case ',':
-			i = skipSpace(b, i+1)
-		default:
-			return -1
-		}
-	}
+	return scanObject(b, i, 0, m.member)
 }
 
 // member records one member; later duplicates win, as with encoding/json.
@@ -226,18 +183,10 @@ func parseFrame(b []byte, maxBatch int) (f frame, ok bool) {
 			if i < 0 {
 				return f, false
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return f, false
-			}
-			if b[i] == ']' {
-				i++
+			var end bool
+			if i, end = nextElem(b, i, ']'); end {
 				break
 			}
-			if b[i] != ',' {
-				return f, false
-			}
-			i = skipSpace(b, i+1)
 		}
 	default:
 		// Valid JSON that is neither an object nor an array is an

@@ -6,7 +6,7 @@ import (
 )
 
 // specCases are the examples of the JSON-RPC 2.0 specification, verbatim,
-// then the edge cases PROTOCOL.md section 2 adds. want "" means no reply.
+// then the edge cases docs/protocol.md adds. want "" means no reply.
 var specCases = []struct{ name, in, want string }{
 	// Examples from the specification.
 	{"positional params", `{"jsonrpc": "2.0", "method": "subtract", "params": [42, 23], "id": 1}`,

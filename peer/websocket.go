@@ -19,8 +19,12 @@ func (t wsTransport) Read(ctx context.Context) ([]byte, error) {
 	_, b, err := t.ws.Read(ctx)
 	if err != nil {
 		var ce websocket.CloseError
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
 			return nil, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
+		case errors.Is(err, websocket.ErrMessageTooBig):
+			// The library has closed the connection with 1009 itself.
+			return nil, &CloseError{Code: CloseTooBig, Reason: "message too big"}
 		}
 		return nil, err
 	}

@@ -135,7 +135,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, post bool)
 	} else {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 	}
-	s.metrics.rejected.WithLabelValues("auth").Inc()
+	s.counters.refused[refusedAuth].Add(1)
 	s.log.Info("request refused", zap.String("reason", "auth"), zap.Int("status", status),
 		zap.String("remote", r.RemoteAddr), zap.Error(err))
 	if post {

@@ -1,5 +1,5 @@
 // Package server serves Switchboard over HTTP: JSON-RPC 2.0 on /rpc, over
-// a WebSocket or as an HTTP POST, plus /healthz and /metrics.
+// a WebSocket or as an HTTP POST, plus /healthz.
 //
 // A [Server] is an http.Handler. Each WebSocket becomes a [peer.Conn]
 // served on its request's goroutine and joins the server's [hub.Hub], so
@@ -48,8 +48,8 @@
 //
 // # Metrics
 //
-// /metrics serves the server's own Prometheus registry: connections,
-// calls by method and outcome, handler latency, published, delivered and
-// dropped events, slow consumers closed, refused requests, and the Go
-// runtime's metrics. docs/server.md lists them.
+// [Server.Stats] counts connections, refused requests and the hub's
+// events; [Options].OnServe observes each request served. The server
+// imports no metrics library: the server/prom package exports both to
+// Prometheus. docs/server.md lists the metrics.
 package server

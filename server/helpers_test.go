@@ -15,9 +15,11 @@ import (
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
+	"github.com/switchboard-rpc/switchboard/server/prom"
 )
 
-// testServer is a demo server on 127.0.0.1 with an allow-all policy.
+// testServer is a demo server on 127.0.0.1 with an allow-all policy, and
+// its metrics on /metrics.
 type testServer struct {
 	*httptest.Server
 	srv *server.Server
@@ -34,8 +36,16 @@ func newTestServer(t *testing.T, opts *server.Options) *testServer {
 	if opts.Hub == nil {
 		opts.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
 	}
+	metrics := prom.New()
+	if opts.OnServe == nil {
+		opts.OnServe = metrics.Observe
+	}
 	srv := server.New(opts)
-	ts := httptest.NewServer(srv)
+	metrics.Watch(srv)
+	routes := http.NewServeMux()
+	routes.Handle("/", srv)
+	routes.Handle("/metrics", metrics)
+	ts := httptest.NewServer(routes)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -29,10 +29,10 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.metrics.rejected.WithLabelValues("body_timeout").Inc()
+			s.counters.refused[refusedBodyTimeout].Add(1)
 			plain(w, http.StatusRequestTimeout, "body not received in time\n")
 		case errors.As(err, &tooBig):
-			s.metrics.rejected.WithLabelValues("too_large").Inc()
+			s.counters.refused[refusedTooLarge].Add(1)
 			plain(w, http.StatusRequestEntityTooLarge, "body over the size limit\n")
 		default:
 			plain(w, http.StatusBadRequest, "cannot read body\n")

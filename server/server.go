@@ -74,6 +74,13 @@ type Options struct {
 	// which closes a peer too slow for its events with 1008.
 	MaxBatch, MaxInFlight, MaxQueue int
 
+	// OnServe, if set, is called after each request served, WebSocket or
+	// POST, with the method ("" when there is no such method), the error
+	// code sent back (0 for a result) and the time the handler took, as
+	// peer.Options.OnServe is. It runs on the handler's goroutine and must
+	// be fast. Metrics hook here: see server/prom.
+	OnServe func(method string, code peer.Code, elapsed time.Duration)
+
 	// Compression enables permessage-deflate on WebSockets. Off by
 	// default: it costs CPU and memory per connection, and JSON-RPC
 	// messages are usually small.
@@ -95,19 +102,19 @@ var ErrUnauthorized = errors.New("server: unauthorized")
 const DefaultBodyTimeout = 10 * time.Second
 
 // Server is an http.Handler serving JSON-RPC 2.0 on /rpc (WebSocket and
-// HTTP POST), /healthz and /metrics. Each WebSocket is served on the
+// HTTP POST) and /healthz. Each WebSocket is served on the
 // goroutine of its HTTP request, as a peer of the server's Hub.
 //
 // Mount it on a mux for those paths, or use it as the whole handler.
 // Call Shutdown to close WebSockets: http.Server.Shutdown does not touch
 // them. All methods are safe for concurrent use.
 type Server struct {
-	o       Options
-	hub     *hub.Hub
-	router  peer.Router
-	log     *zap.Logger
-	metrics *metrics
-	mux     *http.ServeMux
+	o        Options
+	hub      *hub.Hub
+	router   peer.Router
+	log      *zap.Logger
+	mux      *http.ServeMux
+	counters counters
 
 	mu      sync.Mutex
 	closing bool
@@ -141,21 +148,19 @@ func New(opts *Options) *Server {
 		app = authorizer{app, s.o.Authorize}
 	}
 	s.router = s.hub.Router(app)
-	s.metrics = newMetrics(s)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/rpc", s.serveRPC)
 	s.mux.HandleFunc("/healthz", s.serveHealth)
-	s.mux.Handle("/metrics", s.metrics.handler())
 	return s
 }
 
 // Hub returns the server's hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
-// ServeHTTP serves /rpc, /healthz and /metrics; other paths get 404.
+// ServeHTTP serves /rpc and /healthz; other paths get 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r) {
-		s.refuse(w, r, http.StatusForbidden, "host", "host not allowed")
+		s.refuse(w, r, http.StatusForbidden, refusedHost, "host not allowed")
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -173,7 +178,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 	if !s.originAllowed(r) {
-		s.refuse(w, r, http.StatusForbidden, "origin", "origin not allowed")
+		s.refuse(w, r, http.StatusForbidden, refusedOrigin, "origin not allowed")
 		return
 	}
 	switch {
@@ -239,7 +244,7 @@ func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
 		MaxInFlight: s.o.MaxInFlight,
 		MaxQueue:    s.o.MaxQueue,
 		Logger:      log,
-		OnServe:     s.metrics.observe,
+		OnServe:     s.o.OnServe,
 	}
 }
 
@@ -315,9 +320,9 @@ func plain(w http.ResponseWriter, code int, msg string) {
 }
 
 // refuse answers a request the server will not serve, counts and logs it.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {
-	s.metrics.rejected.WithLabelValues(reason).Inc()
-	s.log.Info("request refused", zap.String("reason", reason), zap.Int("status", code),
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason refusal, msg string) {
+	s.counters.refused[reason].Add(1)
+	s.log.Info("request refused", zap.Stringer("reason", reason), zap.Int("status", code),
 		zap.String("remote", r.RemoteAddr), zap.String("host", r.Host), zap.String("origin", r.Header.Get("Origin")))
 	plain(w, code, msg+"\n")
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -42,8 +41,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 
 	id := uuid.NewString()
 	log := s.log.With(zap.String("peer", id), zap.String("remote", r.RemoteAddr))
-	t := &reads{Transport: peer.WebSocket(ws)}
-	conn := peer.NewConn(t, s.peerOptions(log))
+	conn := peer.NewConn(peer.WebSocket(ws), s.peerOptions(log))
 
 	s.mu.Lock()
 	if s.closing {
@@ -56,7 +54,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	p := s.hub.Join(conn, id, identity)
-	s.metrics.connections.Inc()
+	s.counters.accepted.Add(1)
 	start := time.Now()
 	if identity != nil {
 		log.Info("peer connected", zap.Any("identity", identity))
@@ -71,59 +69,17 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	delete(s.conns, conn)
 	s.mu.Unlock()
 
-	code, reason := closeCode(conn.Err(), t.err)
-	if code == 0 && s.isClosing() {
-		code, reason = peer.CloseGoingAway, "going away"
-	}
-	fields := []zap.Field{zap.Duration("duration", time.Since(start)), zap.Int("code", code)}
-	if reason != "" {
-		fields = append(fields, zap.String("reason", reason))
-	}
-	if err != nil && code != peer.CloseNormal && code != peer.CloseGoingAway {
-		fields = append(fields, zap.Error(err))
+	// Err is final now that Serve has returned; it holds the close code
+	// either side sent.
+	fields := []zap.Field{zap.Duration("duration", time.Since(start))}
+	if ce, ok := errors.AsType[*peer.CloseError](conn.Err()); ok {
+		fields = append(fields, zap.Int("code", ce.Code))
+		if ce.Reason != "" {
+			fields = append(fields, zap.String("reason", ce.Reason))
+		}
+		if err != nil && ce.Code != peer.CloseNormal && ce.Code != peer.CloseGoingAway {
+			fields = append(fields, zap.Error(err))
+		}
 	}
 	log.Info("peer disconnected", fields...)
-}
-
-// reads remembers the error that ended a transport's reads. Shutdown can
-// close a connection after its read failed (the other side closed it, or
-// sent a message over the limit, and the library answered with 1009) but
-// before the reader has handled the error: the connection's cause is then
-// this side's close, and only the read error still says how it ended.
-// Read is called by the goroutine running peer.Conn.Serve only, which
-// also reads err once Serve has returned.
-type reads struct {
-	peer.Transport
-	err error
-}
-
-func (t *reads) Read(ctx context.Context) ([]byte, error) {
-	b, err := t.Transport.Read(ctx)
-	if err != nil && t.err == nil {
-		t.err = err
-	}
-	return b, err
-}
-
-// closeCode works out the WebSocket close code a connection ended with,
-// from either side, given the connection's cause (peer.Conn.Err) and the
-// error its reads ended with; 0 when unknown. A peer too slow for its
-// events was closed by this side with 1008; otherwise the read error
-// comes first, as a close from this side may have overtaken it.
-func closeCode(cause, readErr error) (int, string) {
-	if errors.Is(cause, peer.ErrTooSlow) {
-		return peer.ClosePolicy, "too slow"
-	}
-	for _, err := range []error{readErr, cause} {
-		if ce, ok := errors.AsType[*peer.CloseError](err); ok {
-			return ce.Code, ce.Reason
-		}
-		if errors.Is(err, websocket.ErrMessageTooBig) {
-			return peer.CloseTooBig, "message too big"
-		}
-		if c := websocket.CloseStatus(err); c != -1 {
-			return int(c), ""
-		}
-	}
-	return 0, ""
 }

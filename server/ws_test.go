@@ -82,7 +82,7 @@ func TestWebSocketTooBig(t *testing.T) {
 			}
 			// The 1009 is sent before the server's reader has handled
 			// its error: wait for that, or Shutdown may close the
-			// connection first (closeCode's test covers that race).
+			// connection first (peer's TestCloseErrorInChain covers that race).
 			select {
 			case <-left:
 			case <-timeout(t).Done():
@@ -186,7 +186,7 @@ func TestServerToClientCalls(t *testing.T) {
 		t.Fatalf("Peer(%s) = %v", p.ID(), got)
 	}
 	who = ""
-	if err := p.Call(timeout(t), "whoami", nil, &who); err != nil || who != "the client" {
+	if err := p.Conn().Call(timeout(t), "whoami", nil, &who); err != nil || who != "the client" {
 		t.Fatalf("Peer.Call = %q, %v", who, err)
 	}
 }

@@ -11,9 +11,6 @@ import (
 //go:embed index.html switchboard.js
 var files embed.FS
 
-// FS returns the files: index.html and switchboard.js.
-func FS() embed.FS { return files }
-
 // Handler serves the files, index.html at "/".
 func Handler() http.Handler {
 	return http.FileServerFS(files)

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
+	"github.com/switchboard-rpc/switchboard/server/prom"
 	"github.com/switchboard-rpc/switchboard/web"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -128,13 +129,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		}
 		opts.Authenticate = server.TokenAuth(tokens)
 	}
+	metrics := prom.New()
+	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
+	metrics.Watch(srv)
 
 	routes := http.NewServeMux()
 	routes.Handle("/", web.Handler())
 	routes.Handle("/rpc", srv)
 	routes.Handle("/healthz", srv)
-	routes.Handle("/metrics", srv)
+	routes.Handle("/metrics", metrics)
 	// No WriteTimeout: a call over POST may run long. No ReadTimeout: the
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.

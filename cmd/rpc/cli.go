@@ -208,7 +208,14 @@ func (o *cli) open(ctx context.Context, url string) (caller, error) {
 func (o *cli) openWith(ctx context.Context, url string, opts *client.Options) (caller, error) {
 	switch {
 	case strings.HasPrefix(url, "http://"), strings.HasPrefix(url, "https://"):
-		return client.NewHTTP(url, opts), nil
+		return client.NewHTTP(url, &client.HTTPOptions{
+			Token:       opts.Token,
+			Header:      opts.Header,
+			TLSConfig:   opts.TLSConfig,
+			HTTPClient:  opts.HTTPClient,
+			CallTimeout: opts.CallTimeout,
+			MaxMessage:  opts.MaxMessage,
+		}), nil
 	case strings.HasPrefix(url, "ws://"), strings.HasPrefix(url, "wss://"):
 		return client.Dial(ctx, url, opts)
 	}

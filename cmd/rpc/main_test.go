@@ -372,13 +372,13 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	var got json.RawMessage
-	if err := peers[0].Call(ctx, "upper", []string{"abc"}, &got); err != nil || string(got) != `["ABC"]` {
+	if err := peers[0].Conn().Call(ctx, "upper", []string{"abc"}, &got); err != nil || string(got) != `["ABC"]` {
 		t.Fatalf("upper: %s, %v", got, err)
 	}
-	if err := peers[0].Call(ctx, "method", nil, &got); err != nil || string(got) != `"method"` {
+	if err := peers[0].Conn().Call(ctx, "method", nil, &got); err != nil || string(got) != `"method"` {
 		t.Fatalf("method: %s, %v", got, err)
 	}
-	err := peers[0].Call(ctx, "fail", nil, nil)
+	err := peers[0].Conn().Call(ctx, "fail", nil, nil)
 	var perr *peer.Error
 	if !errors.As(err, &perr) || perr.Code != peer.CodeApplication || perr.Message != "it broke" {
 		t.Fatalf("fail: %v", err)
