@@ -63,6 +63,7 @@ type Conn struct {
 	inflight    map[string]*call // calls being served, by raw request id
 	running     int              // handlers running, for MaxInFlight
 	batches     int              // batch tasks not yet done
+	forwards    int              // calls of Forward waiting for their answer
 	tail        chan struct{}    // done channel of the last serial call
 	draining    bool             // Shutdown called: refuse new calls
 	idle        chan struct{}    // closed when draining and nothing is left
@@ -186,6 +187,7 @@ func (c *Conn) CloseWith(code int, reason string) error {
 
 // Shutdown closes the connection gracefully: new calls are refused with
 // -32004, calls in flight run to completion and their replies are written,
+// calls forwarded to the other side ([Conn.Forward]) get their answers,
 // then the connection closes with 1001 (going away). If ctx ends first,
 // the connection is closed at once and Shutdown returns ctx.Err().
 func (c *Conn) Shutdown(ctx context.Context) error {
@@ -212,7 +214,7 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 // checkIdleLocked closes c.idle when a draining connection has nothing
 // left to run or write.
 func (c *Conn) checkIdleLocked() {
-	if c.draining && c.running == 0 && c.batches == 0 && c.out.idle() {
+	if c.draining && c.running == 0 && c.batches == 0 && c.forwards == 0 && c.out.idle() {
 		select {
 		case <-c.idle:
 		default:

@@ -25,6 +25,8 @@ const (
 	CodeCancelled    Code = -32002 // the call was cancelled (rpc.cancel)
 	CodeTimeout      Code = -32003 // the call's deadline passed
 	CodeOverloaded   Code = -32004 // too many calls in flight, or rate limited
+	CodeShuttingDown Code = -32005 // going away; the call did not run
+	CodeProviderLost Code = -32006 // the peer serving a forwarded call disconnected
 )
 
 // Error is a JSON-RPC error object. It travels on the wire and implements
