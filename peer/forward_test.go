@@ -32,11 +32,11 @@ func (f forwarder) Lookup(string) (Handler, Mode) {
 // the channels.
 type provider struct {
 	*Mux
-	ids     chan string        // "whoami": the id the provider saw
-	notes   chan string        // "note": the params of each notification
-	started chan struct{}      // "wait": the handler has begun
-	ended   chan error         // "wait": the cause of its context's end
-	release chan struct{}      // "hold": closed by free to let it return
+	ids     chan string   // "whoami": the id the provider saw
+	notes   chan string   // "note": the params of each notification
+	started chan struct{} // "wait": the handler has begun
+	ended   chan error    // "wait": the cause of its context's end
+	release chan struct{} // "hold": closed by free to let it return
 	free    func()
 }
 
