@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
+	"github.com/switchboard-rpc/switchboard/server/prom"
 	"go.uber.org/goleak"
 )
 
@@ -22,8 +24,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // show every scenario.
 func TestScenarios(t *testing.T) {
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
-	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h})
-	hubTS := httptest.NewServer(srv)
+	metrics := prom.New() // the idle scenario reads the hub's memory there
+	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h, OnServe: metrics.Observe})
+	metrics.Watch(srv)
+	routes := http.NewServeMux()
+	routes.Handle("/", srv)
+	routes.Handle("/metrics", metrics)
+	hubTS := httptest.NewServer(routes)
 	defer hubTS.Close()
 	defer srv.Shutdown(t.Context())
 	floorTS := httptest.NewServer(newFloor())
