@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -28,6 +29,16 @@ type Options struct {
 	// Default [DefaultMaxSubscriptions]; an rpc.subscribe that would go
 	// over it fails with -32004 and subscribes to nothing.
 	MaxSubscriptions int
+
+	// ForwardTimeout bounds a call forwarded to a peer that provides its
+	// method. Default [DefaultForwardTimeout]; when it passes, the caller
+	// gets -32003 and the provider rpc.cancel. Negative means no bound.
+	ForwardTimeout time.Duration
+
+	// MaxForwards caps the forwarded calls in flight to one provider.
+	// Default [DefaultMaxForwards]; a call that finds every provider of its
+	// method at the cap gets -32004.
+	MaxForwards int
 
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
 	// it has left, on the goroutine of Hub.Join and Hub.Leave (in a
@@ -64,6 +75,8 @@ type Hub struct {
 
 	handlers struct{ subscribe, unsubscribe, publish peer.Handler }
 
+	routes routes // the methods peers provide (route.go)
+
 	stats struct {
 		published, delivered, dropped, slow atomic.Uint64
 	}
@@ -84,6 +97,12 @@ func New(opts *Options) *Hub {
 	if h.o.MaxSubscriptions <= 0 {
 		h.o.MaxSubscriptions = DefaultMaxSubscriptions
 	}
+	if h.o.ForwardTimeout == 0 {
+		h.o.ForwardTimeout = DefaultForwardTimeout
+	}
+	if h.o.MaxForwards <= 0 {
+		h.o.MaxForwards = DefaultMaxForwards
+	}
 	h.handlers.subscribe = peer.HandlerFunc(h.serveSubscribe)
 	h.handlers.unsubscribe = peer.HandlerFunc(h.serveUnsubscribe)
 	h.handlers.publish = peer.HandlerFunc(h.servePublish)
@@ -102,6 +121,8 @@ type Peer struct {
 	subs map[string]*subscription
 	mark uint64 // the last publish that reached this peer
 	left bool
+
+	prov provision // the methods it provides (route.go)
 }
 
 // ID returns the peer's id, unique in the hub (a UUID unless the server
@@ -187,6 +208,7 @@ func (h *Hub) Leave(p *Peer) {
 	h.nsubs -= len(p.subs)
 	p.subs = nil
 	h.mu.Unlock()
+	h.unprovideAll(p)
 
 	h.pmu.Lock()
 	delete(h.peers, p.id)
@@ -235,6 +257,8 @@ type Stats struct {
 	Delivered     uint64 // events handed to a subscriber's queue
 	Dropped       uint64 // events not delivered: the subscriber was closed or too slow
 	SlowClosed    uint64 // subscribers closed because their queue was full (1008)
+
+	Routes RouteStats // calls forwarded to the peers that provide methods
 }
 
 // Stats returns the hub's counters.
@@ -252,6 +276,7 @@ func (h *Hub) Stats() Stats {
 		Delivered:     h.stats.delivered.Load(),
 		Dropped:       h.stats.dropped.Load(),
 		SlowClosed:    h.stats.slow.Load(),
+		Routes:        h.routeStats(),
 	}
 }
 
