@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -202,11 +203,11 @@ func firstByte(b []byte) byte {
 	return 0
 }
 
-// quote quotes a topic for an error message, shortening a long one.
+// quote quotes a topic for an error message, shortening a long one. The
+// message is text, not HTML: ">" stays as it is.
 func quote(s string) string {
 	if len(s) > 64 {
 		s = s[:64] + "..."
 	}
-	b, _ := json.Marshal(s)
-	return string(b)
+	return strconv.Quote(s)
 }
