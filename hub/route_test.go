@@ -34,7 +34,7 @@ type routeHub struct {
 
 // startHub starts a server whose hub is configured by opts (AllowAll when
 // it has no Policy).
-func startHub(t *testing.T, opts *hub.Options) *routeHub {
+func startHub(t testing.TB, opts *hub.Options) *routeHub {
 	t.Helper()
 	if opts == nil {
 		opts = &hub.Options{}
@@ -57,9 +57,11 @@ func startHub(t *testing.T, opts *hub.Options) *routeHub {
 func (rh *routeHub) wsURL() string { return "ws" + strings.TrimPrefix(rh.ts.URL, "http") + "/rpc" }
 
 // raw opens a WebSocket to the hub, closed at the end of the test.
-func (rh *routeHub) raw(t *testing.T) *websocket.Conn {
+func (rh *routeHub) raw(t testing.TB) *websocket.Conn {
 	t.Helper()
-	ws, _, err := websocket.Dial(ctx(t), rh.wsURL(), nil)
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(dctx, rh.wsURL(), nil)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -69,7 +71,7 @@ func (rh *routeHub) raw(t *testing.T) *websocket.Conn {
 
 // dial connects a peer serving router (nil: none). It is closed at the end
 // of the test, or by the test.
-func (rh *routeHub) dial(t *testing.T, router peer.Router) *peer.Conn {
+func (rh *routeHub) dial(t testing.TB, router peer.Router) *peer.Conn {
 	t.Helper()
 	c := peer.NewConn(peer.WebSocket(rh.raw(t)), &peer.Options{Router: router})
 	go c.Serve(context.Background()) //nolint:errcheck // the result is in c.Err
@@ -99,10 +101,10 @@ func (rh *routeHub) post(t *testing.T, body string) string {
 }
 
 // provide makes c provide the methods.
-func provide(t *testing.T, c *peer.Conn, methods ...string) {
+func provide(t testing.TB, c *peer.Conn, methods ...string) {
 	t.Helper()
 	var res struct{ Methods []string }
-	if err := c.Call(ctx(t), "rpc.provide", map[string]any{"methods": methods}, &res); err != nil {
+	if err := c.Call(context.Background(), "rpc.provide", map[string]any{"methods": methods}, &res); err != nil {
 		t.Fatalf("rpc.provide %q: %v", methods, err)
 	}
 }
