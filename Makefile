@@ -41,6 +41,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRespond$$' -fuzztime=$(FUZZTIME) ./peer
 	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) ./peer
 	$(GO) test -run='^$$' -fuzz='^FuzzBind$$' -fuzztime=$(FUZZTIME) ./peer
+	$(GO) test -run='^$$' -fuzz='^FuzzTopic$$' -fuzztime=$(FUZZTIME) ./hub
+	$(GO) test -run='^$$' -fuzz='^FuzzMatch$$' -fuzztime=$(FUZZTIME) ./hub
 
 ## bench: the Go micro-benchmarks and the load generator against the hub
 ## and the floor (about ten minutes); writes docs/benchmarks.md and its chart

@@ -202,17 +202,19 @@ func (c *Client) run(pc *peer.Conn) {
 }
 
 // ping checks that the hub still answers on pc, and closes pc when it
-// does not answer within PingInterval: a connection can die without
+// does not answer within PingTimeout: a connection can die without
 // either end being told (a laptop put to sleep, a NAT that forgot it).
+// It calls rpc.ping rather than sending a WebSocket ping, which the
+// hub's WebSocket library would answer even if the hub served nothing.
 func (c *Client) ping(pc *peer.Conn) error {
-	ctx, cancel := context.WithTimeout(c.ctx, c.o.PingInterval)
+	ctx, cancel := context.WithTimeout(c.ctx, c.o.PingTimeout)
 	defer cancel()
 	err := pc.Call(ctx, "rpc.ping", nil, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || c.ctx.Err() != nil {
 		return nil
 	}
 	_ = pc.CloseWith(peer.CloseGoingAway, "ping timeout")
-	return fmt.Errorf("%w: no answer to rpc.ping within %v", ErrConnectionLost, c.o.PingInterval)
+	return fmt.Errorf("%w: no answer to rpc.ping within %v", ErrConnectionLost, c.o.PingTimeout)
 }
 
 // markDown records that pc is gone, once, and reports whether the client

@@ -45,10 +45,14 @@ type Options struct {
 	// negative means no bound.
 	CallTimeout time.Duration
 
-	// PingInterval is how often the client sends rpc.ping to check that
-	// the connection still works; a ping unanswered for as long closes the
-	// connection, and the client reconnects. Default 30s; negative: never.
-	PingInterval time.Duration
+	// PingInterval is how often the client calls rpc.ping to check that
+	// the hub still answers, and PingTimeout how long the answer may
+	// take: unanswered, the connection is closed and the client
+	// reconnects. Defaults [peer.DefaultPingInterval] and
+	// [peer.DefaultPingTimeout], as on the server, so a hub that stops
+	// answering is left within their sum; a negative PingInterval sends
+	// none. The hub also pings the client, which answers by itself.
+	PingInterval, PingTimeout time.Duration
 
 	// MinBackoff is the pause before the first reconnection attempt; each
 	// failed attempt doubles it, up to MaxBackoff. Every pause is drawn at
@@ -101,11 +105,10 @@ type Options struct {
 }
 
 const (
-	defaultDialTimeout  = 10 * time.Second
-	defaultPingInterval = 30 * time.Second
-	defaultMinBackoff   = 100 * time.Millisecond
-	defaultMaxBackoff   = 10 * time.Second
-	defaultEventBuffer  = 1024
+	defaultDialTimeout = 10 * time.Second
+	defaultMinBackoff  = 100 * time.Millisecond
+	defaultMaxBackoff  = 10 * time.Second
+	defaultEventBuffer = 1024
 )
 
 // withDefaults returns a copy of o with every zero field set.
@@ -121,7 +124,10 @@ func (o *Options) withDefaults() Options {
 		c.CallTimeout = peer.DefaultCallTimeout
 	}
 	if c.PingInterval == 0 {
-		c.PingInterval = defaultPingInterval
+		c.PingInterval = peer.DefaultPingInterval
+	}
+	if c.PingTimeout <= 0 {
+		c.PingTimeout = peer.DefaultPingTimeout
 	}
 	if c.MinBackoff <= 0 {
 		c.MinBackoff = defaultMinBackoff

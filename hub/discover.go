@@ -93,7 +93,7 @@ func (h *Hub) describeProvided(ctx context.Context, app peer.Router) []described
 	seen := make(map[string]bool)
 	for _, pr := range ps {
 		for _, m := range pr.methods {
-			if seen[m.Name] || !forwardable(m.Name) || !h.providedBy(pr.p, m.Name) {
+			if seen[m.Name] || !h.forwardable(m.Name) || !h.providedBy(pr.p, m.Name) {
 				continue
 			}
 			if app != nil {

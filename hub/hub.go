@@ -30,6 +30,11 @@ type Options struct {
 	// over it fails with -32004 and subscribes to nothing.
 	MaxSubscriptions int
 
+	// MaxTopicLength caps the length of a topic or pattern, in bytes.
+	// Default [DefaultMaxTopicLength]; a longer one is refused with
+	// -32602 (and with ErrInvalidTopic from Go).
+	MaxTopicLength int
+
 	// ForwardTimeout bounds a call forwarded to a peer that provides its
 	// method. Default [DefaultForwardTimeout]; when it passes, the caller
 	// gets -32003 and the provider rpc.cancel. Negative means no bound.
@@ -48,8 +53,11 @@ type Options struct {
 	OnJoin, OnLeave func(*Peer)
 }
 
-// DefaultMaxSubscriptions is the default of Options.MaxSubscriptions.
-const DefaultMaxSubscriptions = 1000
+// The defaults of the Options limits.
+const (
+	DefaultMaxSubscriptions = 1000 // patterns per peer
+	DefaultMaxTopicLength   = 256  // bytes
+)
 
 // Hub is a registry of connected peers and of their topic subscriptions.
 // It starts no goroutines: the server serves each connection and tells the
@@ -79,6 +87,7 @@ type Hub struct {
 
 	stats struct {
 		published, delivered, dropped, slow atomic.Uint64
+		overSubs, overTopicLen              atomic.Uint64
 	}
 }
 
@@ -96,6 +105,9 @@ func New(opts *Options) *Hub {
 	}
 	if h.o.MaxSubscriptions <= 0 {
 		h.o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if h.o.MaxTopicLength <= 0 {
+		h.o.MaxTopicLength = DefaultMaxTopicLength
 	}
 	if h.o.ForwardTimeout == 0 {
 		h.o.ForwardTimeout = DefaultForwardTimeout
@@ -156,7 +168,7 @@ func (p *Peer) Topics() []string {
 // peer.ErrClosed after the peer left.
 func (p *Peer) Subscribe(patterns ...string) error {
 	for _, t := range patterns {
-		if !validTopic(t, true) {
+		if !validTopic(t, true, p.h.o.MaxTopicLength) {
 			return fmt.Errorf("%w: %q", ErrInvalidTopic, t)
 		}
 	}
@@ -258,6 +270,9 @@ type Stats struct {
 	Dropped       uint64 // events not delivered: the subscriber was closed or too slow
 	SlowClosed    uint64 // subscribers closed because their queue was full (1008)
 
+	OverSubscriptions uint64 // subscribes refused: over MaxSubscriptions (-32004)
+	OverTopicLength   uint64 // topic requests refused: longer than MaxTopicLength (-32602)
+
 	Routes RouteStats // calls forwarded to the peers that provide methods
 }
 
@@ -276,7 +291,10 @@ func (h *Hub) Stats() Stats {
 		Delivered:     h.stats.delivered.Load(),
 		Dropped:       h.stats.dropped.Load(),
 		SlowClosed:    h.stats.slow.Load(),
-		Routes:        h.routeStats(),
+
+		OverSubscriptions: h.stats.overSubs.Load(),
+		OverTopicLength:   h.stats.overTopicLen.Load(),
+		Routes:            h.routeStats(),
 	}
 }
 
@@ -290,7 +308,7 @@ func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if !validTopic(topic, false) {
+	if !validTopic(topic, false, h.o.MaxTopicLength) {
 		return 0, fmt.Errorf("%w: %q", ErrInvalidTopic, topic)
 	}
 	raw, err := json.Marshal(data)
@@ -379,6 +397,7 @@ func (h *Hub) subscribe(p *Peer, patterns []string) error {
 		}
 	}
 	if len(p.subs)+added > h.o.MaxSubscriptions {
+		h.stats.overSubs.Add(1)
 		return peer.Errorf(peer.CodeOverloaded, "Overloaded: more than %d subscriptions", h.o.MaxSubscriptions)
 	}
 	for _, t := range patterns {

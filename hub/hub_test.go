@@ -290,6 +290,20 @@ func TestMaxSubscriptions(t *testing.T) {
 	}
 }
 
+// A topic or pattern over MaxTopicLength is refused with -32602, and the
+// hub counts the refusals of both limits.
+func TestMaxTopicLength(t *testing.T) {
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, MaxTopicLength: 8, MaxSubscriptions: 1})
+	a := connect(t, h, nil, nil)
+	wantCode(t, a.Call(ctx(t), "rpc.subscribe", []string{"abcdefghi"}, nil), peer.CodeInvalidParams)
+	wantCode(t, a.Call(ctx(t), "rpc.publish", []any{"abcdefghi", 1}, nil), peer.CodeInvalidParams)
+	subscribe(t, a, []string{"abcdefgh"}) // at the limit: fine
+	wantCode(t, a.Call(ctx(t), "rpc.subscribe", []string{"b"}, nil), peer.CodeOverloaded)
+	if st := h.Stats(); st.OverTopicLength != 2 || st.OverSubscriptions != 1 {
+		t.Fatalf("Stats = %+v, want 2 topics too long and 1 subscribe over the limit", st)
+	}
+}
+
 func TestNoConnection(t *testing.T) {
 	// Served without a connection (HTTP POST), subscriptions fail at once
 	// and publish works.

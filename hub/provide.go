@@ -55,7 +55,7 @@ func (uh unprovideHandler) ServeRPC(ctx context.Context, req *peer.Request) (any
 // methodsRequest returns the peer making an rpc.provide or rpc.unprovide
 // request and the names and patterns it gives.
 func (h *Hub) methodsRequest(ctx context.Context, req *peer.Request) (*Peer, []string, error) {
-	methods, err := methodParams(req.Params)
+	methods, err := methodParams(req.Params, h.o.MaxTopicLength)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,8 +67,9 @@ func (h *Hub) methodsRequest(ctx context.Context, req *peer.Request) (*Peer, []s
 }
 
 // methodParams reads the params of rpc.provide and rpc.unprovide:
-// {"methods": [name, ...]} or [name, ...], without duplicates.
-func methodParams(params json.RawMessage) ([]string, error) {
+// {"methods": [name, ...]} or [name, ...], without duplicates, each at
+// most maxLen bytes long.
+func methodParams(params json.RawMessage, maxLen int) ([]string, error) {
 	const usage = `takes {"methods": [name or pattern, ...]}`
 	var methods []string
 	switch firstByte(params) {
@@ -94,7 +95,9 @@ func methodParams(params json.RawMessage) ([]string, error) {
 		switch {
 		case strings.HasPrefix(m, "rpc."):
 			return nil, invalidParams("the rpc.* names are reserved: " + quote(m))
-		case !validTopic(m, true):
+		case len(m) > maxLen:
+			return nil, invalidParams(fmt.Sprintf("method name or pattern longer than %d bytes: %s", maxLen, quote(m)))
+		case !validTopic(m, true, maxLen):
 			return nil, invalidParams("invalid method name or pattern: " + quote(m))
 		}
 		if !seen[m] {

@@ -81,7 +81,7 @@ func (h *Hub) lookup(app peer.Router, method string) (peer.Handler, peer.Mode) {
 // provided reports whether some peer provides method.
 func (h *Hub) provided(method string) bool {
 	r := &h.routes
-	if r.entries.Load() == 0 || !forwardable(method) {
+	if r.entries.Load() == 0 || !h.forwardable(method) {
 		return false
 	}
 	var buf [8]*node
@@ -92,10 +92,11 @@ func (h *Hub) provided(method string) bool {
 }
 
 // forwardable reports whether a method may be forwarded: a name of
-// dot-separated words, as the names and patterns peers provide, and none
-// of the reserved rpc.* names.
-func forwardable(method string) bool {
-	return !strings.HasPrefix(method, "rpc.") && validTopic(method, false)
+// dot-separated words, as the names and patterns peers provide (and no
+// longer than Options.MaxTopicLength), and none of the reserved rpc.*
+// names.
+func (h *Hub) forwardable(method string) bool {
+	return !strings.HasPrefix(method, "rpc.") && validTopic(method, false, h.o.MaxTopicLength)
 }
 
 // forwardHandler forwards a call to a peer that provides its method.

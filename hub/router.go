@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -78,7 +79,7 @@ func (h *Hub) topicRequest(ctx context.Context, req *peer.Request) (*Peer, []str
 	if err != nil {
 		return nil, nil, err
 	}
-	patterns, err := topicParams(req.Params)
+	patterns, err := h.topicParams(req.Params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -114,8 +115,8 @@ func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) 
 		return nil, invalidParams("rpc.publish needs a topic")
 	}
 	topic := *p.Topic
-	if !validTopic(topic, false) {
-		return nil, invalidParams("invalid topic to publish on: " + quote(topic))
+	if err := h.checkTopic(topic, false); err != nil {
+		return nil, err
 	}
 	if err := h.allow(ctx, Publish, topic); err != nil {
 		return nil, err
@@ -150,7 +151,7 @@ func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
 
 // topicParams reads the patterns of rpc.subscribe and rpc.unsubscribe:
 // {"topic": t}, {"topics": [t, ...]} or [t, ...].
-func topicParams(params json.RawMessage) ([]string, error) {
+func (h *Hub) topicParams(params json.RawMessage) ([]string, error) {
 	const usage = `takes {"topic": pattern} or [pattern, ...]`
 	var topics []string
 	switch firstByte(params) {
@@ -177,8 +178,8 @@ func topicParams(params json.RawMessage) ([]string, error) {
 	out := topics[:0]
 	seen := make(map[string]bool, len(topics))
 	for _, t := range topics {
-		if !validTopic(t, true) {
-			return nil, invalidParams("invalid topic pattern: " + quote(t))
+		if err := h.checkTopic(t, true); err != nil {
+			return nil, err
 		}
 		if !seen[t] {
 			seen[t] = true
@@ -186,6 +187,24 @@ func topicParams(params json.RawMessage) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkTopic returns the -32602 error for a topic (or, with wildcards, a
+// pattern) a peer sent that is too long or malformed, and counts the too
+// long.
+func (h *Hub) checkTopic(t string, wildcards bool) *peer.Error {
+	what := "topic to publish on"
+	if wildcards {
+		what = "topic pattern"
+	}
+	switch {
+	case len(t) > h.o.MaxTopicLength:
+		h.stats.overTopicLen.Add(1)
+		return invalidParams(fmt.Sprintf("%s longer than %d bytes: %s", what, h.o.MaxTopicLength, quote(t)))
+	case !validTopic(t, wildcards, h.o.MaxTopicLength):
+		return invalidParams("invalid " + what + ": " + quote(t))
+	}
+	return nil
 }
 
 func invalidParams(msg string) *peer.Error {

@@ -2,15 +2,13 @@ package hub
 
 import "strings"
 
-// maxTopicLen bounds the length of a topic or subscription pattern.
-const maxTopicLen = 256
-
-// validTopic reports whether t is a topic one may publish on: dot-separated,
-// non-empty words of letters, digits, '_', '-' and ':'. With wildcards set,
-// t may also be a subscription pattern: a word may be "*" (any one word) and
-// the last word may be ">" (one or more words).
-func validTopic(t string, wildcards bool) bool {
-	if t == "" || len(t) > maxTopicLen {
+// validTopic reports whether t is a topic one may publish on: at most
+// maxLen bytes of dot-separated, non-empty words of letters, digits, '_',
+// '-' and ':'. With wildcards set, t may also be a subscription pattern: a
+// word may be "*" (any one word) and the last word may be ">" (one or
+// more words).
+func validTopic(t string, wildcards bool, maxLen int) bool {
+	if t == "" || len(t) > maxLen {
 		return false
 	}
 	start := 0

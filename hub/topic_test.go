@@ -31,14 +31,14 @@ func TestValidTopic(t *testing.T) {
 		{"a/b", false, false},
 		{`a"b`, false, false},
 		{"é", false, false},
-		{strings.Repeat("a", maxTopicLen), true, true},
-		{strings.Repeat("a", maxTopicLen+1), false, false},
+		{strings.Repeat("a", DefaultMaxTopicLength), true, true},
+		{strings.Repeat("a", DefaultMaxTopicLength+1), false, false},
 	}
 	for _, tt := range tests {
-		if got := validTopic(tt.topic, false); got != tt.publish {
+		if got := validTopic(tt.topic, false, DefaultMaxTopicLength); got != tt.publish {
 			t.Errorf("validTopic(%q, publish) = %v, want %v", tt.topic, got, tt.publish)
 		}
-		if got := validTopic(tt.topic, true); got != tt.subOK {
+		if got := validTopic(tt.topic, true, DefaultMaxTopicLength); got != tt.subOK {
 			t.Errorf("validTopic(%q, subscribe) = %v, want %v", tt.topic, got, tt.subOK)
 		}
 	}
@@ -106,7 +106,7 @@ func FuzzTopic(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, topic string) {
-		pub, sub := validTopic(topic, false), validTopic(topic, true)
+		pub, sub := validTopic(topic, false, DefaultMaxTopicLength), validTopic(topic, true, DefaultMaxTopicLength)
 		if pub && !sub {
 			t.Fatalf("%q valid to publish but not to subscribe", topic)
 		}
@@ -124,4 +124,39 @@ func FuzzTopic(f *testing.F) {
 			t.Fatalf("%q: tree not empty after remove", topic)
 		}
 	})
+}
+
+// FuzzMatch: the subscription tree matches a topic to a pattern exactly
+// when a plain word-by-word reading of the pattern says it should.
+func FuzzMatch(f *testing.F) {
+	for _, pt := range [][2]string{{"a.*", "a.b"}, {"a.>", "a"}, {"a.>", "a.b.c"}, {"*.b", "a.b"}, {">", "x"}, {"a.*.c", "a.b.d"}, {"*", "a.b"}} {
+		f.Add(pt[0], pt[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, topic string) {
+		if !validTopic(pattern, true, DefaultMaxTopicLength) || !validTopic(topic, false, DefaultMaxTopicLength) {
+			return
+		}
+		var root node
+		root.insert(&Peer{id: "p"}, pattern)
+		if got, want := len(root.match(nil, topic)) == 1, naiveMatch(pattern, topic); got != want {
+			t.Fatalf("pattern %q, topic %q: tree says %v, words say %v", pattern, topic, got, want)
+		}
+	})
+}
+
+// naiveMatch reads a pattern word by word: "*" takes any one word, a last
+// ">" one or more.
+func naiveMatch(pattern, topic string) bool {
+	p, w := strings.Split(pattern, "."), strings.Split(topic, ".")
+	for i, pw := range p {
+		switch {
+		case pw == ">":
+			return len(w) > i
+		case i >= len(w):
+			return false
+		case pw != "*" && pw != w[i]:
+			return false
+		}
+	}
+	return len(p) == len(w)
 }

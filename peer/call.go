@@ -49,6 +49,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		c.forget(id)
 		return err
 	}
+	defer c.lend(ctx)()
 	select {
 	case r := <-p.ch:
 		if r.err != nil {
@@ -76,10 +77,36 @@ func (c *Conn) forget(id uint64) bool {
 }
 
 // cancelRemote tells the other side to stop working on call id. It does
-// not wait: the caller has given up already.
+// not wait, even for room: the caller has given up already.
 func (c *Conn) cancelRemote(id []byte) {
 	params := append(append([]byte(`{"id":`), id...), '}')
-	c.post(appendRequest(nil, nil, "rpc.cancel", params))
+	c.out.push(appendRequest(nil, nil, "rpc.cancel", params))
+}
+
+// Ping checks that the other side still answers: with a WebSocket ping,
+// which the other side's WebSocket library answers by itself, when the
+// transport has one, else with an rpc.ping call. It returns nil once
+// answered; ctx's error when ctx ends first, unless messages kept arriving
+// meanwhile (an answer can queue behind them) or this side's reader
+// waited for room or for a slot meanwhile (it could not read the answer):
+// then the other side is not known to be gone, and Ping returns nil.
+// Otherwise it returns the error that made it fail, such as a closed
+// connection's.
+func (c *Conn) Ping(ctx context.Context) error {
+	reads, pauses := c.reads.Load(), c.pauses.Load()
+	var err error
+	if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
+		err = p.Ping(ctx)
+	} else {
+		err = c.Call(ctx, "rpc.ping", nil, nil)
+	}
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	if c.reads.Load() != reads || c.pauses.Load() != pauses || c.paused.Load() {
+		return nil
+	}
+	return ctx.Err()
 }
 
 // Notify sends a notification: no reply comes, and none is awaited.
@@ -175,6 +202,7 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 		}
 		return err
 	}
+	defer c.lend(ctx)()
 	var err error
 	for _, w := range calls {
 		if err == nil {
@@ -213,8 +241,9 @@ type ctxKey struct{}
 type progressKey struct{}
 
 type reqInfo struct {
-	c  *Conn
-	id ID
+	c    *Conn
+	id   ID
+	slot bool // the handler holds an in-flight slot (see Conn.lend)
 }
 
 // ConnFromContext returns the connection a handler's request arrived on,

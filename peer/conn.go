@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 )
 
 // Transport carries whole messages between two peers: a WebSocket (see
@@ -49,8 +51,17 @@ type Conn struct {
 	closing chan struct{}  // closed when the connection starts closing
 	wg      sync.WaitGroup // every goroutine the connection starts
 
-	// draining mirrors mu-guarded draining, for the outbox's drained hook.
+	// draining mirrors mu-guarded draining, for the outbox's drained hook
+	// and the reader.
 	drainingFlag atomic.Bool
+
+	limiter *rate.Limiter // Options.Rate; nil: none. The reader's.
+	tail    chan struct{} // done channel of the last serial call; the reader's
+
+	// For Ping: messages read, and the reader's waits (see pause).
+	reads  atomic.Uint64
+	pauses atomic.Uint64
+	paused atomic.Bool
 
 	mu          sync.Mutex
 	closed      bool
@@ -61,10 +72,10 @@ type Conn struct {
 	nextID      uint64
 	pending     map[uint64]*pendingCall
 	inflight    map[string]*call // calls being served, by raw request id
-	running     int              // handlers running, for MaxInFlight
-	batches     int              // batch tasks not yet done
+	running     int              // in-flight slots taken, for MaxInFlight
+	lent        int              // slots lent by handlers waiting on their caller
+	slotFreed   chan struct{}    // closed when a slot is freed, for the reader
 	forwards    int              // calls of Forward waiting for their answer
-	tail        chan struct{}    // done channel of the last serial call
 	draining    bool             // Shutdown called: refuse new calls
 	idle        chan struct{}    // closed when draining and nothing is left
 }
@@ -95,9 +106,14 @@ func NewConn(t Transport, opts *Options) *Conn {
 		t:       t,
 		ctx:     c.life,
 		limit:   c.o.MaxQueue,
+		stall:   c.o.WriteStall,
 		spawn:   c.pool.spawn,
-		fail:    func(err error) { c.teardown(err, CloseInternalError, "write failed") },
+		fail:    c.writeFailed,
 		drained: c.outboxDrained,
+		pause:   c.pause,
+	}
+	if c.o.Rate > 0 {
+		c.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
 	}
 	return c
 }
@@ -137,7 +153,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 			c.readFailed(err)
 			break
 		}
+		c.reads.Add(1)
 		if len(msg) > c.o.MaxMessage {
+			c.limit(LimitMessage)
 			c.teardown(&CloseError{Code: CloseTooBig, Reason: "message too big"}, CloseTooBig, "message too big")
 			break
 		}
@@ -185,17 +203,21 @@ func (c *Conn) CloseWith(code int, reason string) error {
 	return nil
 }
 
-// Shutdown closes the connection gracefully: new calls are refused with
-// -32004, calls in flight run to completion and their replies are written,
-// calls forwarded to the other side ([Conn.Forward]) get their answers,
-// then the connection closes with 1001 (going away). If ctx ends first,
-// the connection is closed at once and Shutdown returns ctx.Err().
+// Shutdown closes the connection gracefully: calls that arrive from now
+// on are refused with -32005 (shutting down; they did not run), calls in
+// flight run to completion and their replies are written, calls forwarded
+// to the other side ([Conn.Forward]) get their answers, then the
+// connection closes with 1001 (going away). If ctx ends first, the calls
+// still running are cancelled, and answered -32002 if their handlers
+// return within shutdownCancelWait; then the connection closes and
+// Shutdown returns ctx.Err().
 func (c *Conn) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	if !c.draining {
 		c.draining = true
 		c.drainingFlag.Store(true)
 		c.idle = make(chan struct{})
+		c.wakeLocked() // a reader waiting for a slot refuses its call
 		c.checkIdleLocked()
 	}
 	idle := c.idle
@@ -206,15 +228,28 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 	case <-c.closing:
 	case <-ctx.Done():
 		err = ctx.Err()
+		c.cancelAll(errCancelled)
+		t := time.NewTimer(shutdownCancelWait)
+		select {
+		case <-idle:
+		case <-c.closing:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	c.teardown(nil, CloseGoingAway, "going away")
 	return err
 }
 
+// shutdownCancelWait is how long Shutdown waits, once its grace period is
+// over, for the handlers it cancelled to return, so that their callers get
+// -32002 before the connection closes.
+const shutdownCancelWait = 250 * time.Millisecond
+
 // checkIdleLocked closes c.idle when a draining connection has nothing
 // left to run or write.
 func (c *Conn) checkIdleLocked() {
-	if c.draining && c.running == 0 && c.batches == 0 && c.forwards == 0 && c.out.idle() {
+	if c.draining && c.running == 0 && c.lent == 0 && c.forwards == 0 && c.out.idle() {
 		select {
 		case <-c.idle:
 		default:
@@ -250,6 +285,7 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	// Closed under c.mu, before the closer is added to c.wg: the outbox
 	// starts no writer after this.
 	c.out.close(c.cause)
+	c.wakeLocked()
 	close(c.closing)
 	serving := c.serving
 	if c.cancelServe != nil {
@@ -328,12 +364,20 @@ func (c *Conn) Post(msg []byte) error {
 	return err
 }
 
-// post queues b for the reader goroutine, which must never wait: when the
-// other side sends and never reads, the connection is closed as too slow.
-func (c *Conn) post(b []byte) {
-	if c.out.post(b) != nil {
-		c.tooSlow()
+// post queues a reply of the reader's own (an error, rpc.ping's result,
+// an inline handler's), waiting for room: meanwhile, the reader reads
+// nothing more from a peer that does not read what it is sent.
+func (c *Conn) post(b []byte) { _ = c.out.add(b) } // fails only once closed
+
+// writeFailed closes the connection after a write failed, or made no
+// progress for WriteStall.
+func (c *Conn) writeFailed(err error) {
+	if errors.Is(err, ErrTooSlow) {
+		c.o.Logger.Warn("peer too slow: writes stalled", zap.Duration("stall", c.o.WriteStall))
+		c.teardown(err, ClosePolicy, "write stalled")
+		return
 	}
+	c.teardown(err, CloseInternalError, "write failed")
 }
 
 // tooSlow closes a peer that does not read what it is sent.

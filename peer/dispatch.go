@@ -12,15 +12,21 @@ import (
 // each message it reads, and the handlers it starts.
 
 // dispatch handles one incoming message or batch. It runs on the reader
-// goroutine and never blocks: handlers get goroutines of their own, and
-// immediate replies are queued without waiting.
+// goroutine. It waits only for the connection's own limits: for room in
+// the outbound queue for its immediate replies, and for in-flight slots
+// for the calls it starts (backpressure: meanwhile, nothing more is read).
+// Handlers run on worker goroutines, inline ones excepted.
 func (c *Conn) dispatch(ctx context.Context, frame []byte) {
-	f, ok := parseFrame(frame, c.o.MaxBatch)
-	if !ok {
+	f, ok := parseFrame(frame, c.o.MaxBatch, c.o.MaxDepth)
+	switch {
+	case f.tooDeep:
+		c.limit(LimitDepth)
+		c.post(appendError(nil, nullJSON, errTooDeep(c.o.MaxDepth)))
+		return
+	case !ok:
 		c.post(appendError(nil, nullJSON, errParse()))
 		return
-	}
-	if !f.batch {
+	case !f.batch:
 		m := &f.msgs[0]
 		if m.isResponse() {
 			c.deliver(m)
@@ -34,8 +40,10 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 			c.start(ctx, call)
 		}
 		return
-	}
-	if len(f.msgs) == 0 || f.tooBig {
+	case f.tooBig:
+		c.limit(LimitBatch)
+		fallthrough
+	case len(f.msgs) == 0:
 		c.post(appendError(nil, nullJSON, errInvalidRequest()))
 		return
 	}
@@ -63,37 +71,53 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		}
 		calls = append(calls, call)
 	}
-	if len(calls) == 0 {
+	if len(calls) > 0 {
+		c.startBatch(ctx, calls, replies)
+	} else if len(replies) > 0 {
+		c.post(appendBatch(nil, replies))
+	}
+}
+
+// startBatch runs the calls of a batch on a worker, which sends the
+// replies (those given and the calls') as one array. The batch takes as
+// many in-flight slots as it runs calls at once; the reader waits for
+// them.
+func (c *Conn) startBatch(ctx context.Context, calls []*call, replies [][]byte) {
+	n := min(len(calls), c.o.BatchWorkers, c.o.MaxInFlight)
+	if !c.takeSlots(n) {
+		for _, cl := range calls {
+			if out := c.refusal(cl); out != nil {
+				replies = append(replies, out)
+			}
+		}
 		if len(replies) > 0 {
 			c.post(appendBatch(nil, replies))
 		}
 		return
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.batches++
 	c.pool.spawn(func() {
 		replies := runBatch(ctx, &c.o, calls, replies,
-			func(cl *call) (context.Context, bool) { return c.acquire(ctx, cl) },
-			c.release)
+			func(cl *call) context.Context { return c.register(ctx, cl) },
+			c.unregister)
 		if len(replies) > 0 {
 			_ = c.send(c.life, appendBatch(nil, replies))
 		}
-		c.mu.Lock()
-		c.batches--
-		c.checkIdleLocked()
-		c.mu.Unlock()
+		c.freeSlots(n)
 	})
-	c.mu.Unlock()
 }
 
-// prepare handles the system methods that need this connection, then
-// validates and routes like the package-level prepare. It runs on the
-// reader.
+// prepare applies the rate limit, handles the system methods that need
+// this connection, then validates and routes like the package-level
+// prepare. While the connection drains, calls are refused with -32005.
+// It runs on the reader.
 func (c *Conn) prepare(m *message) (*call, []byte) {
+	if c.limiter != nil && !c.limiter.Allow() {
+		c.limit(LimitRate)
+		if !m.hasID {
+			return nil, nil
+		}
+		return nil, appendError(nil, m.replyID(), errRateLimited())
+	}
 	if m.validRequest() {
 		cancel := keyIs(m.method, "rpc.cancel")
 		if cancel || keyIs(m.method, "rpc.progress") {
@@ -111,7 +135,29 @@ func (c *Conn) prepare(m *message) (*call, []byte) {
 			return nil, nil
 		}
 	}
-	return prepare(&c.o, m)
+	cl, reply := prepare(&c.o, m)
+	if cl != nil && c.drainingFlag.Load() {
+		return nil, c.refusal(cl)
+	}
+	return cl, reply
+}
+
+// refusal is the answer to a call that will not run because the
+// connection drains (-32005), or nil for a notification or when the
+// connection has closed.
+func (c *Conn) refusal(cl *call) []byte {
+	if cl.req.IsNotification() || !c.drainingFlag.Load() {
+		c.o.Logger.Debug("request dropped: connection closing", zap.String("method", cl.req.Method))
+		return nil
+	}
+	return appendError(nil, []byte(cl.req.ID.raw), errShuttingDown())
+}
+
+// limit reports a message over a limit to Options.OnLimit.
+func (c *Conn) limit(l Limit) {
+	if c.o.OnLimit != nil {
+		c.o.OnLimit(l)
+	}
 }
 
 // cancelInflight cancels the handler serving the call with the given id.
@@ -150,9 +196,9 @@ func (c *Conn) progress(p progressParams) {
 	pc.progress(p.Data)
 }
 
-// start runs one call on a worker goroutine, or refuses it at once when
-// MaxInFlight calls are running. It runs on the reader, and so do inline
-// handlers; a serial call's worker first waits for the call ahead of it.
+// start runs one call on a worker goroutine, once it has an in-flight
+// slot: it runs on the reader, which waits for the slot, and so do inline
+// handlers. A serial call's worker first waits for the call ahead of it.
 func (c *Conn) start(ctx context.Context, cl *call) {
 	if cl.mode == Inline {
 		if out := run(c.inlineContext(ctx, cl), &c.o, cl); out != nil {
@@ -160,21 +206,18 @@ func (c *Conn) start(ctx context.Context, cl *call) {
 		}
 		return
 	}
-	hctx, ok := c.acquire(ctx, cl)
-	if !ok {
-		if !cl.req.IsNotification() {
-			c.post(appendError(nil, []byte(cl.req.ID.raw), errOverloaded()))
-		} else {
-			c.o.Logger.Debug("notification dropped: too many in flight", zap.String("method", cl.req.Method))
+	if !c.takeSlots(1) {
+		if out := c.refusal(cl); out != nil {
+			c.post(out)
 		}
 		return
 	}
+	hctx := c.register(ctx, cl)
 	var wait <-chan struct{}
 	var done chan struct{}
-	c.mu.Lock()
 	if cl.mode == Serial {
 		done = make(chan struct{})
-		wait, c.tail = c.tail, done
+		wait, c.tail = c.tail, done // c.tail belongs to the reader
 	}
 	c.pool.spawn(func() {
 		if done != nil {
@@ -189,64 +232,17 @@ func (c *Conn) start(ctx context.Context, cl *call) {
 					if !cl.req.IsNotification() {
 						_ = c.send(c.life, appendError(nil, []byte(cl.req.ID.raw), ToError(hctx.Err())))
 					}
-					c.release(cl)
+					c.finish(cl)
 					<-wait
 					return
 				}
 			}
 		}
-		out := run(hctx, &c.o, cl)
-		if out != nil {
+		if out := run(hctx, &c.o, cl); out != nil {
 			_ = c.send(c.life, out)
 		}
-		c.release(cl)
+		c.finish(cl)
 	})
-	c.mu.Unlock()
-}
-
-// inlineContext is the context of an inline handler: no slot, and no
-// cancellation of its own, since rpc.cancel cannot arrive while it runs.
-func (c *Conn) inlineContext(ctx context.Context, cl *call) context.Context {
-	return context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID})
-}
-
-// acquire takes an in-flight slot for cl and returns the handler's context.
-// It runs on the reader, or on a batch's worker for a batch element.
-func (c *Conn) acquire(ctx context.Context, cl *call) (context.Context, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.running >= c.o.MaxInFlight {
-		return nil, false
-	}
-	if c.draining {
-		return nil, false
-	}
-	c.running++
-	hctx := context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID})
-	if !cl.req.IsNotification() {
-		var cancel context.CancelCauseFunc
-		hctx, cancel = context.WithCancelCause(hctx)
-		cl.cancel = cancel
-		if _, dup := c.inflight[cl.req.ID.raw]; !dup {
-			c.inflight[cl.req.ID.raw] = cl // a duplicate id cannot be cancelled
-		}
-	}
-	return hctx, true
-}
-
-// release gives back cl's slot once its reply is queued. It runs on the
-// handler's worker.
-func (c *Conn) release(cl *call) {
-	c.mu.Lock()
-	c.running--
-	if c.inflight[cl.req.ID.raw] == cl {
-		delete(c.inflight, cl.req.ID.raw)
-	}
-	c.checkIdleLocked()
-	c.mu.Unlock()
-	if cl.cancel != nil {
-		cl.cancel(nil)
-	}
 }
 
 // deliver hands a response to the call waiting for it. Responses to

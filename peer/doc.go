@@ -41,9 +41,16 @@
 // document generated from its typed handlers. Applications cannot register
 // names starting with "rpc.".
 //
-// # Limits
+// # Flow control and limits
 //
-// [Options] bounds message size, batch size, calls in flight and the
-// outbound queue, with safe defaults. The wire protocol, error codes and
-// limits are described in docs/protocol.md.
+// [Options] bounds message size, batch size, nesting, calls in flight, the
+// outbound queue and, optionally, the rate of requests, with safe
+// defaults. A peer that calls faster than it is served is slowed down,
+// not refused: when MaxInFlight calls run, or MaxQueue messages wait to be
+// written, the reader stops reading until there is room, and TCP pushes
+// back on the sender. Only a peer that reads nothing for WriteStall, or
+// that leaves MaxQueue events unread ([Conn.Post]), is closed (1008).
+// [Conn.Ping] checks that the other side still answers. docs/peer.md
+// explains the model; the wire protocol, error codes and limits are
+// described in docs/protocol.md.
 package peer

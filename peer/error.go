@@ -24,8 +24,8 @@ const (
 	CodeUnauthorized Code = -32001 // authentication or authorization refused
 	CodeCancelled    Code = -32002 // the call was cancelled (rpc.cancel)
 	CodeTimeout      Code = -32003 // the call's deadline passed
-	CodeOverloaded   Code = -32004 // too many calls in flight, or rate limited
-	CodeShuttingDown Code = -32005 // going away; the call did not run
+	CodeOverloaded   Code = -32004 // over a limit: rate, subscriptions
+	CodeShuttingDown Code = -32005 // going away: the call did not run
 	CodeProviderLost Code = -32006 // the peer serving a forwarded call disconnected
 )
 
@@ -70,19 +70,26 @@ var (
 	// ErrClosed is returned (wrapped with the cause) by calls on a connection
 	// that is closed or closes while they wait.
 	ErrClosed = errors.New("peer: connection closed")
-	// ErrTooSlow is the cause when a peer is closed because its outbound
-	// queue is full: it does not read what it is sent fast enough.
-	ErrTooSlow = errors.New("peer: outbound queue full")
+	// ErrTooSlow is the cause when a peer is closed, with 1008, for not
+	// reading what it is sent: MaxQueue events waited for it, or its
+	// writes made no progress for WriteStall (see Options).
+	ErrTooSlow = errors.New("peer: too slow")
 )
+
+// errWriteStalled is the cause when writes made no progress for
+// WriteStall.
+var errWriteStalled = fmt.Errorf("%w: writes stalled", ErrTooSlow)
 
 // Standard error objects, with the specification's messages.
 func errParse() *Error          { return &Error{Code: CodeParseError, Message: "Parse error"} }
 func errInvalidRequest() *Error { return &Error{Code: CodeInvalidRequest, Message: "Invalid Request"} }
 func errMethodNotFound() *Error { return &Error{Code: CodeMethodNotFound, Message: "Method not found"} }
 func errInternal() *Error       { return &Error{Code: CodeInternalError, Message: "Internal error"} }
-func errOverloaded() *Error {
-	return &Error{Code: CodeOverloaded, Message: "Too many requests in flight"}
+func errTooDeep(limit int) *Error {
+	return errInvalidRequest().WithData(fmt.Sprintf("nested deeper than %d levels", limit))
 }
+func errRateLimited() *Error  { return &Error{Code: CodeOverloaded, Message: "Rate limit exceeded"} }
+func errShuttingDown() *Error { return &Error{Code: CodeShuttingDown, Message: "Shutting down"} }
 
 // invalidParams wraps a binding failure as -32602, with its detail as data.
 func invalidParams(err error) *Error {

@@ -11,10 +11,6 @@ import (
 // This file holds Forward: a call made on behalf of another peer, whose
 // request and answer pass through as they are.
 
-// errShuttingDown answers a call forwarded to a connection that is
-// shutting down: it was not sent.
-var errShuttingDown = &Error{Code: CodeShuttingDown, Message: "Shutting down"}
-
 // Forward sends req, as it is, to the other side of c, under an id of c's
 // own, and returns the other side's answer unchanged: the result as raw
 // JSON, or the *Error it answered with (code, message and data). It is how
@@ -63,7 +59,7 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 		return nil, err
 	case c.draining:
 		c.mu.Unlock()
-		return nil, errShuttingDown
+		return nil, errShuttingDown()
 	}
 	c.nextID++
 	id := c.nextID

@@ -10,9 +10,14 @@ import (
 // (jsonrpc, id, method, params) costs one pass and no allocations; params and
 // results stay raw JSON until a handler or caller asks for them.
 
-// maxDepth bounds nesting, as encoding/json does, so hostile input cannot
+// maxDepth bounds nesting where no Options.MaxDepth applies (validating
+// what this side sends), as encoding/json does, so that no input can
 // exhaust the stack.
 const maxDepth = 10000
+
+// tooDeep is what the scanner returns, instead of an index, when the input
+// nests deeper than its limit; -1 means invalid JSON. Both are negative.
+const tooDeep = -2
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) {
@@ -26,26 +31,32 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// skipValue validates the JSON value starting at b[i] and returns the index
-// just past it, or -1 if the input is not valid JSON.
-func skipValue(b []byte, i, depth int) int {
+// skipValue validates the JSON value starting at b[i], inside depth
+// arrays and objects, and returns the index just past it, or a negative
+// number if the input is not valid JSON.
+func skipValue(b []byte, i, depth int) int { return scanValue(b, i, depth, maxDepth) }
+
+// scanValue validates the JSON value starting at b[i], inside depth arrays
+// and objects, and returns the index just past it; -1 if the input is not
+// valid JSON, tooDeep if it nests more than limit levels.
+func scanValue(b []byte, i, depth, limit int) int {
 	if i >= len(b) {
 		return -1
 	}
 	switch c := b[i]; {
 	case c == '{':
-		return scanObject(b, i, depth, nil)
+		return scanObject(b, i, depth, limit, nil)
 	case c == '[':
-		if depth >= maxDepth {
-			return -1
+		if depth >= limit {
+			return tooDeep
 		}
 		i = skipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
 			return i + 1
 		}
 		for {
-			if i = skipValue(b, i, depth+1); i < 0 {
-				return -1
+			if i = scanValue(b, i, depth+1, limit); i < 0 {
+				return i
 			}
 			var end bool
 			if i, end = nextElem(b, i, ']'); end {
@@ -66,13 +77,13 @@ func skipValue(b []byte, i, depth int) int {
 	return -1
 }
 
-// scanObject validates the object starting at the '{' at b[i], nested
-// depth levels deep, and returns the index just past it, or -1 if the
-// input is not valid JSON. If member is not nil, it is called with each
-// member's raw key (quotes included) and raw value, in order.
-func scanObject(b []byte, i, depth int, member func(key, value []byte)) int {
-	if depth >= maxDepth {
-		return -1
+// scanObject validates the object starting at the '{' at b[i], inside
+// depth arrays and objects, and returns the index just past it, or a
+// negative number as scanValue does. If member is not nil, it is called
+// with each member's raw key (quotes included) and raw value, in order.
+func scanObject(b []byte, i, depth, limit int, member func(key, value []byte)) int {
+	if depth >= limit {
+		return tooDeep
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
@@ -92,8 +103,8 @@ func scanObject(b []byte, i, depth int, member func(key, value []byte)) int {
 			return -1
 		}
 		vs := skipSpace(b, i+1)
-		if i = skipValue(b, vs, depth+1); i < 0 {
-			return -1
+		if i = scanValue(b, vs, depth+1, limit); i < 0 {
+			return i
 		}
 		if member != nil {
 			member(key, b[vs:i])

@@ -189,7 +189,7 @@ func (p *rawPeer) waitIdle() {
 	for {
 		c := p.c
 		c.mu.Lock()
-		idle := p.ct.reads.Load() > p.sent && c.running == 0 && c.batches == 0 && c.out.idle()
+		idle := p.ct.reads.Load() > p.sent && c.running == 0 && c.lent == 0 && c.out.idle()
 		c.mu.Unlock()
 		if idle {
 			return

@@ -97,10 +97,11 @@ func (m *message) replyID() []byte {
 
 var nullJSON = []byte("null")
 
-// parseObject decodes the object starting at b[i] and returns the index just
-// past it, or -1 when the input is not valid JSON.
-func parseObject(b []byte, i int, m *message) int {
-	return scanObject(b, i, 0, m.member)
+// parseObject decodes the object starting at b[i], inside depth arrays,
+// and returns the index just past it, or a negative number as scanValue
+// does.
+func parseObject(b []byte, i, depth, limit int, m *message) int {
+	return scanObject(b, i, depth, limit, m.member)
 }
 
 // member records one member; later duplicates win, as with encoding/json.
@@ -141,13 +142,18 @@ type frame struct {
 	// tooBig is set when a batch has more elements than allowed; msgs then
 	// holds only the first ones.
 	tooBig bool
+	// tooDeep is set, with ok false, when the input nests deeper than
+	// allowed; it is not scanned further.
+	tooDeep bool
 }
 
 // parseFrame decodes b, keeping at most maxBatch elements of a batch (the
-// rest is only validated, so a hostile batch costs no memory). ok is false
-// when b is not valid JSON, including when it is not valid UTF-8, which
-// JSON text must be (RFC 8259) and which WebSocket text frames carry.
-func parseFrame(b []byte, maxBatch int) (f frame, ok bool) {
+// rest is only validated, so a hostile batch costs no memory) and
+// scanning at most maxDepth levels of nesting. ok is false when b is not
+// valid JSON, including when it is not valid UTF-8, which JSON text must
+// be (RFC 8259) and which WebSocket text frames carry, and when it nests
+// too deep (f.tooDeep).
+func parseFrame(b []byte, maxBatch, maxDepth int) (f frame, ok bool) {
 	if !utf8.Valid(b) {
 		return f, false
 	}
@@ -158,9 +164,13 @@ func parseFrame(b []byte, maxBatch int) (f frame, ok bool) {
 	switch b[i] {
 	case '{':
 		f.msgs = make([]message, 1)
-		i = parseObject(b, i, &f.msgs[0])
+		i = parseObject(b, i, 0, maxDepth, &f.msgs[0])
 	case '[':
 		f.batch = true
+		if maxDepth < 1 {
+			i = tooDeep
+			break
+		}
 		i = skipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
 			i++
@@ -176,12 +186,12 @@ func parseFrame(b []byte, maxBatch int) (f frame, ok bool) {
 				f.tooBig = true
 			}
 			if i < len(b) && b[i] == '{' {
-				i = parseObject(b, i, m)
+				i = parseObject(b, i, 1, maxDepth, m)
 			} else {
-				i = skipValue(b, i, 1)
+				i = scanValue(b, i, 1, maxDepth)
 			}
 			if i < 0 {
-				return f, false
+				break
 			}
 			var end bool
 			if i, end = nextElem(b, i, ']'); end {
@@ -192,9 +202,10 @@ func parseFrame(b []byte, maxBatch int) (f frame, ok bool) {
 		// Valid JSON that is neither an object nor an array is an
 		// invalid request, not a parse error.
 		f.msgs = make([]message, 1)
-		i = skipValue(b, i, 0)
+		i = scanValue(b, i, 0, maxDepth)
 	}
 	if i < 0 || skipSpace(b, i) != len(b) {
+		f.tooDeep = i == tooDeep
 		return f, false
 	}
 	return f, true

@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"math"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,24 +23,46 @@ type Options struct {
 	// [DefaultMaxBatch]; a larger batch gets a single -32600 error.
 	MaxBatch int
 
-	// MaxInFlight caps the calls served at once on one connection (a batch
-	// counts for each element running). Default [DefaultMaxInFlight]; a
-	// call over the limit gets -32004 at once, and a notification over it
-	// is dropped.
+	// MaxDepth caps the nesting of one incoming message: arrays and objects
+	// within each other, the message's own object and a batch's array
+	// included. Default [DefaultMaxDepth]; a deeper message gets a single
+	// -32600 error (id null: it is not decoded) and the connection stays
+	// open.
+	MaxDepth int
+
+	// MaxInFlight caps the calls served at once on one connection; a batch
+	// takes as many as it runs at once (up to BatchWorkers). Default
+	// [DefaultMaxInFlight]. When they are all taken, the reader waits for
+	// one before it reads on: the other side is slowed down, not refused.
+	// A handler waiting on a call back to its own caller lends its slot
+	// meanwhile (up to MaxInFlight such handlers), so that the reader can
+	// read the answer.
 	MaxInFlight int
 
 	// MaxQueue caps the outbound queue: the messages of every kind
 	// (replies, calls, notifications, events) waiting to be written to the
-	// other side. Default [DefaultMaxQueue]. It sets three thresholds:
-	//   - calls, notifications and handlers' replies wait for room while
-	//     MaxQueue messages are queued; they are never dropped;
-	//   - messages queued with [Conn.Post], such as hub events, never wait:
-	//     once MaxQueue of them are queued, the other side is too slow for
-	//     them and is closed with 1008;
-	//   - the reader's own immediate replies (errors, rpc.ping) never wait
-	//     either: once twice MaxQueue messages are queued, the other side
-	//     sends without reading and is closed with 1008 too.
+	// other side. Default [DefaultMaxQueue]. Replies, calls and
+	// notifications wait for room; they are never dropped, and while the
+	// reader waits for room for its own replies, it reads nothing: a peer
+	// that sends and does not read is slowed down. Messages queued with
+	// [Conn.Post], such as hub events, never wait: once MaxQueue of them are
+	// queued, the other side is too slow for them and is closed with 1008.
 	MaxQueue int
+
+	// WriteStall closes the connection, with 1008, once writes have made
+	// no progress for that long: the other side does not read at all.
+	// Default [DefaultWriteStall]; negative means never.
+	WriteStall time.Duration
+
+	// Rate and Burst limit the requests and notifications the other side
+	// sends, each batch element counting as one: a token bucket holding
+	// Burst tokens, refilled at Rate per second. Over the limit, a call
+	// gets -32004 at once and a notification is dropped; the connection
+	// stays open. Rate 0, the default, sets no limit. Burst defaults to one
+	// second's worth (Rate rounded up, at least 1). Responses to this
+	// side's own calls are never limited.
+	Rate  float64
+	Burst int
 
 	// CallTimeout bounds a [Conn.Call] whose context has no deadline.
 	// Default [DefaultCallTimeout]; negative means no bound.
@@ -59,6 +83,33 @@ type Options struct {
 	// back (0 for a result) and the time the handler took. It must be fast:
 	// it runs on the handler's goroutine. Metrics hook here.
 	OnServe func(method string, code Code, elapsed time.Duration)
+
+	// OnLimit, if set, is called each time a message from the other side
+	// goes over one of the limits above, with the limit. It must be fast:
+	// it runs on the reader. Metrics hook here.
+	OnLimit func(Limit)
+}
+
+// Limit names a limit of Options that a message from the other side went
+// over, for Options.OnLimit.
+type Limit int
+
+const (
+	LimitMessage Limit = iota + 1 // MaxMessage: the connection closed with 1009
+	LimitBatch                    // MaxBatch: -32600
+	LimitDepth                    // MaxDepth: -32600
+	LimitRate                     // Rate and Burst: -32004, or a notification dropped
+)
+
+var limitNames = [...]string{LimitMessage: "message_size", LimitBatch: "batch", LimitDepth: "depth", LimitRate: "rate"}
+
+// String returns the limit's name as metrics label it: "message_size",
+// "batch", "depth" or "rate".
+func (l Limit) String() string {
+	if l > 0 && int(l) < len(limitNames) {
+		return limitNames[l]
+	}
+	return "Limit(" + strconv.Itoa(int(l)) + ")"
 }
 
 // The defaults of the Options fields. Packages that configure a Conn
@@ -69,8 +120,16 @@ const (
 	DefaultMaxBatch     = 1000    // elements
 	DefaultMaxInFlight  = 256     // calls per connection
 	DefaultMaxQueue     = 1024    // messages per connection
+	DefaultMaxDepth     = 64      // levels of nesting
 	DefaultCallTimeout  = 30 * time.Second
 	DefaultBatchWorkers = 4 // goroutines per batch
+	DefaultWriteStall   = 30 * time.Second
+
+	// DefaultPingInterval and DefaultPingTimeout are the liveness defaults
+	// of the server and the client, which call [Conn.Ping] every interval:
+	// a peer that stops answering is closed within their sum.
+	DefaultPingInterval = 30 * time.Second
+	DefaultPingTimeout  = 30 * time.Second
 )
 
 // withDefaults returns a copy of o with every zero field set.
@@ -96,6 +155,15 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.BatchWorkers <= 0 {
 		c.BatchWorkers = DefaultBatchWorkers
+	}
+	if c.MaxDepth <= 0 {
+		c.MaxDepth = DefaultMaxDepth
+	}
+	if c.WriteStall == 0 {
+		c.WriteStall = DefaultWriteStall
+	}
+	if c.Rate > 0 && c.Burst <= 0 {
+		c.Burst = max(1, int(math.Ceil(c.Rate)))
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

@@ -2,15 +2,11 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 )
-
-// readerQueueFactor bounds the messages the reader queues without waiting:
-// it queues its immediate replies (errors, rpc.ping, inline results) even
-// when MaxQueue messages wait, since it must never block, but once
-// readerQueueFactor × MaxQueue wait, the other side sends and does not
-// read, and it is closed as too slow.
-const readerQueueFactor = 2
 
 // outbox is the outbound path of a Conn: a bounded queue of encoded
 // messages and the one goroutine at a time that writes them.
@@ -21,13 +17,24 @@ const readerQueueFactor = 2
 // the queue is empty. Writes are bounded by the connection's lifetime,
 // never by a caller's context: a transport may close the connection when
 // a write's context ends.
+//
+// Replies, calls and notifications wait for room, so that a peer that
+// reads slowly slows down what it is sent, and what it sends us: the
+// reader waits for room for its own replies, and reads nothing meanwhile.
+// Events (postEvent) never wait: a peer with limit of them queued is too
+// slow for them. A watchdog closes the connection once writes have made no
+// progress for stall: the other side does not read at all.
 type outbox struct {
 	t       Transport
 	ctx     context.Context // bounds writes; ends when the connection closes
 	limit   int             // MaxQueue
+	stall   time.Duration   // WriteStall; 0: no watchdog
 	spawn   func(func())    // runs a writer on a worker goroutine
-	fail    func(error)     // closes the connection after a failed write
+	fail    func(error)     // closes the connection after a failed or stalled write
 	drained func()          // called each time the writer stops with nothing queued
+	pause   func(bool)      // told when the reader starts and stops waiting for room
+
+	written atomic.Uint64 // messages written, for the watchdog
 
 	mu      sync.Mutex
 	closed  bool
@@ -37,6 +44,11 @@ type outbox struct {
 	writing bool          // a goroutine is writing the queue
 	posted  int           // messages in queue that came through postEvent
 	room    chan struct{} // closed when the queue has room again
+
+	watchdog *time.Timer // runs check while armed
+	armed    bool
+	seen     uint64 // written at the last check
+	strikes  int    // checks in a row that saw a write pending and none done
 }
 
 type outMsg struct {
@@ -44,17 +56,32 @@ type outMsg struct {
 	post bool // came through postEvent
 }
 
-// post queues b without waiting, for the reader. It fails with ErrTooSlow
-// when readerQueueFactor × limit messages wait already: the caller closes
-// the connection.
-func (o *outbox) post(b []byte) error {
+// stallChecks is how many watchdog checks, stall/stallChecks apart, must
+// in a row find a write pending and none completed before the connection
+// is closed: a write stuck for stall is found within stall plus one period.
+const stallChecks = 2
+
+// add queues b, waiting while limit messages are queued, and leaves the
+// writing to a writer goroutine. It runs on the reader, which reads
+// nothing more from the other side while it waits: that is the
+// backpressure on a peer that sends and does not read. It fails only when
+// the connection has closed.
+func (o *outbox) add(b []byte) error {
 	o.mu.Lock()
-	if !o.closed && len(o.queue) >= readerQueueFactor*o.limit {
+	if err := o.waitRoomLocked(nil, o.pause); err != nil {
 		o.mu.Unlock()
-		return ErrTooSlow
+		return err
 	}
 	o.enqueueLocked(b, false, false)
 	return nil
+}
+
+// push queues b without waiting or counting against limit. It is for the
+// few messages that must go out now and whose number is bounded
+// otherwise: rpc.cancel for a call its caller gave up on.
+func (o *outbox) push(b []byte) {
+	o.mu.Lock()
+	o.enqueueLocked(b, false, false)
 }
 
 // postEvent queues b without waiting, for [Conn.Post]. It fails with
@@ -76,31 +103,53 @@ func (o *outbox) postEvent(b []byte) error {
 	return nil
 }
 
-// send queues b, waiting while limit messages wait. If no one is writing,
-// the calling goroutine writes b itself, then hands whatever was queued
-// meanwhile to a writer goroutine. It runs on a caller's goroutine (Call,
-// Notify, Batch, Progress) or a handler's worker (replies).
+// send queues b, waiting while limit messages are queued or until ctx
+// ends. If no one is writing, the calling goroutine writes b itself, then
+// hands whatever was queued meanwhile to a writer goroutine. It runs on a
+// caller's goroutine (Call, Notify, Batch, Progress) or a handler's worker
+// (replies).
 func (o *outbox) send(ctx context.Context, b []byte) error {
 	o.mu.Lock()
+	if err := o.waitRoomLocked(ctx.Done(), nil); err != nil {
+		o.mu.Unlock()
+		if err == errNoRoom { //nolint:errorlint // our own sentinel
+			return ctx.Err()
+		}
+		return err
+	}
+	o.enqueueLocked(b, false, true)
+	return nil
+}
+
+var errNoRoom = errors.New("peer: no room") // waitRoomLocked: done was closed first
+
+// waitRoomLocked waits, with o.mu held, until fewer than limit messages
+// are queued, the outbox closes (its cause), or done is closed
+// (errNoRoom). pause, if not nil, is told when the wait starts and ends.
+func (o *outbox) waitRoomLocked(done <-chan struct{}, pause func(bool)) error {
 	for !o.closed && len(o.queue) >= o.limit {
 		if o.room == nil {
 			o.room = make(chan struct{})
 		}
 		room := o.room
 		o.mu.Unlock()
+		if pause != nil {
+			pause(true)
+		}
 		select {
 		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-done:
+			o.mu.Lock()
+			return errNoRoom
+		}
+		if pause != nil {
+			pause(false)
 		}
 		o.mu.Lock()
 	}
 	if o.closed {
-		err := o.cause
-		o.mu.Unlock()
-		return err
+		return o.cause
 	}
-	o.enqueueLocked(b, false, true)
 	return nil
 }
 
@@ -118,6 +167,7 @@ func (o *outbox) enqueueLocked(b []byte, post, inline bool) {
 		return
 	}
 	o.writing = true
+	o.armLocked()
 	if inline {
 		o.mu.Unlock()
 		o.write(true)
@@ -159,6 +209,7 @@ func (o *outbox) write(inline bool) {
 				o.fail(err)
 				return
 			}
+			o.written.Add(1)
 			batch[i] = outMsg{}
 		}
 
@@ -177,6 +228,49 @@ func (o *outbox) write(inline bool) {
 
 // writeQueued is the task of a writer goroutine.
 func (o *outbox) writeQueued() { o.write(false) }
+
+// armLocked starts the watchdog when a writer starts, unless it runs
+// already. Once armed, it stays armed while writers keep starting, so a
+// busy connection arms a timer once per period, not once per write.
+func (o *outbox) armLocked() {
+	if o.stall <= 0 || o.armed {
+		return
+	}
+	o.armed = true
+	o.seen = o.written.Load()
+	o.strikes = 0
+	period := o.stall / stallChecks
+	if o.watchdog == nil {
+		o.watchdog = time.AfterFunc(period, o.check)
+	} else {
+		o.watchdog.Reset(period)
+	}
+}
+
+// check is the watchdog, run by the timer: it disarms once no one is
+// writing, and closes the connection when a write has been pending for
+// stall with none completed.
+func (o *outbox) check() {
+	o.mu.Lock()
+	if o.closed || !o.writing {
+		o.armed = false
+		o.mu.Unlock()
+		return
+	}
+	if n := o.written.Load(); n != o.seen {
+		o.seen, o.strikes = n, 0
+	} else {
+		o.strikes++
+	}
+	if o.strikes < stallChecks {
+		o.watchdog.Reset(o.stall / stallChecks)
+		o.mu.Unlock()
+		return
+	}
+	o.armed = false
+	o.mu.Unlock()
+	o.fail(errWriteStalled)
+}
 
 // idle reports whether nothing is queued or being written.
 func (o *outbox) idle() bool {
@@ -199,5 +293,8 @@ func (o *outbox) close(cause error) {
 	if o.room != nil {
 		close(o.room)
 		o.room = nil
+	}
+	if o.watchdog != nil {
+		o.watchdog.Stop()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // gatedTransport records what is written to it; each Write first takes a
@@ -62,6 +63,7 @@ func newTestOutbox(t *testing.T, g *gatedTransport, limit int) *outbox {
 			}
 		},
 		drained: func() {},
+		pause:   func(bool) {},
 	}
 }
 
@@ -127,12 +129,19 @@ func TestOutboxSendersWaitForRoom(t *testing.T) {
 }
 
 // Posted events do not wait: at limit posted events, postEvent refuses
-// with ErrTooSlow. The reader queues its replies up to
-// readerQueueFactor × limit messages in all.
+// with ErrTooSlow. The reader's replies wait for room like any sender's,
+// telling the connection that the reader waits.
 func TestOutboxThresholds(t *testing.T) {
 	g := &gatedTransport{gate: make(chan struct{})}
 	o := newTestOutbox(t, g, 3)
-	if err := o.post([]byte("reply")); err != nil {
+	var waits []bool
+	var wmu sync.Mutex
+	o.pause = func(w bool) {
+		wmu.Lock()
+		waits = append(waits, w)
+		wmu.Unlock()
+	}
+	if err := o.add([]byte("reply")); err != nil {
 		t.Fatal(err)
 	}
 	waitWriting(t, o)
@@ -144,18 +153,20 @@ func TestOutboxThresholds(t *testing.T) {
 	if err := o.postEvent([]byte("event")); err != ErrTooSlow { //nolint:errorlint // returned bare
 		t.Fatalf("event over the limit: %v, want ErrTooSlow", err)
 	}
-	replies := 0
-	for o.post([]byte("reply")) == nil {
-		replies++
-		if replies > 100 {
-			t.Fatal("the reader's replies are not bounded")
-		}
-	}
-	if queued := 3 + replies; queued != readerQueueFactor*3 {
-		t.Fatalf("the reader stopped at %d queued messages, want %d", queued, readerQueueFactor*3)
+	// The queue is full: the reader's next reply waits for room.
+	added := make(chan error, 1)
+	go func() { added <- o.add([]byte("reply")) }()
+	waitFor(t, "the reader to wait for room", func() bool {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return len(waits) == 1 && waits[0]
+	})
+	g.gate <- struct{}{} // the first reply is written; the writer takes the events
+	if err := <-added; err != nil {
+		t.Fatal(err)
 	}
 	// Once written, posted events make room for more.
-	for range 1 + 3 + replies {
+	for range 4 {
 		g.gate <- struct{}{}
 	}
 	waitFor(t, "the queue to drain", o.idle)
@@ -164,6 +175,53 @@ func TestOutboxThresholds(t *testing.T) {
 	}
 	g.gate <- struct{}{}
 	waitFor(t, "the queue to drain", o.idle)
+	wmu.Lock()
+	defer wmu.Unlock()
+	if fmt.Sprint(waits) != "[true false]" {
+		t.Fatalf("reader waits reported as %v", waits)
+	}
+	if got := len(g.messages()); got != 6 {
+		t.Fatalf("%d messages written, want 6", got)
+	}
+}
+
+// A write that makes no progress for stall closes the connection; one
+// that makes progress, however slowly, does not.
+func TestOutboxWriteStall(t *testing.T) {
+	const stall = 100 * time.Millisecond
+	g := &gatedTransport{gate: make(chan struct{})}
+	o := newTestOutbox(t, g, 100)
+	o.stall = stall
+	failed := make(chan error, 1)
+	o.fail = func(err error) { failed <- err }
+	// Slow but steady: a write every stall/8, for 2*stall.
+	for range 16 {
+		if err := o.add([]byte("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick := time.NewTicker(stall / 8)
+	for range 16 {
+		<-tick.C
+		g.gate <- struct{}{}
+	}
+	tick.Stop()
+	waitFor(t, "the queue to drain", o.idle)
+	select {
+	case err := <-failed:
+		t.Fatalf("slow writes closed the connection: %v", err)
+	default:
+	}
+	// Stuck.
+	start := time.Now()
+	if err := o.add([]byte("stuck")); err != nil {
+		t.Fatal(err)
+	}
+	err := <-failed
+	if elapsed := time.Since(start); !errors.Is(err, ErrTooSlow) || elapsed < stall {
+		t.Fatalf("after %v: %v, want ErrTooSlow after %v", elapsed, err, stall)
+	}
+	o.close(err)
 }
 
 // Closing fails the senders waiting for room, and every later one, with
@@ -171,11 +229,11 @@ func TestOutboxThresholds(t *testing.T) {
 func TestOutboxCloseFailsSenders(t *testing.T) {
 	g := &gatedTransport{gate: make(chan struct{})}
 	o := newTestOutbox(t, g, 1)
-	if err := o.post([]byte("stuck")); err != nil { // its write blocks until cleanup
+	if err := o.add([]byte("stuck")); err != nil { // its write blocks until cleanup
 		t.Fatal(err)
 	}
 	waitWriting(t, o)
-	if err := o.post([]byte("queued")); err != nil {
+	if err := o.add([]byte("queued")); err != nil {
 		t.Fatal(err)
 	}
 	waiting := make(chan error, 1)

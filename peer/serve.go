@@ -109,11 +109,10 @@ func safeServe(ctx context.Context, log *zap.Logger, c *call) (res any, err erro
 }
 
 // runBatch runs the calls of one batch on up to o.BatchWorkers goroutines
-// and returns the replies, in no particular order. start and finish wrap
-// each element; start returns false when the element may not run (no
-// in-flight slot), which answers -32004.
+// and returns the replies, in no particular order. start returns the
+// context of an element's handler, and finish is called once it returned.
 func runBatch(ctx context.Context, o *Options, calls []*call, replies [][]byte,
-	start func(*call) (context.Context, bool), finish func(*call)) [][]byte {
+	start func(*call) context.Context, finish func(*call)) [][]byte {
 	var (
 		next atomic.Int64
 		mu   sync.Mutex
@@ -126,13 +125,8 @@ func runBatch(ctx context.Context, o *Options, calls []*call, replies [][]byte,
 				return
 			}
 			c := calls[i]
-			var out []byte
-			if hctx, ok := start(c); ok {
-				out = run(hctx, o, c)
-				finish(c)
-			} else if !c.req.IsNotification() {
-				out = appendError(nil, []byte(c.req.ID.raw), errOverloaded())
-			}
+			out := run(start(c), o, c)
+			finish(c)
 			if out != nil {
 				mu.Lock()
 				replies = append(replies, out)
@@ -168,18 +162,27 @@ func appendBatch(dst []byte, replies [][]byte) []byte {
 // rpc.cancel has nothing to cancel.
 func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	o := opts.withDefaults()
-	f, ok := parseFrame(body, o.MaxBatch)
-	if !ok {
+	f, ok := parseFrame(body, o.MaxBatch, o.MaxDepth)
+	switch {
+	case f.tooDeep:
+		if o.OnLimit != nil {
+			o.OnLimit(LimitDepth)
+		}
+		return appendError(nil, nullJSON, errTooDeep(o.MaxDepth))
+	case !ok:
 		return appendError(nil, nullJSON, errParse())
-	}
-	if !f.batch {
+	case !f.batch:
 		c, reply := prepareNoConn(&o, &f.msgs[0])
 		if c == nil {
 			return reply
 		}
 		return run(ctx, &o, c)
-	}
-	if len(f.msgs) == 0 || f.tooBig {
+	case f.tooBig:
+		if o.OnLimit != nil {
+			o.OnLimit(LimitBatch)
+		}
+		fallthrough
+	case len(f.msgs) == 0:
 		return appendError(nil, nullJSON, errInvalidRequest())
 	}
 	var calls []*call
@@ -201,7 +204,7 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	}
 	if len(calls) > 0 {
 		replies = runBatch(ctx, &o, calls, replies,
-			func(*call) (context.Context, bool) { return ctx, true },
+			func(*call) context.Context { return ctx },
 			func(*call) {})
 	}
 	if len(replies) == 0 {

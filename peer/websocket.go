@@ -35,6 +35,10 @@ func (t wsTransport) Write(ctx context.Context, msg []byte) error {
 	return t.ws.Write(ctx, websocket.MessageText, msg)
 }
 
+// Ping sends a WebSocket ping and waits for the pong, which the reader
+// receives: Conn.Ping uses it.
+func (t wsTransport) Ping(ctx context.Context) error { return t.ws.Ping(ctx) }
+
 func (t wsTransport) Close(code int, reason string) error {
 	return t.ws.Close(websocket.StatusCode(code), reason)
 }

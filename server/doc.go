@@ -43,8 +43,13 @@
 //
 // One message or body is at most 1 MiB by default (after decompression, if
 // [Options].Compression is on); a larger WebSocket message closes the
-// connection with 1009. A peer that does not read its events fast enough
-// is closed with 1008 once [Options].MaxQueue of them wait.
+// connection with 1009. A peer that calls faster than it is served is
+// slowed down, not refused: the server stops reading from it until there
+// is room. A peer that does not read its events fast enough is closed with
+// 1008 once [Options].MaxQueue of them wait, and one that reads nothing
+// for [Options].WriteStall too. The server pings every WebSocket peer and
+// closes one that stops answering within PingInterval + PingTimeout
+// (a minute by default). While it shuts down, new calls get -32005.
 //
 // # Metrics
 //

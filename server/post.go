@@ -42,7 +42,8 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	// Registered only now: Shutdown waits for calls being served, not
 	// for clients still sending.
 	if !s.begin() {
-		plain(w, http.StatusServiceUnavailable, "shutting down\n")
+		// The calls in the body did not run: -32005, as over a WebSocket.
+		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":null}`))
 		return
 	}
 	defer s.end()

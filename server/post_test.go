@@ -132,6 +132,8 @@ func TestHealthAndMetrics(t *testing.T) {
 		"switchboard_dropped_total 0",
 		"switchboard_slow_consumers_total 0",
 		"switchboard_subscriptions 0",
+		`switchboard_limited_total{limit="rate"} 0`,
+		`switchboard_rejected_total{reason="auth"} 0`,
 		"go_goroutines",
 	} {
 		if !strings.Contains(body, want) {

@@ -67,12 +67,28 @@ type Options struct {
 	// WebSockets.
 	BodyTimeout time.Duration
 
-	// MaxBatch, MaxInFlight and MaxQueue are the limits of each WebSocket
-	// connection (MaxBatch also of each POST), with the meanings and
-	// defaults of the [peer.Options] fields of those names: elements in a
-	// batch, calls served at once, and messages waiting to be written,
-	// which closes a peer too slow for its events with 1008.
-	MaxBatch, MaxInFlight, MaxQueue int
+	// MaxBatch, MaxDepth, MaxInFlight, MaxQueue, WriteStall, Rate and
+	// Burst are the limits of each WebSocket connection (MaxBatch and
+	// MaxDepth also of each POST), with the meanings and defaults of the
+	// [peer.Options] fields of those names: elements in a batch, nesting,
+	// calls served at once (the server reads on when one ends), messages
+	// waiting to be written (a peer too slow for its events is closed with
+	// 1008), how long writes may stall (then 1008), and the requests a
+	// peer may send per second (over it, -32004; none by default).
+	MaxBatch, MaxDepth, MaxInFlight, MaxQueue int
+	WriteStall                                time.Duration
+	Rate                                      float64
+	Burst                                     int
+
+	// PingInterval is how often the server sends each WebSocket peer a
+	// ping, and PingTimeout how long the pong may take: a peer that sends
+	// nothing at all for that long (no pong, no message) is closed with
+	// 1001 "ping timeout", which drops its subscriptions and cancels its
+	// handlers. Defaults [peer.DefaultPingInterval] and
+	// [peer.DefaultPingTimeout], so a peer that stops answering is closed
+	// within their sum (a minute); a negative PingInterval sends none.
+	// Browsers answer pings by themselves.
+	PingInterval, PingTimeout time.Duration
 
 	// OnServe, if set, is called after each request served, WebSocket or
 	// POST, with the method ("" when there is no such method), the error
@@ -116,16 +132,17 @@ type Server struct {
 	mux      *http.ServeMux
 	counters counters
 
-	mu      sync.Mutex
-	closing bool
-	conns   map[*peer.Conn]struct{}
-	active  int           // WebSockets and POSTs being served
-	idle    chan struct{} // closed once closing and nothing is active
+	mu       sync.Mutex
+	closing  bool
+	conns    map[*peer.Conn]bool // WebSockets served, and whether a ping waits for its pong
+	pingStop chan struct{}       // closes the pinger; nil while none runs
+	active   int                 // WebSockets and POSTs being served
+	idle     chan struct{}       // closed once closing and nothing is active
 }
 
 // New returns a Server configured by opts.
 func New(opts *Options) *Server {
-	s := &Server{conns: make(map[*peer.Conn]struct{}), idle: make(chan struct{})}
+	s := &Server{conns: make(map[*peer.Conn]bool), idle: make(chan struct{})}
 	if opts != nil {
 		s.o = *opts
 	}
@@ -137,6 +154,12 @@ func New(opts *Options) *Server {
 	}
 	if s.o.BodyTimeout <= 0 {
 		s.o.BodyTimeout = DefaultBodyTimeout
+	}
+	if s.o.PingInterval == 0 {
+		s.o.PingInterval = peer.DefaultPingInterval
+	}
+	if s.o.PingTimeout <= 0 {
+		s.o.PingTimeout = peer.DefaultPingTimeout
 	}
 	if s.o.Logger == nil {
 		s.o.Logger = zap.NewNop()
@@ -241,10 +264,15 @@ func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
 		Router:      s.router,
 		MaxMessage:  s.o.MaxMessage,
 		MaxBatch:    s.o.MaxBatch,
+		MaxDepth:    s.o.MaxDepth,
 		MaxInFlight: s.o.MaxInFlight,
 		MaxQueue:    s.o.MaxQueue,
+		WriteStall:  s.o.WriteStall,
+		Rate:        s.o.Rate,
+		Burst:       s.o.Burst,
 		Logger:      log,
 		OnServe:     s.o.OnServe,
+		OnLimit:     s.counters.limit,
 	}
 }
 

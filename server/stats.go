@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // Stats are counters of a server's activity since it was created, for
@@ -17,6 +18,12 @@ type Stats struct {
 	// served, by reason: "origin", "host", "auth", "too_large" and
 	// "body_timeout". Every reason is present, counted or not.
 	Refused map[string]uint64
+
+	// Limited counts the messages refused for going over a limit, by
+	// limit: "message_size" (1009), "batch", "depth" (-32600), "rate",
+	// "subscriptions" (-32004) and "topic_length" (-32602). Every limit is
+	// present, counted or not.
+	Limited map[string]uint64
 
 	Hub hub.Stats // the server's hub
 }
@@ -41,6 +48,14 @@ func (r refusal) String() string { return refusalNames[r] }
 type counters struct {
 	accepted atomic.Uint64
 	refused  [numRefusals]atomic.Uint64
+	limited  [peer.LimitRate + 1]atomic.Uint64 // by peer.Limit
+}
+
+// limit is the connections' and POSTs' peer.Options.OnLimit.
+func (c *counters) limit(l peer.Limit) {
+	if l > 0 && int(l) < len(c.limited) {
+		c.limited[l].Add(1)
+	}
 }
 
 // Stats returns the server's counters.
@@ -56,6 +71,13 @@ func (s *Server) Stats() Stats {
 	}
 	for r := range numRefusals {
 		st.Refused[r.String()] = s.counters.refused[r].Load()
+	}
+	st.Limited = map[string]uint64{
+		"subscriptions": st.Hub.OverSubscriptions,
+		"topic_length":  st.Hub.OverTopicLength,
+	}
+	for l := peer.LimitMessage; l <= peer.LimitRate; l++ {
+		st.Limited[l.String()] = s.counters.limited[l].Load()
 	}
 	return st
 }

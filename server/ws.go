@@ -50,7 +50,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		<-conn.Done()
 		return
 	}
-	s.conns[conn] = struct{}{}
+	s.trackLocked(conn)
 	s.mu.Unlock()
 
 	p := s.hub.Join(conn, id, identity)
@@ -65,9 +65,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	err = conn.Serve(hub.WithIdentity(r.Context(), identity))
 
 	s.hub.Leave(p)
-	s.mu.Lock()
-	delete(s.conns, conn)
-	s.mu.Unlock()
+	s.untrack(conn)
 
 	// Err is final now that Serve has returned; it holds the close code
 	// either side sent.

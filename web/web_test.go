@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
+	"github.com/switchboard-rpc/switchboard/server/prom"
 	"github.com/switchboard-rpc/switchboard/web"
 	"go.uber.org/goleak"
 )
@@ -47,8 +48,13 @@ func TestSwitchboardJS(t *testing.T) {
 		}
 		t.Skip("node not installed")
 	}
-	srv := server.New(&server.Options{Router: demo.Mux(), Hub: hub.New(&hub.Options{Policy: hub.AllowAll})})
-	ts := httptest.NewServer(srv)
+	m := prom.New()
+	srv := server.New(&server.Options{Router: demo.Mux(), Hub: hub.New(&hub.Options{Policy: hub.AllowAll}), OnServe: m.Observe})
+	m.Watch(srv)
+	routes := http.NewServeMux()
+	routes.Handle("/", srv)
+	routes.Handle("/metrics", m)
+	ts := httptest.NewServer(routes)
 	defer ts.Close()
 	defer srv.Shutdown(context.Background()) //nolint:errcheck
 

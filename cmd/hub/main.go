@@ -58,6 +58,7 @@ type config struct {
 	maxInFlight     int
 	maxQueue        int
 	maxSubs         int
+	limits          limitFlags
 	compression     bool
 	shutdownTimeout time.Duration
 }
@@ -79,6 +80,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxInFlight, "max-inflight", peer.DefaultMaxInFlight, "most `calls` served at once per connection")
 	fs.IntVar(&c.maxQueue, "max-queue", peer.DefaultMaxQueue, "most `messages` waiting to be written to one peer; a peer with that many events waiting is closed as too slow")
 	fs.IntVar(&c.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "most topic `patterns` one peer may subscribe to")
+	c.limits.register(fs)
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
 	if err := fs.Parse(args); err != nil {
@@ -111,11 +113,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		MaxBatch:       c.maxBatch,
 		MaxInFlight:    c.maxInFlight,
 		MaxQueue:       c.maxQueue,
+		MaxDepth:       c.limits.maxDepth,
+		WriteStall:     c.limits.writeStall,
+		Rate:           c.limits.rate,
+		Burst:          c.limits.burst,
+		PingInterval:   c.limits.pingInterval,
+		PingTimeout:    c.limits.pingTimeout,
 		Compression:    c.compression,
 		Logger:         log,
 	}
 	mux := peer.NewMux()
-	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs}
+	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, MaxTopicLength: c.limits.maxTopicLen}
 	if c.demo {
 		demo.Register(mux)
 		hubOpts.Policy = hub.AllowAll
@@ -182,6 +190,25 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}
 	log.Info("hub stopped")
 	return nil
+}
+
+// limitFlags are the flags of the per-peer limits and liveness checks.
+type limitFlags struct {
+	rate                      float64
+	burst, maxDepth           int
+	maxTopicLen               int
+	writeStall                time.Duration
+	pingInterval, pingTimeout time.Duration
+}
+
+func (l *limitFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&l.rate, "rate", 0, "the `number` of requests per second one peer may send, batch elements each counting (0: no limit; over it, -32004)")
+	fs.IntVar(&l.burst, "burst", 0, "the `number` of requests one peer may send at once under -rate (default: one second's worth)")
+	fs.IntVar(&l.maxDepth, "max-depth", peer.DefaultMaxDepth, "deepest `nesting` of arrays and objects in a message (over it, -32600)")
+	fs.IntVar(&l.maxTopicLen, "max-topic-len", hub.DefaultMaxTopicLength, "longest topic or pattern, in `bytes` (over it, -32602)")
+	fs.DurationVar(&l.writeStall, "write-stall", peer.DefaultWriteStall, "how long writes to a peer may make no progress before it is closed (1008)")
+	fs.DurationVar(&l.pingInterval, "ping-interval", peer.DefaultPingInterval, "how often each WebSocket peer is pinged (negative: never)")
+	fs.DurationVar(&l.pingTimeout, "ping-timeout", peer.DefaultPingTimeout, "how long a peer may send nothing after a ping before it is closed (1001)")
 }
 
 func newLogger(level, format string, w io.Writer) (*zap.Logger, error) {

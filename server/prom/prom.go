@@ -91,11 +91,13 @@ var (
 	descDelivered     = prometheus.NewDesc("switchboard_delivered_total", "Events handed to subscribers.", nil, nil)
 	descDropped       = prometheus.NewDesc("switchboard_dropped_total", "Events not delivered because the subscriber was closed or too slow.", nil, nil)
 	descSlow          = prometheus.NewDesc("switchboard_slow_consumers_total", "Subscribers closed with 1008 because their event queue was full.", nil, nil)
+	descLimited       = prometheus.NewDesc("switchboard_limited_total",
+		"Messages refused for going over a limit, by limit (message_size, batch, depth, rate, subscriptions, topic_length).", []string{"limit"}, nil)
 )
 
 func (statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descAccepted, descRejected,
-		descPeers, descSubscriptions, descPublished, descDelivered, descDropped, descSlow} {
+		descPeers, descSubscriptions, descPublished, descDelivered, descDropped, descSlow, descLimited} {
 		ch <- d
 	}
 }
@@ -119,6 +121,9 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDelivered, st.Hub.Delivered)
 	counter(descDropped, st.Hub.Dropped)
 	counter(descSlow, st.Hub.SlowClosed)
+	for limit, n := range st.Limited {
+		counter(descLimited, n, limit)
+	}
 }
 
 // outcome names a reply's code for the outcome label; codes an
@@ -147,6 +152,8 @@ func outcome(code peer.Code) string {
 		return "timeout"
 	case peer.CodeOverloaded:
 		return "overloaded"
+	case peer.CodeShuttingDown:
+		return "shutting_down"
 	}
 	if code >= -32768 && code <= -32000 {
 		return "server_error"

@@ -1,0 +1,80 @@
+package server_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/server"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// A peer that sends nothing, not even the pong to the server's pings, is
+// closed after PingInterval + PingTimeout with 1001 "ping timeout", and
+// its subscriptions are dropped; a peer that reads (and so answers the
+// pings) stays.
+func TestPingClosesSilentPeer(t *testing.T) {
+	left := make(chan *hub.Peer, 2)
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, OnLeave: func(p *hub.Peer) { left <- p }})
+	core, logs := observer.New(zap.InfoLevel)
+	ts := newTestServer(t, &server.Options{Hub: h, PingInterval: 50 * time.Millisecond, PingTimeout: 50 * time.Millisecond, Logger: zap.New(core)})
+
+	live := ts.dialRaw(t, nil)
+	roundTrip(t, live, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["news"],"id":1}`)
+	got := make(chan string, 16)
+	reading := make(chan struct{})
+	go func() { // reads, and so answers pings, until the test ends
+		defer close(reading)
+		for {
+			_, b, err := live.Read(context.Background())
+			if err != nil {
+				return
+			}
+			got <- string(b)
+		}
+	}()
+	defer func() { live.CloseNow(); <-reading }()
+
+	silent := ts.dialRaw(t, nil)
+	roundTrip(t, silent, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["news"],"id":1}`)
+	start := time.Now()
+	// From now on, silent reads nothing: its pongs never go out.
+	select {
+	case <-left:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the silent peer is still connected")
+	}
+	if elapsed := time.Since(start); elapsed < 100*time.Millisecond {
+		t.Fatalf("closed after %v, before PingInterval + PingTimeout", elapsed)
+	}
+	if st := h.Stats(); st.Peers != 1 || st.Subscriptions != 1 {
+		t.Fatalf("Stats = %+v, want the live peer alone", st)
+	}
+	// The live peer went through the same rounds of pings and still works.
+	write(t, live, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`)
+	select {
+	case reply := <-got:
+		assertJSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, reply)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the live peer got no answer")
+	}
+	found := false
+	for _, e := range logs.FilterMessage("peer disconnected").All() {
+		m := e.ContextMap()
+		found = found || m["code"] == int64(1001) && m["reason"] == "ping timeout"
+	}
+	if !found {
+		t.Fatalf("no disconnect with 1001 ping timeout logged: %v", logs.FilterMessage("peer disconnected").All())
+	}
+	_, _, err := silent.Read(timeout(t)) // what was sent before the close, then the close
+	for err == nil {
+		_, _, err = silent.Read(timeout(t))
+	}
+	if websocket.CloseStatus(err) != websocket.StatusGoingAway && !strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("silent peer: %v", err)
+	}
+}
