@@ -413,6 +413,15 @@ func TestRouteProvide(t *testing.T) {
 	if fmt.Sprint(res.Methods) != "[a.*]" {
 		t.Fatalf("unprovided %q", res.Methods)
 	}
+	if got := rh.h.Peers()[0].Provided(); fmt.Sprint(got) != "[a.b x.>]" {
+		t.Fatalf("the peer provides %q", got)
+	}
+	if err := c.Call(ctx(t), "rpc.unprovide", []string{"a.b", "x.>"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := rh.h.Stats().Routes; st.Providers != 0 {
+		t.Fatalf("%d providers after everything was withdrawn", st.Providers)
+	}
 	for _, tt := range []struct {
 		params any
 		msg    string
