@@ -19,7 +19,7 @@ of dot-separated words, "*" standing for one word and a final ">" for one
 or more: $RPC_METHOD then tells which method was called. provide runs until
 interrupted, and reconnects and provides again when the connection drops.
 Needs a ws:// or wss:// URL, and a hub whose policy lets this peer provide
-(any peer may with hub -demo).
+(any peer may with hub -demo or hub -allow-provide).
 
 Examples:
   rpc provide ws://127.0.0.1:8080/rpc text.upper='tr a-z A-Z'
