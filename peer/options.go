@@ -138,33 +138,17 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		c = *o
 	}
-	if c.MaxMessage <= 0 {
-		c.MaxMessage = DefaultMaxMessage
+	positive(&c.MaxMessage, DefaultMaxMessage)
+	positive(&c.MaxBatch, DefaultMaxBatch)
+	positive(&c.MaxDepth, DefaultMaxDepth)
+	positive(&c.MaxInFlight, DefaultMaxInFlight)
+	positive(&c.MaxQueue, DefaultMaxQueue)
+	positive(&c.BatchWorkers, DefaultBatchWorkers)
+	if c.Rate > 0 {
+		positive(&c.Burst, max(1, int(math.Ceil(c.Rate)))) // one second's worth
 	}
-	if c.MaxBatch <= 0 {
-		c.MaxBatch = DefaultMaxBatch
-	}
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = DefaultMaxInFlight
-	}
-	if c.MaxQueue <= 0 {
-		c.MaxQueue = DefaultMaxQueue
-	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
-	if c.BatchWorkers <= 0 {
-		c.BatchWorkers = DefaultBatchWorkers
-	}
-	if c.MaxDepth <= 0 {
-		c.MaxDepth = DefaultMaxDepth
-	}
-	if c.WriteStall == 0 {
-		c.WriteStall = DefaultWriteStall
-	}
-	if c.Rate > 0 && c.Burst <= 0 {
-		c.Burst = max(1, int(math.Ceil(c.Rate)))
-	}
+	unlessSet(&c.CallTimeout, DefaultCallTimeout)
+	unlessSet(&c.WriteStall, DefaultWriteStall)
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -172,6 +156,20 @@ func (o *Options) withDefaults() Options {
 		c.Router = emptyRouter{}
 	}
 	return c
+}
+
+// positive sets *v to def unless it is positive.
+func positive(v *int, def int) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// unlessSet sets *d to def when it is zero; a negative *d means none.
+func unlessSet(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
 }
 
 type emptyRouter struct{}
