@@ -66,6 +66,8 @@ type Client struct {
 	smu   sync.Mutex
 	subs  map[*Subscription]struct{}
 	hubMu sync.Mutex // held across rpc.subscribe and rpc.unsubscribe calls
+
+	prov provisions // the methods it provides (provide.go)
 }
 
 // Dial connects to the hub at url (ws:// or wss://, usually ending in
@@ -83,7 +85,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	c.log = c.o.Logger.With(zap.String("url", url))
 	c.hc, c.ownHC = httpClient(c.o.HTTPClient, c.o.TLSConfig)
-	c.router = router{user: c.o.Router, events: peer.HandlerFunc(c.onEvent)}
+	c.router = router{user: c.o.Router, events: peer.HandlerFunc(c.onEvent), prov: &c.prov}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if c.o.OnState != nil {
 		c.wg.Go(c.notify)
@@ -109,7 +111,8 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	return c, nil
 }
 
-// connect dials, starts serving and re-subscribes the client's topics.
+// connect dials, starts serving, re-subscribes the client's topics and
+// provides its methods again.
 func (c *Client) connect(ctx context.Context) (*peer.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
 	defer cancel()
@@ -138,6 +141,10 @@ func (c *Client) connect(ctx context.Context) (*peer.Conn, error) {
 	})
 	c.wg.Go(func() { _ = pc.Serve(c.ctx) }) // its error is pc.Err, read by run
 	if err := c.resubscribe(ctx, pc); err != nil {
+		_ = pc.Close()
+		return nil, err
+	}
+	if err := c.reprovide(ctx, pc); err != nil {
 		_ = pc.Close()
 		return nil, err
 	}
@@ -463,21 +470,24 @@ type publishParams struct {
 	Data  any    `json:"data"`
 }
 
-// router serves rpc.event itself and every other method with the user's
-// Router. rpc.event is Inline: it runs on the reader goroutine, in arrival
+// router serves rpc.event itself, every other method with the user's
+// Router, and then with the client's provisions. rpc.event is Inline: it runs on the reader goroutine, in arrival
 // order, and only queues the event, so a burst of events needs neither
 // goroutines nor in-flight slots, and none is dropped for want of one.
 type router struct {
 	user   peer.Router
 	events peer.Handler
+	prov   *provisions
 }
 
 func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 	if method == "rpc.event" {
 		return r.events, peer.Inline
 	}
-	if r.user == nil {
-		return nil, peer.Concurrent
+	var h peer.Handler
+	mode := peer.Concurrent
+	if r.user != nil {
+		h, mode = r.user.Lookup(method)
 	}
-	return r.user.Lookup(method)
+	return r.prov.lookup(method, h, mode)
 }

@@ -36,6 +36,21 @@
 // Events published while it was away are lost. Options.OnState sees every
 // change of [State].
 //
+// # Providing methods
+//
+// A client can serve methods to every other peer of the hub, browsers
+// and services alike: [Client.Provide] registers a handler for a name or
+// a pattern ("billing.*") and tells the hub, which then forwards the
+// calls of those methods to this client and passes the answers back,
+// with cancellation and progress:
+//
+//	p, err := c.Provide(ctx, "billing.charge", peer.Func(charge))
+//	...
+//	defer p.Close() // withdraws it
+//
+// After a reconnection the client provides its methods again. The hub
+// decides who may provide what (its Policy); see docs/routing.md.
+//
 // # Events
 //
 // The hub sends events as rpc.event notifications. The client queues each

@@ -141,3 +141,41 @@ func ExampleWithFailFast() {
 	fmt.Println(err)
 	// Output: client: not connected
 }
+
+// A service provides a method to the other peers of the hub; a second
+// client, a browser say, calls it through the hub.
+func ExampleClient_Provide() {
+	url, stop := demoHub()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws := strings.Replace(url, "http", "ws", 1)
+
+	service, err := client.Dial(ctx, ws, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer service.Close()
+	type chargeParams struct {
+		Account string `json:"account"`
+		Cents   int    `json:"cents"`
+	}
+	_, err = service.Provide(ctx, "billing.charge", peer.Func(func(_ context.Context, p chargeParams) (string, error) {
+		return fmt.Sprintf("charged %s %d cents", p.Account, p.Cents), nil
+	}))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	browser, err := client.Dial(ctx, ws, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer browser.Close()
+	var receipt string
+	if err := browser.Call(ctx, "billing.charge", chargeParams{"ada", 1250}, &receipt); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(receipt)
+	// Output: charged ada 1250 cents
+}

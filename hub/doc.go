@@ -46,14 +46,35 @@
 // the publisher nor the other subscribers. [Hub.Stats] counts such closes
 // and the events they cost.
 //
+// # Methods served by peers
+//
+// A peer may serve methods to all the others: it sends rpc.provide with
+// names or patterns, written like topic patterns ("billing.*"), and the
+// router of [Hub.Router] forwards each call of such a method that the
+// application does not serve itself to a peer that provides it, the least
+// busy when there are several, never back to the caller:
+//
+//	rpc.provide    {"methods": ["billing.*"]} or ["billing.*"]  -> {"methods": [...]}
+//	rpc.unprovide  the same                                      -> {"methods": [those removed]}
+//
+// The caller gets the provider's answer unchanged under its own id;
+// rpc.cancel and rpc.progress pass through ([peer.Conn.Forward] does the
+// work). The hub answers itself only when there is no provider (-32601),
+// the provider disconnected (-32006), Options.ForwardTimeout passed
+// (-32003), every provider has Options.MaxForwards calls waiting (-32004),
+// or it is shutting down (-32005). rpc.discover lists the provided methods
+// as their providers describe them. [Hub.Stats] counts the forwarded calls.
+//
 // # Authorization
 //
-// A [Policy] decides who may subscribe to a pattern and publish on a topic;
-// it sees the request's context, and so the caller's [Identity]. A refusal
-// is answered with -32001. The default, [DefaultPolicy], lets peers
-// subscribe and lets only Go code publish; [AllowAll] suits demos and
-// tests. [Hub.Publish] and [Peer.Subscribe], called by the server's own
+// A [Policy] decides who may subscribe to a pattern, publish on a topic,
+// provide a method and call a provided one; it sees the request's context,
+// and so the caller's [Identity]. A refusal is answered with -32001. The
+// default, [DefaultPolicy], lets peers subscribe and call provided methods,
+// and lets only Go code publish and no peer provide; [AllowAll] suits
+// demos and tests. [Hub.Publish] and [Peer.Subscribe], called by the server's own
 // code, are not subject to the policy.
 //
-// The wire protocol is described in docs/protocol.md.
+// The wire protocol is described in docs/protocol.md, routing in
+// docs/routing.md.
 package hub

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -33,6 +34,16 @@ type Options struct {
 	// Default [DefaultMaxTopicLength]; a longer one is refused with
 	// -32602 (and with ErrInvalidTopic from Go).
 	MaxTopicLength int
+
+	// ForwardTimeout bounds a call forwarded to a peer that provides its
+	// method. Default [DefaultForwardTimeout]; when it passes, the caller
+	// gets -32003 and the provider rpc.cancel. Negative means no bound.
+	ForwardTimeout time.Duration
+
+	// MaxForwards caps the forwarded calls in flight to one provider.
+	// Default [DefaultMaxForwards]; a call that finds every provider of its
+	// method at the cap gets -32004.
+	MaxForwards int
 
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
 	// it has left, on the goroutine of Hub.Join and Hub.Leave (in a
@@ -72,6 +83,8 @@ type Hub struct {
 
 	handlers struct{ subscribe, unsubscribe, publish peer.Handler }
 
+	routes routes // the methods peers provide (route.go)
+
 	stats struct {
 		published, delivered, dropped, slow atomic.Uint64
 		overSubs, overTopicLen              atomic.Uint64
@@ -96,6 +109,12 @@ func New(opts *Options) *Hub {
 	if h.o.MaxTopicLength <= 0 {
 		h.o.MaxTopicLength = DefaultMaxTopicLength
 	}
+	if h.o.ForwardTimeout == 0 {
+		h.o.ForwardTimeout = DefaultForwardTimeout
+	}
+	if h.o.MaxForwards <= 0 {
+		h.o.MaxForwards = DefaultMaxForwards
+	}
 	h.handlers.subscribe = peer.HandlerFunc(h.serveSubscribe)
 	h.handlers.unsubscribe = peer.HandlerFunc(h.serveUnsubscribe)
 	h.handlers.publish = peer.HandlerFunc(h.servePublish)
@@ -114,6 +133,8 @@ type Peer struct {
 	subs map[string]*subscription
 	mark uint64 // the last publish that reached this peer
 	left bool
+
+	prov provision // the methods it provides (route.go)
 }
 
 // ID returns the peer's id, unique in the hub (a UUID unless the server
@@ -199,6 +220,7 @@ func (h *Hub) Leave(p *Peer) {
 	h.nsubs -= len(p.subs)
 	p.subs = nil
 	h.mu.Unlock()
+	h.unprovideAll(p)
 
 	h.pmu.Lock()
 	delete(h.peers, p.id)
@@ -250,6 +272,8 @@ type Stats struct {
 
 	OverSubscriptions uint64 // subscribes refused: over MaxSubscriptions (-32004)
 	OverTopicLength   uint64 // topic requests refused: longer than MaxTopicLength (-32602)
+
+	Routes RouteStats // calls forwarded to the peers that provide methods
 }
 
 // Stats returns the hub's counters.
@@ -270,6 +294,7 @@ func (h *Hub) Stats() Stats {
 
 		OverSubscriptions: h.stats.overSubs.Load(),
 		OverTopicLength:   h.stats.overTopicLen.Load(),
+		Routes:            h.routeStats(),
 	}
 }
 

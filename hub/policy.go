@@ -5,13 +5,15 @@ import (
 	"errors"
 )
 
-// Action is what a peer asks to do with a topic.
+// Action is what a peer asks to do with a topic or a provided method.
 type Action int
 
 // The actions a Policy decides on.
 const (
 	Subscribe Action = iota + 1 // rpc.subscribe to a pattern (may hold wildcards)
 	Publish                     // rpc.publish on a topic
+	Provide                     // rpc.provide a method name or pattern (may hold wildcards)
+	Call                        // call a method that a peer provides (the method's name)
 )
 
 func (a Action) String() string {
@@ -20,12 +22,18 @@ func (a Action) String() string {
 		return "subscribe"
 	case Publish:
 		return "publish"
+	case Provide:
+		return "provide"
+	case Call:
+		return "call"
 	}
 	return "unknown action"
 }
 
-// Policy decides whether the peer behind ctx may subscribe to a pattern or
-// publish on a topic. ctx is the request's: [Identity] gives what
+// Policy decides whether the peer behind ctx may subscribe to a pattern,
+// publish on a topic, provide a method (or pattern of methods) to the other
+// peers, or call a method another peer provides; the string is the topic,
+// pattern or method name. ctx is the request's: [Identity] gives what
 // authentication said the caller is. A Policy returns nil to allow; any
 // error refuses, and the caller gets -32001 (or the code of a
 // *peer.Error). It runs on the reader goroutine of the peer's connection
@@ -33,18 +41,21 @@ func (a Action) String() string {
 // decide from the identity and the topic, or from data already in memory.
 type Policy func(ctx context.Context, action Action, topic string) error
 
-// DefaultPolicy lets any peer subscribe to any pattern and refuses every
-// rpc.publish: only the server's Go code publishes (Hub.Publish). It is
-// the policy of a Hub with none set.
+// DefaultPolicy lets any peer subscribe to any pattern and call any
+// provided method, and refuses every rpc.publish and rpc.provide: only the
+// server's Go code publishes (Hub.Publish), and a peer serves methods to
+// the others only when a Policy says it may. It is the policy of a Hub
+// with none set.
 func DefaultPolicy(_ context.Context, action Action, _ string) error {
-	if action == Subscribe {
+	if action == Subscribe || action == Call {
 		return nil
 	}
 	return errRefused
 }
 
-// AllowAll lets any peer subscribe and publish on any topic. It suits
-// demos, tests and trusted networks.
+// AllowAll lets any peer subscribe and publish on any topic, and provide
+// and call any method (except the reserved rpc.* names). It suits demos,
+// tests and trusted networks.
 func AllowAll(context.Context, Action, string) error { return nil }
 
 var errRefused = errors.New("hub: not allowed")

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // Router returns a peer.Router that answers the hub's methods
-// (rpc.subscribe, rpc.unsubscribe, rpc.publish) and hands every other
-// method, rpc.discover included, to app (which may be nil).
+// (rpc.subscribe, rpc.unsubscribe, rpc.publish, rpc.provide,
+// rpc.unprovide), hands every other method to app (which may be nil), and
+// forwards the methods app does not serve to the peers that provide them.
+// rpc.discover is app's, with the provided methods added.
 //
 // The hub's methods run [peer.Inline], on the reader of the peer's connection: they take no in-flight slot, so a burst of
 // rpc.publish notifications is never dropped, and a peer's subscribes,
@@ -37,10 +40,7 @@ func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 	case "rpc.publish":
 		return r.h.handlers.publish, peer.Inline
 	}
-	if r.app == nil {
-		return nil, peer.Concurrent
-	}
-	return r.app.Lookup(method)
+	return r.h.lookup(r.app, method) // the app's methods, then the provided ones
 }
 
 // topicsResult is the result of rpc.subscribe and rpc.unsubscribe.
@@ -222,11 +222,11 @@ func firstByte(b []byte) byte {
 	return 0
 }
 
-// quote quotes a topic for an error message, shortening a long one.
+// quote quotes a topic for an error message, shortening a long one. The
+// message is text, not HTML: ">" stays as it is.
 func quote(s string) string {
 	if len(s) > 64 {
 		s = s[:64] + "..."
 	}
-	b, _ := json.Marshal(s)
-	return string(b)
+	return strconv.Quote(s)
 }

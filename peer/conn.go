@@ -76,6 +76,7 @@ type Conn struct {
 	running     int              // in-flight slots taken, for MaxInFlight
 	lent        int              // slots lent by handlers waiting on their caller
 	slotFreed   chan struct{}    // closed when a slot is freed, for the reader
+	forwards    int              // calls of Forward waiting for their answer
 	draining    bool             // Shutdown called: refuse new calls
 	idle        chan struct{}    // closed when draining and nothing is left
 }
@@ -207,7 +208,8 @@ func (c *Conn) CloseWith(code int, reason string) error {
 
 // Shutdown closes the connection gracefully: calls that arrive from now
 // on are refused with -32005 (shutting down; they did not run), calls in
-// flight run to completion and their replies are written, then the
+// flight run to completion and their replies are written, calls forwarded
+// to the other side ([Conn.Forward]) get their answers, then the
 // connection closes with 1001 (going away). If ctx ends first, the calls
 // still running are cancelled, and answered -32002 if their handlers
 // return within shutdownCancelWait; then the connection closes and
@@ -250,7 +252,7 @@ const shutdownCancelWait = 250 * time.Millisecond
 // checkIdleLocked closes c.idle when a draining connection has nothing
 // left to run or write.
 func (c *Conn) checkIdleLocked() {
-	if c.draining && c.running == 0 && c.lent == 0 && c.out.idle() {
+	if c.draining && c.running == 0 && c.lent == 0 && c.forwards == 0 && c.out.idle() {
 		select {
 		case <-c.idle:
 		default:

@@ -31,7 +31,9 @@
 // notification; [Conn.Batch] sends many calls and notifications in one
 // message. When the caller's context ends first, Call tells the other side
 // with rpc.cancel and returns at once. When the connection closes, every
-// pending call fails with an error wrapping [ErrClosed].
+// pending call fails with an error wrapping [ErrClosed]. [Conn.Forward]
+// passes a call received on one connection on to the other side of
+// another, as a hub does for methods its peers provide.
 //
 // # System methods
 //

@@ -26,6 +26,7 @@ const (
 	CodeTimeout      Code = -32003 // the call's deadline passed
 	CodeOverloaded   Code = -32004 // over a limit: rate, subscriptions
 	CodeShuttingDown Code = -32005 // going away: the call did not run
+	CodeProviderLost Code = -32006 // the peer serving a forwarded call disconnected
 )
 
 // Error is a JSON-RPC error object. It travels on the wire and implements

@@ -59,6 +59,7 @@ type config struct {
 	maxQueue        int
 	maxSubs         int
 	limits          limitFlags
+	routes          routeFlags
 	compression     bool
 	shutdownTimeout time.Duration
 
@@ -83,6 +84,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxQueue, "max-queue", peer.DefaultMaxQueue, "most `messages` waiting to be written to one peer; a peer with that many events waiting is closed as too slow")
 	fs.IntVar(&c.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "most topic `patterns` one peer may subscribe to")
 	c.limits.register(fs)
+	c.routes.register(fs)
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
 	c.listen.flags(fs)
@@ -133,6 +135,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		demo.Register(mux)
 		hubOpts.Policy = hub.AllowAll
 	}
+	c.routes.apply(hubOpts)
 	opts.Router = mux
 	opts.Hub = hub.New(hubOpts)
 	if c.tokenFile != "" {

@@ -1,7 +1,8 @@
 // Command rpc is a command-line client for a Switchboard hub, or any
 // JSON-RPC 2.0 server: it calls methods, sends notifications and batches,
 // subscribes to topics, publishes, describes a server's methods, and can
-// answer the hub's calls with a shell command.
+// answer the hub's calls, or serve methods to the hub's other peers, with a
+// shell command.
 //
 // Usage:
 //
@@ -61,7 +62,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		callCmd, notifyCmd, batchCmd, subscribeCmd, publishCmd, discoverCmd, genTSCmd, serveCmd,
+		callCmd, notifyCmd, batchCmd, subscribeCmd, publishCmd, discoverCmd, genTSCmd, serveCmd, provideCmd,
 	}
 }
 
@@ -74,7 +75,7 @@ Usage:
 Commands:
 %s
 URLs: http:// and https:// send one HTTP POST per command; ws:// and wss://
-open a WebSocket (needed for subscribe and serve).
+open a WebSocket (needed for subscribe, serve and provide).
 
 Output: results are printed as indented JSON on a terminal and as compact
 JSON otherwise (-pretty and -compact choose). JSON-RPC errors go to stderr.

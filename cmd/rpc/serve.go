@@ -69,8 +69,19 @@ Examples:
 
 // shellMux serves each METHOD=COMMAND of specs with a shellHandler.
 func (o *cli) shellMux(specs []string) (*peer.Mux, []string, error) {
+	names, commands, err := parseSpecs(specs)
+	if err != nil {
+		return nil, nil, err
+	}
 	mux := peer.NewMux()
-	var names []string
+	for i, name := range names {
+		mux.HandleFunc(name, o.shellHandler(commands[i]))
+	}
+	return mux, names, nil
+}
+
+// parseSpecs splits METHOD=COMMAND arguments.
+func parseSpecs(specs []string) (names, commands []string, err error) {
 	for _, a := range specs {
 		name, command, ok := strings.Cut(a, "=")
 		if !ok || name == "" || command == "" {
@@ -82,10 +93,10 @@ func (o *cli) shellMux(specs []string) (*peer.Mux, []string, error) {
 		if slices.Contains(names, name) {
 			return nil, nil, usagef("%q: method %s given twice", a, name)
 		}
-		mux.HandleFunc(name, o.shellHandler(command))
 		names = append(names, name)
+		commands = append(commands, command)
 	}
-	return mux, names, nil
+	return names, commands, nil
 }
 
 // shellHandler answers a call by running command.

@@ -1,0 +1,201 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// This file holds rpc.provide and rpc.unprovide: the names and patterns of
+// the methods each peer serves to the others.
+
+// maxProvided caps the names and patterns one peer may provide; an
+// rpc.provide that would go over it gets -32004 and provides nothing.
+const maxProvided = 1000
+
+type (
+	provideHandler   struct{ h *Hub }
+	unprovideHandler struct{ h *Hub }
+)
+
+// methodsResult is the result of rpc.provide and rpc.unprovide.
+type methodsResult struct {
+	Methods []string `json:"methods"`
+}
+
+func (ph provideHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, error) {
+	h := ph.h
+	p, methods, err := h.methodsRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range methods {
+		if err := h.allow(ctx, Provide, m); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.provide(p, methods); err != nil {
+		return nil, err
+	}
+	return methodsResult{methods}, nil
+}
+
+func (uh unprovideHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, error) {
+	p, methods, err := uh.h.methodsRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return methodsResult{uh.h.unprovide(p, methods)}, nil
+}
+
+// methodsRequest returns the peer making an rpc.provide or rpc.unprovide
+// request and the names and patterns it gives.
+func (h *Hub) methodsRequest(ctx context.Context, req *peer.Request) (*Peer, []string, error) {
+	methods, err := methodParams(req.Params, h.o.MaxTopicLength)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := h.PeerFromContext(ctx)
+	if p == nil {
+		return nil, nil, peer.Errorf(peer.CodeApplication, "%s needs a WebSocket connection to forward calls to", req.Method)
+	}
+	return p, methods, nil
+}
+
+// methodParams reads the params of rpc.provide and rpc.unprovide:
+// {"methods": [name, ...]} or [name, ...], without duplicates, each at
+// most maxLen bytes long.
+func methodParams(params json.RawMessage, maxLen int) ([]string, error) {
+	const usage = `takes {"methods": [name or pattern, ...]}`
+	var methods []string
+	switch firstByte(params) {
+	case '{':
+		var p struct {
+			Methods []string `json:"methods"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalidParams(usage)
+		}
+		methods = p.Methods
+	case '[':
+		if err := json.Unmarshal(params, &methods); err != nil {
+			return nil, invalidParams(usage)
+		}
+	}
+	if len(methods) == 0 {
+		return nil, invalidParams("no method: " + usage)
+	}
+	out := methods[:0]
+	seen := make(map[string]bool, len(methods))
+	for _, m := range methods {
+		switch {
+		case strings.HasPrefix(m, "rpc."):
+			return nil, invalidParams("the rpc.* names are reserved: " + quote(m))
+		case len(m) > maxLen:
+			return nil, invalidParams(fmt.Sprintf("method name or pattern longer than %d bytes: %s", maxLen, quote(m)))
+		case !validTopic(m, true, maxLen):
+			return nil, invalidParams("invalid method name or pattern: " + quote(m))
+		}
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// provide adds p's names and patterns, which must be valid.
+func (h *Hub) provide(p *Peer, methods []string) error {
+	r := &h.routes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.prov.left {
+		return fmt.Errorf("hub: peer %s left: %w", p.id, peer.ErrClosed)
+	}
+	added := 0
+	for _, m := range methods {
+		if _, ok := p.prov.patterns[m]; !ok {
+			added++
+		}
+	}
+	if len(p.prov.patterns)+added > maxProvided {
+		return peer.Errorf(peer.CodeOverloaded, "Overloaded: more than %d methods provided", maxProvided)
+	}
+	if added == 0 {
+		return nil
+	}
+	if p.prov.patterns == nil {
+		p.prov.patterns = make(map[string]*subscription)
+		if r.providers == nil {
+			r.providers = make(map[*Peer]struct{})
+		}
+		r.providers[p] = struct{}{}
+	}
+	for _, m := range methods {
+		if _, ok := p.prov.patterns[m]; !ok {
+			p.prov.patterns[m] = r.root.insert(p, m)
+		}
+	}
+	r.entries.Add(int64(added))
+	p.prov.gen++
+	return nil
+}
+
+// unprovide withdraws p's names and patterns and returns those it had.
+func (h *Hub) unprovide(p *Peer, methods []string) []string {
+	r := &h.routes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	removed := []string{}
+	for _, m := range methods {
+		if s, ok := p.prov.patterns[m]; ok {
+			s.remove()
+			delete(p.prov.patterns, m)
+			removed = append(removed, m)
+		}
+	}
+	r.entries.Add(-int64(len(removed)))
+	if len(removed) > 0 && len(p.prov.patterns) == 0 {
+		r.dropLocked(p)
+	}
+	return removed
+}
+
+// unprovideAll withdraws everything p provides, for good: p left.
+func (h *Hub) unprovideAll(p *Peer) {
+	r := &h.routes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p.prov.left = true
+	for _, s := range p.prov.patterns {
+		s.remove()
+	}
+	r.entries.Add(-int64(len(p.prov.patterns)))
+	r.dropLocked(p)
+}
+
+// dropLocked forgets p as a provider.
+func (r *routes) dropLocked(p *Peer) {
+	delete(r.providers, p)
+	p.prov.patterns = nil
+	p.prov.methods = nil
+	p.prov.described = 0
+}
+
+// Provided returns the method names and patterns the peer provides,
+// sorted.
+func (p *Peer) Provided() []string {
+	r := &p.h.routes
+	r.mu.RLock()
+	methods := make([]string, 0, len(p.prov.patterns))
+	for m := range p.prov.patterns {
+		methods = append(methods, m)
+	}
+	r.mu.RUnlock()
+	sort.Strings(methods)
+	return methods
+}

@@ -1,0 +1,258 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// This file forwards calls to the peers that provide their methods
+// (rpc.provide, see provide.go).
+
+// The defaults of Options.ForwardTimeout and Options.MaxForwards. A
+// provider's own connection serves at most peer.DefaultMaxInFlight calls
+// at once by default; the hub sends it no more than that.
+const (
+	DefaultForwardTimeout = 30 * time.Second
+	DefaultMaxForwards    = peer.DefaultMaxInFlight
+)
+
+// routes are the methods peers provide and the counters of the calls
+// forwarded to them.
+type routes struct {
+	mu        sync.RWMutex
+	root      node               // a subscription per provider and name or pattern
+	providers map[*Peer]struct{} // the peers providing at least one
+
+	entries atomic.Int64  // subscriptions in root: none, and lookups take no lock
+	next    atomic.Uint32 // spreads calls over equally busy providers
+
+	inflight  atomic.Int64
+	lost      atomic.Uint64
+	forwarded sync.Map // method -> *atomic.Uint64
+	methods   atomic.Int64
+}
+
+// provision is what one peer provides. Guarded by routes.mu, except
+// inflight.
+type provision struct {
+	patterns map[string]*subscription
+	left     bool // the peer left: it may provide nothing more
+
+	inflight atomic.Int64 // calls forwarded to the peer and not yet answered
+
+	// What the peer's rpc.discover said, for rpc.discover on the hub:
+	// described is the gen it was asked at, gen counts rpc.provide calls
+	// that added a name.
+	gen, described uint64
+	methods        []describedMethod
+}
+
+// lookup ends the hub router's Lookup: rpc.provide and rpc.unprovide, then
+// app's methods, then the provided ones.
+func (h *Hub) lookup(app peer.Router, method string) (peer.Handler, peer.Mode) {
+	switch method {
+	case "rpc.provide":
+		return provideHandler{h}, peer.Inline
+	case "rpc.unprovide":
+		return unprovideHandler{h}, peer.Inline
+	}
+	var ah peer.Handler
+	mode := peer.Concurrent
+	if app != nil {
+		ah, mode = app.Lookup(method)
+	}
+	switch {
+	case method == "rpc.discover":
+		return &discoverHandler{h: h, app: app, own: ah}, peer.Concurrent
+	case ah != nil:
+		return ah, mode
+	case h.provided(method):
+		return forwardHandler{h}, peer.Concurrent
+	}
+	return nil, peer.Concurrent
+}
+
+// provided reports whether some peer provides method.
+func (h *Hub) provided(method string) bool {
+	r := &h.routes
+	if r.entries.Load() == 0 || !h.forwardable(method) {
+		return false
+	}
+	var buf [8]*node
+	r.mu.RLock()
+	found := len(r.root.match(buf[:0], method)) > 0
+	r.mu.RUnlock()
+	return found
+}
+
+// forwardable reports whether a method may be forwarded: a name of
+// dot-separated words, as the names and patterns peers provide (and no
+// longer than Options.MaxTopicLength), and none of the reserved rpc.*
+// names.
+func (h *Hub) forwardable(method string) bool {
+	return !strings.HasPrefix(method, "rpc.") && validTopic(method, false, h.o.MaxTopicLength)
+}
+
+// forwardHandler forwards a call to a peer that provides its method.
+type forwardHandler struct{ h *Hub }
+
+var (
+	errNoProvider     = &peer.Error{Code: peer.CodeMethodNotFound, Message: "Method not found"}
+	errProviderLost   = &peer.Error{Code: peer.CodeProviderLost, Message: "Provider lost"}
+	errForwardTimeout = &peer.Error{Code: peer.CodeTimeout, Message: "Request timed out"}
+	errInvalidAnswer  = &peer.Error{Code: peer.CodeInternalError, Message: "Internal error: invalid answer from the provider"}
+)
+
+func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, error) {
+	h := f.h
+	if err := h.allow(ctx, Call, req.Method); err != nil {
+		return nil, err
+	}
+	call := !req.IsNotification()
+	p, err := h.pick(req.Method, peer.ConnFromContext(ctx), call)
+	if err != nil {
+		return nil, err
+	}
+	h.routes.count(req.Method)
+	if !call {
+		_, err := p.conn.Forward(ctx, req, h.o.ForwardTimeout)
+		return nil, err
+	}
+	res, err := p.conn.Forward(ctx, req, h.o.ForwardTimeout)
+	p.prov.inflight.Add(-1)
+	h.routes.inflight.Add(-1)
+	if err == nil {
+		return res, nil
+	}
+	var e *peer.Error
+	switch {
+	case errors.As(err, &e):
+		return nil, e // the provider's answer, or -32005 from a hub going away
+	case errors.Is(err, peer.ErrClosed):
+		h.routes.lost.Add(1)
+		return nil, errProviderLost
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // the caller left: no one reads the answer
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, errForwardTimeout
+	}
+	return nil, errInvalidAnswer
+}
+
+// pick chooses the provider of method with the fewest forwarded calls in
+// flight, other than the caller's own connection; ties are spread in turn.
+// For a call (reserve), it counts the call in the provider's in-flight
+// calls, or refuses it with -32004 when even that provider is at
+// Options.MaxForwards.
+func (h *Hub) pick(method string, caller *peer.Conn, reserve bool) (*Peer, error) {
+	r := &h.routes
+	var nbuf [8]*node
+	var pbuf [8]*Peer
+	found := pbuf[:0]
+	r.mu.RLock()
+	for _, n := range r.root.match(nbuf[:0], method) {
+		for _, s := range n.subs {
+			if s.p.conn != caller && !closing(s.p.conn) {
+				found = append(found, s.p)
+			}
+		}
+	}
+	r.mu.RUnlock()
+	if len(found) == 0 {
+		return nil, errNoProvider
+	}
+	best := found[0]
+	if len(found) > 1 {
+		start := int(r.next.Add(1) % uint32(len(found)))
+		best = found[start]
+		least := best.prov.inflight.Load()
+		for i := 1; i < len(found); i++ {
+			p := found[(start+i)%len(found)]
+			if n := p.prov.inflight.Load(); n < least {
+				best, least = p, n
+			}
+		}
+	}
+	if reserve {
+		if best.prov.inflight.Add(1) > int64(h.o.MaxForwards) {
+			best.prov.inflight.Add(-1)
+			return nil, peer.Errorf(peer.CodeOverloaded, "Overloaded: every provider of %s has %d calls in flight", method, h.o.MaxForwards)
+		}
+		r.inflight.Add(1)
+	}
+	return best, nil
+}
+
+func closing(c *peer.Conn) bool {
+	select {
+	case <-c.Closing():
+		return true
+	default:
+		return false
+	}
+}
+
+// maxCountedMethods bounds the methods RouteStats.Forwarded counts apart:
+// callers choose the names that a pattern matches.
+const maxCountedMethods = 1000
+
+// otherMethods is the key in RouteStats.Forwarded of the methods beyond
+// maxCountedMethods. It cannot be a method's name: forwarded names are
+// words of letters, digits, '_', '-' and ':'.
+const otherMethods = "(other)"
+
+func (r *routes) count(method string) {
+	v, ok := r.forwarded.Load(method)
+	if !ok {
+		key := method
+		if r.methods.Load() >= maxCountedMethods {
+			key = otherMethods
+		}
+		var loaded bool
+		v, loaded = r.forwarded.LoadOrStore(key, new(atomic.Uint64))
+		if !loaded && key != otherMethods {
+			r.methods.Add(1)
+		}
+	}
+	v.(*atomic.Uint64).Add(1)
+}
+
+// RouteStats are the counters of the calls a hub forwards to the peers
+// that provide their methods.
+type RouteStats struct {
+	Providers int // peers providing methods now
+	InFlight  int // forwarded calls waiting for their provider's answer now
+
+	// Forwarded counts the calls and notifications forwarded, by method.
+	// The first 1,000 methods are counted apart, later ones together
+	// under "(other)".
+	Forwarded map[string]uint64
+
+	// ProviderLost counts the forwarded calls answered -32006: their
+	// provider disconnected before answering.
+	ProviderLost uint64
+}
+
+func (h *Hub) routeStats() RouteStats {
+	r := &h.routes
+	r.mu.RLock()
+	providers := len(r.providers)
+	r.mu.RUnlock()
+	st := RouteStats{
+		Providers:    providers,
+		InFlight:     int(r.inflight.Load()),
+		Forwarded:    make(map[string]uint64),
+		ProviderLost: r.lost.Load(),
+	}
+	r.forwarded.Range(func(k, v any) bool {
+		st.Forwarded[k.(string)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return st
+}
