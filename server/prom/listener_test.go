@@ -43,3 +43,19 @@ func TestWatchListener(t *testing.T) {
 		}
 	}
 }
+
+func TestRouteMetrics(t *testing.T) {
+	m := prom.New()
+	m.Watch(server.New(nil))
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		"switchboard_providers 0\n",
+		"switchboard_forwards_in_flight 0\n",
+		"switchboard_provider_lost_total 0\n",
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}

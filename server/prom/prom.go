@@ -100,6 +100,9 @@ func (statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		descPeers, descSubscriptions, descPublished, descDelivered, descDropped, descSlow, descLimited} {
 		ch <- d
 	}
+	for _, d := range routeDescs {
+		ch <- d
+	}
 }
 
 func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -121,6 +124,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDelivered, st.Hub.Delivered)
 	counter(descDropped, st.Hub.Dropped)
 	counter(descSlow, st.Hub.SlowClosed)
+	collectRoutes(ch, st.Hub.Routes)
 	for limit, n := range st.Limited {
 		counter(descLimited, n, limit)
 	}
