@@ -10,8 +10,9 @@ type Action int
 
 // The actions a Policy decides on.
 const (
-	Subscribe Action = iota + 1 // rpc.subscribe to a pattern (may hold wildcards)
+	Subscribe Action = iota + 1 // rpc.subscribe to a pattern (may hold wildcards), and rpc.history of it
 	Publish                     // rpc.publish on a topic
+	Presence                    // rpc.presence of a topic, and "presence": true on rpc.subscribe
 )
 
 func (a Action) String() string {
@@ -20,6 +21,8 @@ func (a Action) String() string {
 		return "subscribe"
 	case Publish:
 		return "publish"
+	case Presence:
+		return "presence"
 	}
 	return "unknown action"
 }

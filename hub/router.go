@@ -36,6 +36,10 @@ func (r router) Lookup(method string) (peer.Handler, bool) {
 		return r.h.handlers.unsubscribe, false
 	case "rpc.publish":
 		return r.h.handlers.publish, false
+	case "rpc.history":
+		return r.h.handlers.history, false
+	case "rpc.presence":
+		return r.h.handlers.presence, false
 	}
 	if r.app == nil {
 		return nil, false
@@ -46,26 +50,6 @@ func (r router) Lookup(method string) (peer.Handler, bool) {
 // topicsResult is the result of rpc.subscribe and rpc.unsubscribe.
 type topicsResult struct {
 	Topics []string `json:"topics"`
-}
-
-func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error) {
-	p, err := h.caller(ctx, req.Method)
-	if err != nil {
-		return nil, err
-	}
-	patterns, err := topicParams(req.Params)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range patterns {
-		if err := h.allow(ctx, Subscribe, t); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.subscribe(p, patterns); err != nil {
-		return nil, err
-	}
-	return topicsResult{patterns}, nil
 }
 
 func (h *Hub) serveUnsubscribe(ctx context.Context, req *peer.Request) (any, error) {
@@ -82,7 +66,9 @@ func (h *Hub) serveUnsubscribe(ctx context.Context, req *peer.Request) (any, err
 
 // publishResult is the result of rpc.publish.
 type publishResult struct {
-	Delivered int `json:"delivered"`
+	Delivered int    `json:"delivered"`
+	Seq       uint64 `json:"seq"`
+	Epoch     string `json:"epoch"`
 }
 
 func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) {
@@ -119,7 +105,11 @@ func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) 
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	return publishResult{h.publish(topic, data)}, nil
+	n, seq, err := h.publish(topic, data)
+	if err != nil {
+		return nil, err
+	}
+	return publishResult{n, seq, h.epoch}, nil
 }
 
 // caller returns the peer making a request, or an error when there is none

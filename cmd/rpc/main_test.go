@@ -85,6 +85,12 @@ func (r result) check(t *testing.T, code int, stdout string) {
 	}
 }
 
+// published is what publish prints: the peers reached and the position
+// the event got in the stream of h.
+func published(h *hubtest.Hub, delivered int, seq uint64) string {
+	return fmt.Sprintf(`{"delivered":%d,"seq":%d,"epoch":%q}`+"\n", delivered, seq, h.Hub().Position().Epoch)
+}
+
 func TestCall(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	for _, url := range []string{h.HTTP(), h.WS()} {
@@ -281,10 +287,10 @@ func TestSubscribePublish(t *testing.T) {
 	cmd, stdout, lines := start(t, "subscribe", "-n", "3", h.WS(), "news.>", "chat.*")
 	waitLine(t, lines, "subscribed to news.>, chat.*")
 
-	rpc(t, "", "publish", h.HTTP(), "news.sport", `{"score": [2, 1]}`).check(t, 0, `{"delivered":1}`+"\n")
-	rpc(t, "", "publish", h.WS(), "other", "nobody").check(t, 0, `{"delivered":0}`+"\n")
-	rpc(t, "", "publish", h.WS(), "chat.room1", "hello world").check(t, 0, `{"delivered":1}`+"\n")
-	rpc(t, "null", "publish", h.HTTP(), "news.a.b", "-").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.sport", `{"score": [2, 1]}`).check(t, 0, published(h, 1, 1))
+	rpc(t, "", "publish", h.WS(), "other", "nobody").check(t, 0, published(h, 0, 2))
+	rpc(t, "", "publish", h.WS(), "chat.room1", "hello world").check(t, 0, published(h, 1, 3))
+	rpc(t, "null", "publish", h.HTTP(), "news.a.b", "-").check(t, 0, published(h, 1, 4))
 
 	if code := exited(t, cmd, lines); code != 0 {
 		t.Fatalf("subscribe exited %d", code)
@@ -322,13 +328,13 @@ func TestSubscribeRestart(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	cmd, stdout, lines := start(t, "subscribe", "-n", "2", h.WS(), "news.>")
 	waitLine(t, lines, "subscribed to news.>")
-	rpc(t, "", "publish", h.HTTP(), "news.a", "before").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.a", "before").check(t, 0, published(h, 1, 1))
 
 	h.Stop()
 	waitLine(t, lines, "rpc: connection lost: closed with code 1001: going away; reconnecting")
 	h.Start()
 	waitLine(t, lines, "rpc: reconnected")
-	rpc(t, "", "publish", h.HTTP(), "news.b", "after").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.b", "after").check(t, 0, published(h, 1, 1))
 	if code := exited(t, cmd, lines); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -1,0 +1,524 @@
+package hub
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Position is a place in a hub's event stream: the epoch that names the
+// stream and an event's sequence number in it. Sequence numbers grow in
+// publish order across all topics; those of one topic are increasing but
+// not contiguous. Positions of another epoch mean nothing in this one.
+type Position struct {
+	Epoch string `json:"epoch"`
+	Seq   uint64 `json:"seq"`
+}
+
+// Event is a published event as the history holds it.
+type Event struct {
+	Topic string          `json:"topic"`
+	Data  json.RawMessage `json:"data"`
+	Seq   uint64          `json:"seq"`
+}
+
+// Store is a hub's event stream: it gives every published event its
+// position and keeps recent ones, within bounds of its own, for
+// rpc.history and for subscriptions that resume from a position.
+//
+// Positions are stream-wide, not per topic, so that a store can be backed
+// by a log that numbers all its messages in one sequence and replays a
+// subject filter from a sequence number (as a NATS JetStream stream does).
+// [NewMemoryStore] is the default.
+type Store interface {
+	// Epoch names the stream. It does not change during the life of
+	// the store; a store that loses its history (a restart of an
+	// in-memory one) starts a new epoch.
+	Epoch() string
+
+	// Last returns the latest position given, 0 before any.
+	Last() uint64
+
+	// Append gives an event published on topic the next position and
+	// keeps it, unless its topic keeps no history. The hub calls it with
+	// its publish lock held, one event at a time, in the order the
+	// events reach subscribers, so it must not block. The store may keep
+	// data: the caller does not modify it afterwards.
+	Append(topic string, data []byte) (seq uint64, err error)
+
+	// Read returns held events that match a query.
+	Read(q Query) (Page, error)
+
+	// Stats returns what the store holds and has dropped.
+	Stats() HistoryStats
+}
+
+// Query selects events from a [Store].
+type Query struct {
+	Pattern string // a topic, or a pattern with wildcards
+	After   uint64 // only events after this position
+	Limit   int    // at most this many; 0 reads none (Page.Complete and Last only)
+	Newest  bool   // the newest Limit events after After, rather than the oldest
+}
+
+// Page is the answer to a Query.
+type Page struct {
+	Events []Event // oldest first; Data must not be modified
+	Last   uint64  // the latest position given when the page was read
+	// Complete reports that every event published after Query.After on
+	// a topic matching Query.Pattern is still held: none was dropped by
+	// the bounds, or published on a topic that keeps no history.
+	// A store may say false when it cannot tell.
+	Complete bool
+}
+
+// HistoryStats describe what a Store holds.
+type HistoryStats struct {
+	Events  int    // events held now
+	Bytes   int64  // their estimated memory, as counted against the bounds
+	Topics  int    // topics with events held
+	Evicted uint64 // events dropped by the bounds since the store was made
+}
+
+// Retention bounds the history of a topic. Zero fields take the defaults
+// (or, in History.Topics, the hub-wide Retention's values); a negative
+// field lifts its bound.
+type Retention struct {
+	Events int           // keep the newest this many events. Default 1000.
+	Age    time.Duration // drop events older than this. Default 10 minutes.
+	Bytes  int           // keep the newest events up to this many bytes. Default 16 MiB.
+	Off    bool          // keep nothing: the topic has no history and cannot be recovered
+}
+
+// TopicRetention is the Retention of the topics matching Pattern.
+type TopicRetention struct {
+	Pattern string
+	Retention
+}
+
+// History configures the in-memory store. The zero value keeps, for
+// every topic, its last 1000 events of the last 10 minutes, and at most
+// 64 MiB for all topics together.
+type History struct {
+	// Retention bounds every topic's history, except topics matched by
+	// a pattern of Topics.
+	Retention
+	// Topics overrides Retention for the topics matching a pattern; the
+	// first pattern that matches wins. An invalid pattern matches nothing.
+	Topics []TopicRetention
+	// MaxBytes bounds the history of all topics together: when it is
+	// over, the oldest events go first, whatever their topic. Default
+	// 64 MiB; negative: no bound but the topics' own.
+	MaxBytes int64
+	// Now is the clock that dates events, for tests. Default time.Now.
+	Now func() time.Time
+}
+
+// Defaults of History and Retention.
+const (
+	DefaultHistoryEvents = 1000
+	DefaultHistoryAge    = 10 * time.Minute
+	DefaultHistoryBytes  = 16 << 20
+	DefaultHistoryTotal  = 64 << 20
+)
+
+const (
+	// eventOverhead estimates the memory an event takes beyond its data
+	// and topic: its entry, the slots that index it, and the envelope of
+	// the encoded message its data shares an array with.
+	eventOverhead = 192
+
+	// maxIdleTopics bounds the topics remembered after their last event
+	// was dropped; beyond it the oldest are forgotten, and recovery from
+	// a position before what they dropped reports incomplete.
+	maxIdleTopics = 4096
+)
+
+// MemoryStore is the in-memory [Store] a hub uses by default. Its epoch is
+// random, so a restart tells every client that what it remembered is gone.
+// It holds each topic's events within the topic's Retention and all of
+// them within History.MaxBytes. Expired events are dropped as the store
+// is used (each Append, Read and Stats), not by a goroutine. It is safe
+// for concurrent use.
+type MemoryStore struct {
+	epoch    string
+	def      Retention
+	rules    []TopicRetention
+	maxBytes int64
+	now      func() time.Time
+
+	mu      sync.Mutex
+	last    uint64
+	topics  map[string]*topicLog
+	log     fifo   // every held event in position order; dropped ones linger as tombstones
+	gone    int    // tombstones in log
+	events  int    // events held
+	bytes   int64  // their size
+	evicted uint64 // events dropped by the bounds
+	idle    int    // topics in the map that hold nothing
+	floor   uint64 // the latest position dropped from a topic no longer remembered
+	unkept  uint64 // the latest position of an event not kept (Retention.Off)
+}
+
+// topicLog is one topic's held events and what it dropped.
+type topicLog struct {
+	name    string
+	r       Retention
+	entries fifo
+	bytes   int
+	dropped uint64 // the latest position dropped from this topic
+}
+
+// entry is one held event.
+type entry struct {
+	seq  uint64
+	data []byte
+	at   int64 // unix nanoseconds
+	size int
+	t    *topicLog
+	gone bool // dropped: only a tombstone in the store's log
+}
+
+// NewMemoryStore returns an empty store with a new random epoch. A nil
+// *History gives the defaults.
+func NewMemoryStore(h *History) *MemoryStore {
+	var o History
+	if h != nil {
+		o = *h
+		o.Topics = append([]TopicRetention(nil), h.Topics...)
+	}
+	s := &MemoryStore{
+		epoch:    newEpoch(),
+		def:      o.Retention.withDefaults(Retention{DefaultHistoryEvents, DefaultHistoryAge, DefaultHistoryBytes, false}),
+		maxBytes: o.MaxBytes,
+		now:      o.Now,
+		topics:   make(map[string]*topicLog),
+	}
+	if s.maxBytes == 0 {
+		s.maxBytes = DefaultHistoryTotal
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for _, tr := range o.Topics {
+		if validTopic(tr.Pattern, true) {
+			s.rules = append(s.rules, TopicRetention{tr.Pattern, tr.Retention.withDefaults(s.def)})
+		}
+	}
+	return s
+}
+
+// newEpoch returns 16 random hex digits.
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	return hex.EncodeToString(b[:])
+}
+
+func (r Retention) withDefaults(d Retention) Retention {
+	if r.Off {
+		return Retention{Off: true}
+	}
+	if r.Events == 0 {
+		r.Events = d.Events
+	}
+	if r.Age == 0 {
+		r.Age = d.Age
+	}
+	if r.Bytes == 0 {
+		r.Bytes = d.Bytes
+	}
+	return r
+}
+
+// retention returns the Retention of a topic.
+func (s *MemoryStore) retention(topic string) Retention {
+	for _, tr := range s.rules {
+		if matchTopic(tr.Pattern, topic) {
+			return tr.Retention
+		}
+	}
+	return s.def
+}
+
+// mayBeOff reports whether a topic matching pattern may keep no history.
+func (s *MemoryStore) mayBeOff(pattern string) bool {
+	for _, tr := range s.rules {
+		if tr.Off && overlap(tr.Pattern, pattern) {
+			return true
+		}
+	}
+	return s.def.Off
+}
+
+// Epoch implements Store.
+func (s *MemoryStore) Epoch() string { return s.epoch }
+
+// Last implements Store.
+func (s *MemoryStore) Last() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// Append implements Store.
+func (s *MemoryStore) Append(topic string, data []byte) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last++
+	seq := s.last
+	t := s.topics[topic]
+	if t == nil {
+		r := s.retention(topic)
+		if r.Off {
+			s.unkept = seq
+			return seq, nil
+		}
+		t = &topicLog{name: strings.Clone(topic), r: r}
+		s.topics[t.name] = t
+	} else if t.entries.len() == 0 {
+		s.idle--
+	}
+	now := s.now().UnixNano()
+	e := &entry{seq: seq, data: data, at: now, size: len(data) + 2*len(topic) + eventOverhead, t: t}
+	t.entries.push(e)
+	t.bytes += e.size
+	s.log.push(e)
+	s.events++
+	s.bytes += int64(e.size)
+
+	for t.entries.len() > 0 && (t.r.Events > 0 && t.entries.len() > t.r.Events ||
+		t.r.Bytes > 0 && t.bytes > t.r.Bytes) {
+		s.dropFront(t)
+	}
+	s.expire(now)
+	s.compact()
+	return seq, nil
+}
+
+// dropFront drops t's oldest event, leaving a tombstone in the log.
+func (s *MemoryStore) dropFront(t *topicLog) {
+	e := t.entries.pop()
+	e.gone = true
+	s.gone++
+	s.account(e)
+}
+
+// account removes e from the counts once it left its topic.
+func (s *MemoryStore) account(e *entry) {
+	t := e.t
+	t.bytes -= e.size
+	t.dropped = max(t.dropped, e.seq)
+	s.events--
+	s.bytes -= int64(e.size)
+	s.evicted++
+	if t.entries.len() == 0 {
+		s.idle++
+		if s.idle > maxIdleTopics {
+			s.forgetIdle()
+		}
+	}
+}
+
+// expired reports whether e is past its topic's age at now.
+func expired(e *entry, now int64) bool {
+	return e.t.r.Age > 0 && now-e.at > int64(e.t.r.Age)
+}
+
+// expire drops, from the front of the log, tombstones, events past their
+// topic's age and, while the store is over MaxBytes, the oldest events.
+// An expired event behind a younger one of a topic with a longer age
+// stays until its own topic is read or written (reads skip it).
+func (s *MemoryStore) expire(now int64) {
+	for s.log.len() > 0 {
+		e := s.log.front()
+		switch {
+		case e.gone:
+			s.gone--
+		case expired(e, now) || s.maxBytes > 0 && s.bytes > s.maxBytes:
+			e.t.entries.pop() // the oldest of its topic too
+			s.account(e)
+		default:
+			return
+		}
+		s.log.pop()
+	}
+}
+
+// expireTopic drops t's events past its age.
+func (s *MemoryStore) expireTopic(t *topicLog, now int64) {
+	for t.entries.len() > 0 && expired(t.entries.front(), now) {
+		s.dropFront(t)
+	}
+}
+
+// compact rebuilds the log without its tombstones once they are most of
+// it. It moves the log: no index into it may be held across a call.
+func (s *MemoryStore) compact() {
+	if s.gone < 64 || s.gone < s.log.len()/2 {
+		return
+	}
+	live := make([]*entry, 0, s.log.len()-s.gone)
+	for i := range s.log.len() {
+		if e := s.log.at(i); !e.gone {
+			live = append(live, e)
+		}
+	}
+	s.log = fifo{buf: live}
+	s.gone = 0
+}
+
+// forgetIdle forgets the idle topics that dropped the oldest events,
+// half of them, raising floor to what they had dropped.
+func (s *MemoryStore) forgetIdle() {
+	var idle []*topicLog
+	for _, t := range s.topics {
+		if t.entries.len() == 0 {
+			idle = append(idle, t)
+		}
+	}
+	sort.Slice(idle, func(i, j int) bool { return idle[i].dropped < idle[j].dropped })
+	for _, t := range idle[:len(idle)/2] {
+		delete(s.topics, t.name)
+		s.floor = max(s.floor, t.dropped)
+		s.idle--
+	}
+}
+
+// Read implements Store.
+func (s *MemoryStore) Read(q Query) (Page, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now().UnixNano()
+	s.expire(now)
+	var events []Event
+	if q.Limit > 0 {
+		if hasWildcard(q.Pattern) {
+			events = s.scan(q, now)
+		} else if t := s.topics[q.Pattern]; t != nil {
+			s.expireTopic(t, now)
+			events = t.read(q)
+		}
+	}
+	s.compact() // not while scanning: it moves the log
+	return Page{Events: events, Last: s.last, Complete: s.complete(q.Pattern, q.After)}, nil
+}
+
+// read returns the events of q from one topic.
+func (t *topicLog) read(q Query) []Event {
+	i := t.entries.after(q.After)
+	n := t.entries.len() - i
+	if n > q.Limit {
+		if q.Newest {
+			i += n - q.Limit
+		}
+		n = q.Limit
+	}
+	events := make([]Event, n)
+	for k := range events {
+		e := t.entries.at(i + k)
+		events[k] = Event{Topic: t.name, Data: e.data, Seq: e.seq}
+	}
+	return events
+}
+
+// scan returns the events of q, whose pattern has wildcards, from the log.
+func (s *MemoryStore) scan(q Query, now int64) []Event {
+	from := s.log.after(q.After)
+	var events []Event
+	take := func(e *entry) bool {
+		if e.gone || !matchTopic(q.Pattern, e.t.name) {
+			return false
+		}
+		if expired(e, now) {
+			s.expireTopic(e.t, now) // marks e and its topic's older events gone
+			return false
+		}
+		events = append(events, Event{Topic: e.t.name, Data: e.data, Seq: e.seq})
+		return true
+	}
+	if !q.Newest {
+		for i := from; i < s.log.len() && len(events) < q.Limit; i++ {
+			take(s.log.at(i))
+		}
+		return events
+	}
+	for i := s.log.len() - 1; i >= from && len(events) < q.Limit; i-- {
+		take(s.log.at(i))
+	}
+	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+		events[i], events[j] = events[j], events[i]
+	}
+	return events
+}
+
+// complete reports whether every event after position after on a topic
+// matching pattern is held.
+func (s *MemoryStore) complete(pattern string, after uint64) bool {
+	if s.floor > after || s.unkept > after && s.mayBeOff(pattern) {
+		return false
+	}
+	if !hasWildcard(pattern) {
+		t := s.topics[pattern]
+		return t == nil || t.dropped <= after
+	}
+	for name, t := range s.topics {
+		if t.dropped > after && matchTopic(pattern, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// Stats implements Store. It drops expired events first.
+func (s *MemoryStore) Stats() HistoryStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire(s.now().UnixNano())
+	return HistoryStats{Events: s.events, Bytes: s.bytes, Topics: len(s.topics) - s.idle, Evicted: s.evicted}
+}
+
+// fifo is a queue of entries in position order: pushed at the back,
+// popped at the front. Its array shrinks as it empties.
+type fifo struct {
+	buf  []*entry
+	head int
+}
+
+func (q *fifo) len() int        { return len(q.buf) - q.head }
+func (q *fifo) at(i int) *entry { return q.buf[q.head+i] }
+func (q *fifo) front() *entry   { return q.buf[q.head] }
+func (q *fifo) after(seq uint64) int {
+	return sort.Search(q.len(), func(i int) bool { return q.at(i).seq > seq })
+}
+
+func (q *fifo) push(e *entry) {
+	if q.head > 0 && len(q.buf) == cap(q.buf) {
+		q.shrink()
+	}
+	q.buf = append(q.buf, e)
+}
+
+func (q *fifo) pop() *entry {
+	e := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
+	if cap(q.buf) > 64 && q.len() < cap(q.buf)/4 {
+		q.shrink()
+	}
+	return e
+}
+
+// shrink moves the entries to the front of an array sized for them.
+func (q *fifo) shrink() {
+	buf := make([]*entry, q.len(), max(2*q.len(), 8))
+	copy(buf, q.buf[q.head:])
+	q.buf, q.head = buf, 0
+}
