@@ -144,6 +144,14 @@ const (
 // them within History.MaxBytes. Expired events are dropped as the store
 // is used (each Append, Read and Stats), not by a goroutine. It is safe
 // for concurrent use.
+//
+// Events are indexed three ways, all in position order: per topic (for
+// reading a topic, and its count and byte bounds), in one log of all
+// topics (for patterns with wildcards, and the bound on all bytes), and
+// per age bound (for expiry, so that a topic kept an hour does not hold
+// up the expiry of one kept a minute). An event dropped through one
+// index stays in the others as a tombstone until it reaches their front
+// or they are compacted.
 type MemoryStore struct {
 	epoch    string
 	def      Retention
@@ -154,23 +162,31 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	last    uint64
 	topics  map[string]*topicLog
-	log     fifo   // every held event in position order; dropped ones linger as tombstones
-	gone    int    // tombstones in log
-	events  int    // events held
-	bytes   int64  // their size
-	evicted uint64 // events dropped by the bounds
-	idle    int    // topics in the map that hold nothing
-	floor   uint64 // the latest position dropped from a topic no longer remembered
-	unkept  uint64 // the latest position of an event not kept (Retention.Off)
+	log     fifo        // every held event
+	ages    []*ageClass // the events of topics with an age bound, by bound
+	events  int         // events held
+	bytes   int64       // their size
+	evicted uint64      // events dropped by the bounds
+	idle    int         // topics in the map that hold nothing
+	floor   uint64      // the latest position dropped from a topic no longer remembered
+	unkept  uint64      // the latest position of an event not kept (Retention.Off)
 }
 
 // topicLog is one topic's held events and what it dropped.
 type topicLog struct {
 	name    string
 	r       Retention
+	age     *ageClass // nil without an age bound
 	entries fifo
 	bytes   int
 	dropped uint64 // the latest position dropped from this topic
+}
+
+// ageClass holds the events of the topics with one age bound.
+type ageClass struct {
+	age  int64 // nanoseconds
+	log  fifo
+	live int // events in log not dropped
 }
 
 // entry is one held event.
@@ -278,7 +294,7 @@ func (s *MemoryStore) Append(topic string, data []byte) (uint64, error) {
 			s.unkept = seq
 			return seq, nil
 		}
-		t = &topicLog{name: strings.Clone(topic), r: r}
+		t = &topicLog{name: strings.Clone(topic), r: r, age: s.ageClass(r.Age)}
 		s.topics[t.name] = t
 	} else if t.entries.len() == 0 {
 		s.idle--
@@ -288,6 +304,10 @@ func (s *MemoryStore) Append(topic string, data []byte) (uint64, error) {
 	t.entries.push(e)
 	t.bytes += e.size
 	s.log.push(e)
+	if t.age != nil {
+		t.age.log.push(e)
+		t.age.live++
+	}
 	s.events++
 	s.bytes += int64(e.size)
 
@@ -300,22 +320,39 @@ func (s *MemoryStore) Append(topic string, data []byte) (uint64, error) {
 	return seq, nil
 }
 
-// dropFront drops t's oldest event, leaving a tombstone in the log.
-func (s *MemoryStore) dropFront(t *topicLog) {
-	e := t.entries.pop()
-	e.gone = true
-	s.gone++
-	s.account(e)
+// ageClass returns the class of an age bound, nil for none.
+func (s *MemoryStore) ageClass(age time.Duration) *ageClass {
+	if age <= 0 {
+		return nil
+	}
+	for _, c := range s.ages {
+		if c.age == int64(age) {
+			return c
+		}
+	}
+	c := &ageClass{age: int64(age)}
+	s.ages = append(s.ages, c)
+	return c
 }
 
-// account removes e from the counts once it left its topic.
-func (s *MemoryStore) account(e *entry) {
+// dropFront drops t's oldest event.
+func (s *MemoryStore) dropFront(t *topicLog) {
+	s.drop(t.entries.pop())
+}
+
+// drop marks e, already out of its topic's entries, as dropped, and
+// removes it from the counts.
+func (s *MemoryStore) drop(e *entry) {
+	e.gone = true
 	t := e.t
 	t.bytes -= e.size
 	t.dropped = max(t.dropped, e.seq)
 	s.events--
 	s.bytes -= int64(e.size)
 	s.evicted++
+	if t.age != nil {
+		t.age.live--
+	}
 	if t.entries.len() == 0 {
 		s.idle++
 		if s.idle > maxIdleTopics {
@@ -324,52 +361,58 @@ func (s *MemoryStore) account(e *entry) {
 	}
 }
 
-// expired reports whether e is past its topic's age at now.
-func expired(e *entry, now int64) bool {
-	return e.t.r.Age > 0 && now-e.at > int64(e.t.r.Age)
-}
-
-// expire drops, from the front of the log, tombstones, events past their
-// topic's age and, while the store is over MaxBytes, the oldest events.
-// An expired event behind a younger one of a topic with a longer age
-// stays until its own topic is read or written (reads skip it).
+// expire drops the events past their age at now and, while the store is
+// over MaxBytes, the oldest events. An event at the front of an index is
+// the oldest its topic holds, so it is also at the front of its topic's.
 func (s *MemoryStore) expire(now int64) {
+	for _, c := range s.ages {
+		for c.log.len() > 0 {
+			e := c.log.front()
+			if !e.gone {
+				if now-e.at <= c.age {
+					break
+				}
+				e.t.entries.pop()
+				s.drop(e)
+			}
+			c.log.pop()
+		}
+	}
 	for s.log.len() > 0 {
 		e := s.log.front()
-		switch {
-		case e.gone:
-			s.gone--
-		case expired(e, now) || s.maxBytes > 0 && s.bytes > s.maxBytes:
-			e.t.entries.pop() // the oldest of its topic too
-			s.account(e)
-		default:
-			return
+		if !e.gone {
+			if s.maxBytes <= 0 || s.bytes <= s.maxBytes {
+				break
+			}
+			e.t.entries.pop()
+			s.drop(e)
 		}
 		s.log.pop()
 	}
 }
 
-// expireTopic drops t's events past its age.
-func (s *MemoryStore) expireTopic(t *topicLog, now int64) {
-	for t.entries.len() > 0 && expired(t.entries.front(), now) {
-		s.dropFront(t)
+// compact rebuilds the indexes that hold more tombstones than events.
+func (s *MemoryStore) compact() {
+	compactLog(&s.log, s.events)
+	for _, c := range s.ages {
+		compactLog(&c.log, c.live)
 	}
 }
 
-// compact rebuilds the log without its tombstones once they are most of
-// it. It moves the log: no index into it may be held across a call.
-func (s *MemoryStore) compact() {
-	if s.gone < 64 || s.gone < s.log.len()/2 {
+// compactLog rebuilds q without its tombstones when they are over half of
+// it; live is how many are not.
+func compactLog(q *fifo, live int) {
+	n := q.len()
+	if n < 128 || live > n/2 {
 		return
 	}
-	live := make([]*entry, 0, s.log.len()-s.gone)
-	for i := range s.log.len() {
-		if e := s.log.at(i); !e.gone {
-			live = append(live, e)
+	kept := make([]*entry, 0, live)
+	for i := range n {
+		if e := q.at(i); !e.gone {
+			kept = append(kept, e)
 		}
 	}
-	s.log = fifo{buf: live}
-	s.gone = 0
+	*q = fifo{buf: kept}
 }
 
 // forgetIdle forgets the idle topics that dropped the oldest events,
@@ -393,18 +436,15 @@ func (s *MemoryStore) forgetIdle() {
 func (s *MemoryStore) Read(q Query) (Page, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now().UnixNano()
-	s.expire(now)
+	s.expire(s.now().UnixNano())
 	var events []Event
 	if q.Limit > 0 {
 		if hasWildcard(q.Pattern) {
-			events = s.scan(q, now)
+			events = s.scan(q)
 		} else if t := s.topics[q.Pattern]; t != nil {
-			s.expireTopic(t, now)
 			events = t.read(q)
 		}
 	}
-	s.compact() // not while scanning: it moves the log
 	return Page{Events: events, Last: s.last, Complete: s.complete(q.Pattern, q.After)}, nil
 }
 
@@ -427,19 +467,13 @@ func (t *topicLog) read(q Query) []Event {
 }
 
 // scan returns the events of q, whose pattern has wildcards, from the log.
-func (s *MemoryStore) scan(q Query, now int64) []Event {
+func (s *MemoryStore) scan(q Query) []Event {
 	from := s.log.after(q.After)
 	var events []Event
-	take := func(e *entry) bool {
-		if e.gone || !matchTopic(q.Pattern, e.t.name) {
-			return false
+	take := func(e *entry) {
+		if !e.gone && matchTopic(q.Pattern, e.t.name) {
+			events = append(events, Event{Topic: e.t.name, Data: e.data, Seq: e.seq})
 		}
-		if expired(e, now) {
-			s.expireTopic(e.t, now) // marks e and its topic's older events gone
-			return false
-		}
-		events = append(events, Event{Topic: e.t.name, Data: e.data, Seq: e.seq})
-		return true
 	}
 	if !q.Newest {
 		for i := from; i < s.log.len() && len(events) < q.Limit; i++ {
