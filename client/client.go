@@ -107,7 +107,11 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	c.log = c.o.Logger.With(zap.String("url", url))
 	c.hc, c.ownHC = c.o.httpClient()
-	c.router = router{user: c.o.Router, events: peer.Inline(peer.HandlerFunc(c.onEvent))}
+	c.router = router{
+		user:     c.o.Router,
+		events:   peer.Inline(peer.HandlerFunc(c.onEvent)),
+		presence: peer.Inline(peer.HandlerFunc(c.onPresence)),
+	}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if c.o.OnState != nil {
 		c.wg.Go(c.notify)
@@ -539,13 +543,17 @@ type publishParams struct {
 // order, and only queues the event, so a burst of events needs neither
 // goroutines nor in-flight slots, and none is dropped for want of one.
 type router struct {
-	user   peer.Router
-	events peer.Handler
+	user     peer.Router
+	events   peer.Handler
+	presence peer.Handler // rpc.join and rpc.leave, the same way
 }
 
 func (r router) Lookup(method string) (peer.Handler, bool) {
-	if method == "rpc.event" {
+	switch method {
+	case "rpc.event":
 		return r.events, true
+	case "rpc.join", "rpc.leave":
+		return r.presence, true
 	}
 	if r.user == nil {
 		return nil, false
