@@ -61,7 +61,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		callCmd, notifyCmd, batchCmd, subscribeCmd, publishCmd, discoverCmd, serveCmd,
+		callCmd, notifyCmd, batchCmd, subscribeCmd, publishCmd, historyCmd, presenceCmd, discoverCmd, serveCmd,
 	}
 }
 
