@@ -57,6 +57,9 @@ type config struct {
 	maxInFlight     int
 	maxQueue        int
 	maxSubs         int
+	history         int
+	historyAge      time.Duration
+	historyBytes    int64
 	compression     bool
 	shutdownTimeout time.Duration
 }
@@ -78,6 +81,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxInFlight, "max-inflight", 256, "most `calls` served at once per connection")
 	fs.IntVar(&c.maxQueue, "max-queue", 1024, "most `events` waiting for one peer before it is closed as too slow")
 	fs.IntVar(&c.maxSubs, "max-subscriptions", 1000, "most topic `patterns` one peer may subscribe to")
+	fs.IntVar(&c.history, "history", hub.DefaultHistoryEvents, "most `events` kept per topic for rpc.history and resuming subscribers (0: keep none)")
+	fs.DurationVar(&c.historyAge, "history-age", hub.DefaultHistoryAge, "how long an event is kept, at most (`duration`)")
+	fs.Int64Var(&c.historyBytes, "history-bytes", hub.DefaultHistoryTotal, "most `bytes` kept for all topics together")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
 	if err := fs.Parse(args); err != nil {
@@ -114,7 +120,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		Logger:         log,
 	}
 	mux := peer.NewMux()
-	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs}
+	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, History: hub.History{
+		Retention: hub.Retention{Events: c.history, Age: c.historyAge, Off: c.history <= 0},
+		MaxBytes:  c.historyBytes,
+	}}
 	if c.demo {
 		demo.Register(mux)
 		hubOpts.Policy = hub.AllowAll
