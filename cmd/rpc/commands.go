@@ -261,8 +261,11 @@ Examples:
 		sopts := &client.SubscribeOptions{Since: o.since.Position}
 		if o.presence {
 			sopts.OnPresence = func(pc client.PresenceChange) {
-				what := map[bool]string{true: "join", false: "leave"}[pc.Join]
-				line, _ := json.Marshal(map[string]any{"presence": what, "topic": pc.Topic, "peer": pc.Peer})
+				line, _ := json.Marshal(struct {
+					Presence string          `json:"presence"`
+					Topic    string          `json:"topic"`
+					Peer     client.PeerInfo `json:"peer"`
+				}{map[bool]string{true: "join", false: "leave"}[pc.Join], pc.Topic, pc.Peer})
 				mu.Lock()
 				defer mu.Unlock()
 				fmt.Fprintf(o.stdout, "%s\n", line)

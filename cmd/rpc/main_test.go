@@ -414,8 +414,8 @@ func TestPresence(t *testing.T) {
 	if code := exited(t, cmd, lines); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	want := `{"peer":{"id":"` + id + `"},"presence":"join","topic":"room.1"}
-{"peer":{"id":"` + id + `"},"presence":"leave","topic":"room.1"}
+	want := `{"presence":"join","topic":"room.1","peer":{"id":"` + id + `"}}
+{"presence":"leave","topic":"room.1","peer":{"id":"` + id + `"}}
 {"topic":"room.1","data":"bye","seq":1,"epoch":"` + h.Hub().Position().Epoch + `"}
 `
 	if stdout.String() != want {
