@@ -201,13 +201,16 @@ func resubscribeParams(subs map[*Subscription]struct{}) []subscribeParams {
 			i = len(params)
 			index[s.pattern] = i
 			params = append(params, subscribeParams{Topic: s.pattern})
-			if s.pos.Epoch != "" {
-				params[i].Since = &Position{Epoch: s.pos.Epoch, Seq: s.pos.Seq}
-			}
-		} else if p := params[i].Since; p != nil && s.pos.Epoch == p.Epoch && s.pos.Seq < p.Seq {
-			p.Seq = s.pos.Seq
 		}
-		params[i].Presence = params[i].Presence || s.onPresence != nil
+		p := &params[i]
+		p.Presence = p.Presence || s.onPresence != nil
+		switch {
+		case s.pos.Epoch == "": // not started yet: nothing to resume
+		case p.Since == nil:
+			p.Since = &Position{Epoch: s.pos.Epoch, Seq: s.pos.Seq}
+		case s.pos.Epoch == p.Since.Epoch && s.pos.Seq < p.Since.Seq:
+			p.Since.Seq = s.pos.Seq
+		}
 	}
 	return params
 }

@@ -468,3 +468,37 @@ func TestPresenceAndHistory(t *testing.T) {
 func serverWithUsers() server.Options {
 	return server.Options{Authenticate: server.TokenAuth(map[string]string{"t-alice": "alice", "t-bob": "bob"})}
 }
+
+func TestResubscribeParams(t *testing.T) {
+	subs := map[*Subscription]struct{}{}
+	add := func(pattern string, pos Position, presence bool) {
+		s := &Subscription{pattern: pattern, pos: pos, known: true}
+		if presence {
+			s.onPresence = func(PresenceChange) {}
+		}
+		subs[s] = struct{}{}
+	}
+	add("a", Position{"e", 7}, false)
+	add("a", Position{}, true) // not started: no position of its own
+	add("a", Position{"e", 3}, false)
+	add("b", Position{}, false)
+	for range 10 { // whatever the map's order
+		params := resubscribeParams(subs)
+		if len(params) != 2 {
+			t.Fatalf("params %+v", params)
+		}
+		for _, p := range params {
+			switch {
+			case p.Topic == "a" && (p.Since == nil || *p.Since != Position{"e", 3} || !p.Presence):
+				t.Fatalf("a: %+v since %v; want since e:3, with presence", p, p.Since)
+			case p.Topic == "b" && (p.Since != nil || p.Presence):
+				t.Fatalf("b: %+v", p)
+			}
+		}
+	}
+	for s := range subs {
+		if s.known {
+			t.Fatal("a subscription still marked started")
+		}
+	}
+}

@@ -153,7 +153,13 @@ func (h *Hub) publish(topic string, data []byte) (delivered int, seq uint64, err
 				}
 				p.mark = h.seq
 			}
-			switch err := h.post(p, "rpc.event", msg); {
+			var err error
+			if p.rs.paused {
+				err = h.hold(p, "rpc.event", msg)
+			} else {
+				err = p.conn.Post(msg) // the common case, kept inline
+			}
+			switch {
 			case err == nil:
 				delivered++
 			case err == peer.ErrTooSlow: //nolint:errorlint // only the Post that closes the peer returns it bare
@@ -191,6 +197,12 @@ func (h *Hub) post(p *Peer, method string, msg []byte) error {
 	if !p.rs.paused {
 		return p.conn.Post(msg)
 	}
+	return h.hold(p, method, msg)
+}
+
+// hold keeps a message for p while p's replays run, or closes p when too
+// many wait.
+func (h *Hub) hold(p *Peer, method string, msg []byte) error {
 	if p.rs.overflow {
 		return peer.ErrClosed
 	}
