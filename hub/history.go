@@ -157,7 +157,7 @@ type MemoryStore struct {
 	def      Retention
 	rules    []TopicRetention
 	maxBytes int64
-	now      func() time.Time
+	now      func() int64 // nanoseconds since the store was made
 
 	mu      sync.Mutex
 	last    uint64
@@ -193,7 +193,7 @@ type ageClass struct {
 type entry struct {
 	seq  uint64
 	data []byte
-	at   int64 // unix nanoseconds
+	at   int64 // when it was appended, by the store's clock
 	size int
 	t    *topicLog
 	gone bool // dropped: only a tombstone in the store's log
@@ -211,14 +211,18 @@ func NewMemoryStore(h *History) *MemoryStore {
 		epoch:    newEpoch(),
 		def:      o.Retention.withDefaults(Retention{DefaultHistoryEvents, DefaultHistoryAge, DefaultHistoryBytes, false}),
 		maxBytes: o.MaxBytes,
-		now:      o.Now,
 		topics:   make(map[string]*topicLog),
 	}
 	if s.maxBytes == 0 {
 		s.maxBytes = DefaultHistoryTotal
 	}
-	if s.now == nil {
-		s.now = time.Now
+	// Ages need a clock that only goes forward, and reading only the
+	// monotonic one costs half of time.Now.
+	start := time.Now()
+	s.now = func() int64 { return int64(time.Since(start)) }
+	if o.Now != nil {
+		start = o.Now()
+		s.now = func() int64 { return int64(o.Now().Sub(start)) }
 	}
 	for _, tr := range o.Topics {
 		if validTopic(tr.Pattern, true) {
@@ -299,7 +303,7 @@ func (s *MemoryStore) Append(topic string, data []byte) (uint64, error) {
 	} else if t.entries.len() == 0 {
 		s.idle--
 	}
-	now := s.now().UnixNano()
+	now := s.now()
 	e := &entry{seq: seq, data: data, at: now, size: len(data) + 2*len(topic) + eventOverhead, t: t}
 	t.entries.push(e)
 	t.bytes += e.size
@@ -436,7 +440,7 @@ func (s *MemoryStore) forgetIdle() {
 func (s *MemoryStore) Read(q Query) (Page, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expire(s.now().UnixNano())
+	s.expire(s.now())
 	var events []Event
 	if q.Limit > 0 {
 		if hasWildcard(q.Pattern) {
@@ -512,7 +516,7 @@ func (s *MemoryStore) complete(pattern string, after uint64) bool {
 func (s *MemoryStore) Stats() HistoryStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expire(s.now().UnixNano())
+	s.expire(s.now())
 	return HistoryStats{Events: s.events, Bytes: s.bytes, Topics: len(s.topics) - s.idle, Evicted: s.evicted}
 }
 
