@@ -82,7 +82,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxQueue, "max-queue", 1024, "most `events` waiting for one peer before it is closed as too slow")
 	fs.IntVar(&c.maxSubs, "max-subscriptions", 1000, "most topic `patterns` one peer may subscribe to")
 	fs.IntVar(&c.history, "history", hub.DefaultHistoryEvents, "most `events` kept per topic for rpc.history and resuming subscribers (0: keep none)")
-	fs.DurationVar(&c.historyAge, "history-age", hub.DefaultHistoryAge, "how long an event is kept, at most (`duration`)")
+	fs.DurationVar(&c.historyAge, "history-age", hub.DefaultHistoryAge, "the longest `time` an event is kept")
 	fs.Int64Var(&c.historyBytes, "history-bytes", hub.DefaultHistoryTotal, "most `bytes` kept for all topics together")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
