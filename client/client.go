@@ -85,7 +85,12 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	c.log = c.o.Logger.With(zap.String("url", url))
 	c.hc, c.ownHC = httpClient(c.o.HTTPClient, c.o.TLSConfig)
-	c.router = router{user: c.o.Router, events: peer.HandlerFunc(c.onEvent), prov: &c.prov}
+	c.router = router{
+		user:     c.o.Router,
+		events:   peer.HandlerFunc(c.onEvent),
+		presence: peer.HandlerFunc(c.onPresence),
+		prov:     &c.prov,
+	}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if c.o.OnState != nil {
 		c.wg.Go(c.notify)
@@ -475,14 +480,18 @@ type publishParams struct {
 // order, and only queues the event, so a burst of events needs neither
 // goroutines nor in-flight slots, and none is dropped for want of one.
 type router struct {
-	user   peer.Router
-	events peer.Handler
-	prov   *provisions
+	user     peer.Router
+	events   peer.Handler
+	presence peer.Handler // rpc.join and rpc.leave, the same way
+	prov     *provisions
 }
 
 func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
-	if method == "rpc.event" {
+	switch method {
+	case "rpc.event":
 		return r.events, peer.Inline
+	case "rpc.join", "rpc.leave":
+		return r.presence, peer.Inline
 	}
 	var h peer.Handler
 	mode := peer.Concurrent

@@ -277,9 +277,14 @@ func TestReconnect(t *testing.T) {
 		h.Start()
 		states.until(t, StateConnected)
 
-		// Re-subscribed: an event published now arrives.
+		// Re-subscribed: an event published now arrives, after word
+		// that events may have been missed (a new hub knows nothing of
+		// the old one's history).
 		if n := h.Publish("room.2", round); n != 1 {
 			t.Fatalf("round %d: delivered to %d peers after reconnect", round, n)
+		}
+		if ev := recv(t, events, "missed"); !ev.Missed {
+			t.Fatalf("got %+v, want Missed", ev)
 		}
 		if ev := recv(t, events, "event after reconnect"); string(ev.Data) != fmt.Sprint(round) {
 			t.Fatalf("got %s", ev.Data)

@@ -33,8 +33,7 @@
 // jitter, until it succeeds or Options.MaxAttempts attempts have failed.
 // On success it subscribes again to the patterns of its subscriptions
 // before any waiting call goes through, and keeps serving its Router.
-// Events published while it was away are lost. Options.OnState sees every
-// change of [State].
+// Options.OnState sees every change of [State].
 //
 // # Providing methods
 //
@@ -56,7 +55,24 @@
 // The hub sends events as rpc.event notifications. The client queues each
 // one to every subscription whose pattern matches its topic; each
 // subscription runs its handler on a goroutine of its own, one event at a
-// time, in the order the hub sent them.
+// time, in the order of their positions in the hub's stream ([Event.Seq]).
+//
+// # Resuming
+//
+// Each subscription remembers the position of the last event it took
+// ([Subscription.Position]). After a reconnection it subscribes again from
+// there, and the hub replays what was published meanwhile: the handler
+// sees every event once and in order, as if the connection had never
+// dropped. When the hub no longer holds all of it (its history is bounded,
+// and a restarted hub has a new epoch and none), the handler first gets an
+// [Event] with Missed set, then what the hub still has: the application
+// should reload whatever state it built from the events. A handler that
+// falls [Options].EventBuffer events behind gets the same signal.
+// [SubscribeOptions].Since resumes from a saved position in a new client.
+//
+// [Client.History] reads the recent events of a pattern, and
+// [Client.Presence] and [SubscribeOptions].OnPresence tell who is
+// subscribed.
 //
 // The wire protocol is described in docs/protocol.md.
 package client

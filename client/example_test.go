@@ -179,3 +179,53 @@ func ExampleClient_Provide() {
 	fmt.Println(receipt)
 	// Output: charged ada 1250 cents
 }
+
+// A subscription resumes from a saved position: the hub replays what was
+// published after it, then the live events follow.
+func ExampleClient_SubscribeWith() {
+	url, stop := demoHub()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws := strings.Replace(url, "http", "ws", 1)
+
+	first, err := client.Dial(ctx, ws, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	seen := make(chan client.Event, 10)
+	if _, err := first.Subscribe(ctx, "orders.*", func(ev client.Event) { seen <- ev }); err != nil {
+		log.Fatal(err)
+	}
+	for _, id := range []string{"a1", "a2", "a3"} {
+		if _, err := first.Publish(ctx, "orders.new", id); err != nil {
+			log.Fatal(err)
+		}
+	}
+	<-seen
+	saved := (<-seen).Position() // processed up to a2; then the program stops
+	first.Close()
+
+	second, err := client.Dial(ctx, ws, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer second.Close()
+	resumed := make(chan client.Event, 10)
+	_, err = second.SubscribeWith(ctx, "orders.*", &client.SubscribeOptions{Since: saved}, func(ev client.Event) {
+		resumed <- ev
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := second.Publish(ctx, "orders.new", "a4"); err != nil {
+		log.Fatal(err)
+	}
+	for range 2 {
+		ev := <-resumed
+		fmt.Println(ev.Seq, ev.Topic, string(ev.Data), ev.Missed)
+	}
+	// Output:
+	// 3 orders.new "a3" false
+	// 4 orders.new "a4" false
+}

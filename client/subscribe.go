@@ -14,29 +14,57 @@ import (
 // Event is one message published on a topic, as delivered by the hub in
 // an rpc.event notification. Subscriptions that match the same event share
 // its Data: handlers must not modify it.
+//
+// An Event with Missed set carries nothing else: it tells the handler that
+// events of the subscription were lost just before the ones that follow.
+// It comes when resuming found the hub no longer holding all that was
+// published since the subscription's position (or holding another epoch,
+// after a restart), and when the handler fell EventBuffer events behind.
+// A handler that keeps state built from the events should rebuild it.
 type Event struct {
-	Topic string          `json:"topic"` // the topic it was published on
-	Data  json.RawMessage `json:"data"`  // the published value, as JSON
+	Topic  string          `json:"topic"`            // the topic it was published on
+	Data   json.RawMessage `json:"data"`             // the published value, as JSON
+	Seq    uint64          `json:"seq,omitempty"`    // its position in the hub's stream (0 if the hub gives none)
+	Epoch  string          `json:"epoch,omitempty"`  // the stream's epoch
+	Missed bool            `json:"missed,omitempty"` // events were lost here; see above
 }
+
+// Position returns the event's position in the hub's stream.
+func (ev Event) Position() Position { return Position{Epoch: ev.Epoch, Seq: ev.Seq} }
 
 // Subscription delivers the events of one topic pattern to its handler,
 // one at a time and in the order the hub sent them, on a goroutine of its
 // own: a slow handler delays only its own subscription. It lasts across
 // reconnections until Unsubscribe, Close, or the client's Close.
 type Subscription struct {
-	c       *Client
-	pattern string
-	fn      func(Event)
-	max     int
+	c          *Client
+	pattern    string
+	fn         func(Event)
+	onPresence func(PresenceChange)
+	max        int
 
 	wake chan struct{} // 1-buffered: events are waiting
 	quit chan struct{} // closed by end
 
+	// Guarded by c.smu; see start.
+	known bool          // the hub's answer is in: head is set
+	head  uint64        // the stream's position when the hub subscribed it
+	pos   Position      // of the last event taken, or of the start
+	held  []eventParams // events that came before the answer
+
 	mu       sync.Mutex
-	queue    []Event
+	queue    []item
 	ended    bool
+	gap      bool // events were lost: a Missed event goes before the next
 	dropping bool // events are being dropped; logged once per episode
 	dropped  int64
+}
+
+// item is what a subscription's goroutine hands to the application: an
+// event, or a presence change.
+type item struct {
+	ev Event
+	pc *PresenceChange
 }
 
 type topicParams struct {
@@ -52,16 +80,35 @@ type topicParams struct {
 // after Subscribe stopped waiting.
 //
 // Two subscriptions whose patterns both match a topic each get its events.
-// After a reconnection the client subscribes again by itself; events
-// published while it was disconnected are not delivered.
+// After a reconnection the client subscribes again by itself, from the
+// position of the last event the subscription took: the hub replays what
+// was published meanwhile, so the handler sees every event once and in
+// order, or, if the hub no longer holds some of them, an Event with
+// Missed set before those it still has.
 func (c *Client) Subscribe(ctx context.Context, pattern string, fn func(Event)) (*Subscription, error) {
+	return c.SubscribeWith(ctx, pattern, nil, fn)
+}
+
+// SubscribeWith is Subscribe with options: resuming from a position, and
+// presence changes.
+func (c *Client) SubscribeWith(ctx context.Context, pattern string, opts *SubscribeOptions, fn func(Event)) (*Subscription, error) {
+	var o SubscribeOptions
+	if opts != nil {
+		o = *opts
+	}
 	s := &Subscription{
-		c:       c,
-		pattern: pattern,
-		fn:      fn,
-		max:     c.o.EventBuffer,
-		wake:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
+		c:          c,
+		pattern:    pattern,
+		fn:         fn,
+		onPresence: o.OnPresence,
+		max:        c.o.EventBuffer,
+		wake:       make(chan struct{}, 1),
+		quit:       make(chan struct{}),
+		pos:        o.Since,
+	}
+	params := subscribeParams{Topic: pattern, Presence: o.OnPresence != nil}
+	if !o.Since.IsZero() {
+		params.Since = &o.Since
 	}
 	// hubMu orders this rpc.subscribe with the rpc.unsubscribe of another
 	// subscription to the same pattern.
@@ -79,7 +126,8 @@ func (c *Client) Subscribe(ctx context.Context, pattern string, fn func(Event)) 
 	c.wg.Go(s.loop)
 	c.smu.Unlock()
 
-	if err := c.Call(ctx, "rpc.subscribe", topicParams{Topic: pattern}, nil); err != nil {
+	var res subscribeResult
+	if err := c.Call(ctx, "rpc.subscribe", params, &res); err != nil {
 		c.remove(s)
 		if ctx.Err() != nil && !c.subscribed(pattern) {
 			// The request may have reached the hub and been applied after
@@ -93,6 +141,9 @@ func (c *Client) Subscribe(ctx context.Context, pattern string, fn func(Event)) 
 		}
 		return nil, err
 	}
+	c.smu.Lock()
+	s.start(res, o.Since, c.log)
+	c.smu.Unlock()
 	return s, nil
 }
 
@@ -100,7 +151,7 @@ func (c *Client) Subscribe(ctx context.Context, pattern string, fn func(Event)) 
 func (s *Subscription) Topic() string { return s.pattern }
 
 // Dropped returns how many events were dropped because the handler was
-// EventBuffer events behind.
+// EventBuffer events behind (each such run is marked by a Missed event).
 func (s *Subscription) Dropped() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,17 +242,22 @@ func (s *Subscription) loop() {
 				s.mu.Unlock()
 				break
 			}
-			ev := s.queue[0]
-			s.queue[0] = Event{}
+			it := s.queue[0]
+			s.queue[0] = item{}
 			s.queue = s.queue[1:]
 			s.mu.Unlock()
-			s.fn(ev)
+			if it.pc != nil {
+				s.onPresence(*it.pc)
+			} else {
+				s.fn(it.ev)
+			}
 		}
 	}
 }
 
-// push queues ev without waiting; a full queue drops it.
-func (s *Subscription) push(ev Event, log *zap.Logger) {
+// push queues it without waiting; a full queue drops it, and the next
+// event queued is preceded by one marked Missed.
+func (s *Subscription) push(it item, log *zap.Logger) {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
@@ -209,17 +265,21 @@ func (s *Subscription) push(ev Event, log *zap.Logger) {
 	}
 	if len(s.queue) >= s.max {
 		s.dropped++
+		s.gap = it.pc == nil || s.gap
 		first := !s.dropping
 		s.dropping = true
 		s.mu.Unlock()
 		if first {
-			log.Warn("subscription too slow: dropping events",
-				zap.String("topic", ev.Topic), zap.String("pattern", s.pattern))
+			log.Warn("subscription too slow: dropping events", zap.String("pattern", s.pattern))
 		}
 		return
 	}
 	s.dropping = false
-	s.queue = append(s.queue, ev)
+	if s.gap && it.pc == nil {
+		s.gap = false
+		s.queue = append(s.queue, item{ev: Event{Epoch: it.ev.Epoch, Missed: true}})
+	}
+	s.queue = append(s.queue, it)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -234,9 +294,10 @@ func (c *Client) onEvent(_ context.Context, req *peer.Request) (any, error) {
 	return nil, c.deliver(req.Params)
 }
 
-// deliver queues an event to every subscription whose pattern matches it.
+// deliver queues an event to every subscription whose pattern matches it
+// and to which it is new (see start).
 func (c *Client) deliver(params json.RawMessage) error {
-	var ev Event
+	var ev eventParams
 	if err := json.Unmarshal(params, &ev); err != nil || ev.Topic == "" {
 		c.log.Debug("malformed rpc.event dropped", zap.ByteString("params", params))
 		return peer.Errorf(peer.CodeInvalidParams, "rpc.event needs a topic")
@@ -244,43 +305,56 @@ func (c *Client) deliver(params json.RawMessage) error {
 	c.smu.Lock()
 	defer c.smu.Unlock()
 	for s := range c.subs {
-		if match(s.pattern, ev.Topic) {
-			s.push(ev, c.log)
+		switch {
+		case !match(s.pattern, ev.Topic):
+		case !s.known:
+			s.hold(ev)
+		default:
+			s.offer(ev, c.log)
 		}
 	}
 	return nil
 }
 
 // resubscribe subscribes pc to the patterns of the client's subscriptions,
-// after a reconnection. A pattern the hub refuses now is logged and its
+// after a reconnection, each from the position of the last event its
+// subscriptions took. A pattern the hub refuses now is logged and its
 // subscriptions stay (they receive nothing); only a transport error fails
 // the connection attempt.
 func (c *Client) resubscribe(ctx context.Context, pc *peer.Conn) error {
 	c.smu.Lock()
-	seen := make(map[string]bool)
-	var elems []peer.BatchElem
-	for s := range c.subs {
-		if !seen[s.pattern] {
-			seen[s.pattern] = true
-			elems = append(elems, peer.BatchElem{Method: "rpc.subscribe", Params: topicParams{Topic: s.pattern}})
-		}
-	}
+	params := resubscribeParams(c.subs)
 	c.smu.Unlock()
-	if len(elems) == 0 {
+	if len(params) == 0 {
 		return nil
+	}
+	elems := make([]peer.BatchElem, len(params))
+	results := make([]subscribeResult, len(params))
+	for i, p := range params {
+		elems[i] = peer.BatchElem{Method: "rpc.subscribe", Params: p, Result: &results[i]}
 	}
 	if err := pc.Batch(ctx, elems); err != nil {
 		return err
 	}
-	for _, e := range elems {
-		if e.Err == nil {
-			continue
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	for i, e := range elems {
+		if e.Err != nil {
+			if _, ok := e.Err.(*peer.Error); !ok {
+				return e.Err
+			}
+			c.log.Warn("re-subscription refused", zap.String("topic", params[i].Topic), zap.Error(e.Err))
+			continue // nothing will come; the next connection tries again
 		}
-		if _, ok := e.Err.(*peer.Error); !ok {
-			return e.Err
+		for s := range c.subs {
+			if s.pattern == params[i].Topic {
+				var since Position
+				if params[i].Since != nil {
+					since = s.pos
+				}
+				s.start(results[i], since, c.log)
+			}
 		}
-		c.log.Warn("re-subscription refused",
-			zap.String("topic", e.Params.(topicParams).Topic), zap.Error(e.Err))
 	}
 	return nil
 }

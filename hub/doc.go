@@ -1,7 +1,8 @@
 // Package hub keeps the peers connected to a Switchboard server and the
 // topics they subscribe to, and fans published messages out to them.
 //
-// A [Hub] starts no goroutines. The server tells it when a connection
+// A [Hub] starts no goroutines but one per peer while events are replayed
+// to it (see Streams). The server tells it when a connection
 // joins ([Hub.Join]) and leaves ([Hub.Leave]); in between the hub answers
 // that connection's topic methods through the [peer.Router] that
 // [Hub.Router] wraps around the application's own, and the server's Go
@@ -27,8 +28,10 @@
 //
 //	rpc.subscribe    {"topic": "chat.*"} or ["chat.*", "news"]  -> {"topics": [...]}
 //	rpc.unsubscribe  the same                                   -> {"topics": [those removed]}
-//	rpc.publish      {"topic": "chat.room1", "data": ...} or [topic, data] -> {"delivered": n}
-//	rpc.event        hub -> peer: {"topic": "chat.room1", "data": ...}
+//	rpc.publish      {"topic": "chat.room1", "data": ...} or [topic, data] -> {"delivered": n, "seq": s, "epoch": e}
+//	rpc.event        hub -> peer: {"topic": "chat.room1", "data": ..., "seq": s, "epoch": e}
+//	rpc.history      {"topic": "chat.>", "limit": n}               -> {"epoch": e, "seq": s, "events": [...]}
+//	rpc.presence     {"topic": "chat.room1"}                       -> {"peers": [{"id": ..., "user": ...}]}
 //
 // A peer subscribed through several matching patterns gets each event once.
 // A bad topic or pattern is answered with -32602.
@@ -65,14 +68,35 @@
 // or it is shutting down (-32005). rpc.discover lists the provided methods
 // as their providers describe them. [Hub.Stats] counts the forwarded calls.
 //
+// # Streams
+//
+// Every event gets a position in the hub's stream (seq, over all topics,
+// and the stream's epoch), given under the lock fan-out holds and written
+// into the one encoded message. A [Store] numbers the events and keeps
+// recent ones: by default a [MemoryStore], bounded per topic by count, age
+// and bytes and in all by bytes ([Options].History, [Retention]).
+//
+// rpc.subscribe with "since" resumes a subscription: the hub registers it
+// at the current position, replays what the store holds after since up to
+// there, on a goroutine that waits for room in the peer's queue, then
+// delivers the live events it held back meanwhile. Each subscription sees
+// its events once, in increasing position order; "recovered" says whether
+// nothing was missing. Replayed events carry "replay": the pattern they
+// are for, so that a client with overlapping subscriptions can tell whose
+// they are. rpc.presence lists the peers an event would reach, and a
+// subscription with "presence": true gets rpc.join and rpc.leave as others
+// come and go. [Hub.Stats] counts the history and the recoveries.
+// docs/streams.md explains all of it.
+//
 // # Authorization
 //
-// A [Policy] decides who may subscribe to a pattern, publish on a topic,
-// provide a method and call a provided one; it sees the request's context,
-// and so the caller's [Identity]. A refusal is answered with -32001. The
-// default, [DefaultPolicy], lets peers subscribe and call provided methods,
-// and lets only Go code publish and no peer provide; [AllowAll] suits
-// demos and tests. [Hub.Publish] and [Peer.Subscribe], called by the server's own
+// A [Policy] decides who may subscribe to a pattern (and read its
+// history), publish on a topic, see presence, provide a method and call a
+// provided one; it sees the request's context, and so the caller's
+// [Identity]. A refusal is answered with -32001. The default,
+// [DefaultPolicy], lets peers subscribe and call provided methods, and
+// lets only Go code publish, no peer provide and no peer see presence;
+// [AllowAll] suits demos and tests. [Hub.Publish] and [Peer.Subscribe], called by the server's own
 // code, are not subject to the policy.
 //
 // The wire protocol is described in docs/protocol.md, routing in

@@ -83,3 +83,31 @@ func ExamplePeer_Conn() {
 	fmt.Println(p.Identity(), ok, err)
 	// Output: alice true <nil>
 }
+
+// The history can be read from Go code, through the hub's Store.
+func ExampleMemoryStore() {
+	h := hub.New(&hub.Options{History: hub.History{
+		Retention: hub.Retention{Events: 2}, // the last two events of each topic
+	}})
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := h.Publish(ctx, "prices.SWB", 100+i); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	page, err := h.Store().Read(hub.Query{Pattern: "prices.*", Limit: 10})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range page.Events {
+		fmt.Println(e.Seq, e.Topic, string(e.Data))
+	}
+	// The first event is gone: resuming from before it is incomplete.
+	fmt.Println(page.Complete, page.Last, h.Stats().Stream.Evicted)
+	// Output:
+	// 2 prices.SWB 101
+	// 3 prices.SWB 102
+	// false 3 1
+}

@@ -45,6 +45,16 @@ type Options struct {
 	// method at the cap gets -32004.
 	MaxForwards int
 
+	// History bounds the events the in-memory store keeps, per topic and
+	// in all, for rpc.history and for subscriptions that resume from a
+	// position. The zero value keeps each topic's last 1000 events of the
+	// last 10 minutes, 64 MiB in all. Ignored when Store is set.
+	History History
+
+	// Store is the hub's event stream: it numbers events and keeps their
+	// history. Nil means NewMemoryStore(&History).
+	Store Store
+
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
 	// it has left, on the goroutine of Hub.Join and Hub.Leave (in a
 	// server, the connection's). OnJoin runs before the connection is
@@ -75,13 +85,21 @@ type Hub struct {
 	// mu guards the subscription tree and every Peer's subs. Publishing
 	// holds it while it hands the event to each subscriber, which never
 	// blocks; so events reach all subscribers in one order.
-	mu    sync.Mutex
-	root  node
-	nsubs int     // subscriptions in the tree
-	seq   uint64  // publish sequence, for deduplication
-	match []*node // scratch for Publish, reused under mu
+	mu       sync.Mutex
+	root     node
+	nsubs    int     // subscriptions in the tree
+	seq      uint64  // publish sequence, for deduplication
+	match    []*node // scratch for Publish, reused under mu
+	last     uint64  // the position of the latest event published
+	watchers node    // the subscriptions that asked for presence changes
 
-	handlers struct{ subscribe, unsubscribe, publish peer.Handler }
+	store     Store
+	epoch     string
+	epochJSON []byte // epoch as a JSON string
+
+	handlers struct {
+		subscribe, unsubscribe, publish, history, presence peer.Handler
+	}
 
 	routes routes // the methods peers provide (route.go)
 
@@ -89,6 +107,7 @@ type Hub struct {
 		published, delivered, dropped, slow atomic.Uint64
 		overSubs, overTopicLen              atomic.Uint64
 	}
+	streams streamStats
 }
 
 // New returns an empty Hub configured by opts.
@@ -115,6 +134,15 @@ func New(opts *Options) *Hub {
 	if h.o.MaxForwards <= 0 {
 		h.o.MaxForwards = DefaultMaxForwards
 	}
+	if h.o.Store == nil {
+		h.o.Store = NewMemoryStore(&h.o.History)
+	}
+	h.store = h.o.Store
+	h.epoch = h.store.Epoch()
+	h.epochJSON, _ = json.Marshal(h.epoch)
+	h.last = h.store.Last()
+	h.handlers.history = peer.HandlerFunc(h.serveHistory)
+	h.handlers.presence = peer.HandlerFunc(h.servePresence)
 	h.handlers.subscribe = peer.HandlerFunc(h.serveSubscribe)
 	h.handlers.unsubscribe = peer.HandlerFunc(h.serveUnsubscribe)
 	h.handlers.publish = peer.HandlerFunc(h.servePublish)
@@ -130,9 +158,11 @@ type Peer struct {
 	h        *Hub
 
 	// Guarded by h.mu.
-	subs map[string]*subscription
-	mark uint64 // the last publish that reached this peer
-	left bool
+	subs  map[string]*subscription
+	watch map[string]*subscription // those that get presence changes, in h.watchers
+	mark  uint64                   // the last publish that reached this peer
+	left  bool
+	rs    replayState
 
 	prov provision // the methods it provides (route.go)
 }
@@ -214,13 +244,21 @@ func (h *Hub) Leave(p *Peer) {
 		return
 	}
 	p.left = true
-	for _, s := range p.subs {
+	p.endReplay()
+	for t := range p.watch {
+		h.unwatchLocked(p, t)
+	}
+	gone := make([]string, 0, len(p.subs))
+	for t, s := range p.subs {
 		s.remove()
+		gone = append(gone, t)
 	}
 	h.nsubs -= len(p.subs)
 	p.subs = nil
+	h.presenceChanged(p, "rpc.leave", gone...)
 	h.mu.Unlock()
 	h.unprovideAll(p)
+	p.rs.wg.Wait()
 
 	h.pmu.Lock()
 	delete(h.peers, p.id)
@@ -273,7 +311,8 @@ type Stats struct {
 	OverSubscriptions uint64 // subscribes refused: over MaxSubscriptions (-32004)
 	OverTopicLength   uint64 // topic requests refused: longer than MaxTopicLength (-32602)
 
-	Routes RouteStats // calls forwarded to the peers that provide methods
+	Routes RouteStats  // calls forwarded to the peers that provide methods
+	Stream StreamStats // the event stream: history, recoveries
 }
 
 // Stats returns the hub's counters.
@@ -295,6 +334,7 @@ func (h *Hub) Stats() Stats {
 		OverSubscriptions: h.stats.overSubs.Load(),
 		OverTopicLength:   h.stats.overTopicLen.Load(),
 		Routes:            h.routeStats(),
+		Stream:            h.streamStats(),
 	}
 }
 
@@ -315,71 +355,8 @@ func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) 
 	if err != nil {
 		return 0, fmt.Errorf("hub: encode data for %s: %w", topic, err)
 	}
-	return h.publish(topic, raw), nil
-}
-
-// publish fans the event out. topic must be valid and data valid JSON.
-func (h *Hub) publish(topic string, data []byte) int {
-	h.stats.published.Add(1)
-	delivered, dropped, slow := 0, 0, 0
-
-	h.mu.Lock()
-	nodes := h.root.match(h.match[:0], topic)
-	if len(nodes) == 0 {
-		h.mu.Unlock()
-		return 0
-	}
-	msg := encodeEvent(topic, data)
-	dedup := len(nodes) > 1
-	if dedup {
-		h.seq++
-	}
-	for _, n := range nodes {
-		for _, s := range n.subs {
-			p := s.p
-			if dedup {
-				if p.mark == h.seq {
-					continue
-				}
-				p.mark = h.seq
-			}
-			switch err := p.conn.Post(msg); {
-			case err == nil:
-				delivered++
-			case err == peer.ErrTooSlow: //nolint:errorlint // only the Post that closes the peer returns it bare
-				dropped++
-				slow++
-			default: // closed already (too slow earlier, or gone)
-				dropped++
-			}
-		}
-	}
-	clear(nodes)
-	h.match = nodes[:0]
-	h.mu.Unlock()
-
-	h.stats.delivered.Add(uint64(delivered))
-	if dropped > 0 {
-		h.stats.dropped.Add(uint64(dropped))
-		h.stats.slow.Add(uint64(slow))
-	}
-	return delivered
-}
-
-// encodeEvent builds the rpc.event notification. topic needs no escaping:
-// the topic syntax allows no character JSON would escape.
-func encodeEvent(topic string, data []byte) []byte {
-	const (
-		head = `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"`
-		mid  = `","data":`
-		tail = `}}`
-	)
-	b := make([]byte, 0, len(head)+len(topic)+len(mid)+len(data)+len(tail))
-	b = append(b, head...)
-	b = append(b, topic...)
-	b = append(b, mid...)
-	b = append(b, data...)
-	return append(b, tail...)
+	n, _, err := h.publish(topic, raw)
+	return n, err
 }
 
 // subscribe adds p's subscriptions to the patterns, which must be valid.
@@ -387,6 +364,12 @@ func encodeEvent(topic string, data []byte) []byte {
 func (h *Hub) subscribe(p *Peer, patterns []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.subscribeLocked(p, patterns, false)
+}
+
+// subscribeLocked is subscribe with h.mu held; watch asks for presence
+// changes on the patterns.
+func (h *Hub) subscribeLocked(p *Peer, patterns []string, watch bool) error {
 	if p.left {
 		return fmt.Errorf("hub: peer %s left: %w", p.id, peer.ErrClosed)
 	}
@@ -401,14 +384,17 @@ func (h *Hub) subscribe(p *Peer, patterns []string) error {
 		return peer.Errorf(peer.CodeOverloaded, "Overloaded: more than %d subscriptions", h.o.MaxSubscriptions)
 	}
 	for _, t := range patterns {
-		if _, ok := p.subs[t]; ok {
-			continue
+		if _, ok := p.subs[t]; !ok {
+			if p.subs == nil {
+				p.subs = make(map[string]*subscription)
+			}
+			p.subs[t] = h.root.insert(p, t)
+			h.nsubs++
+			h.presenceChanged(p, "rpc.join", t)
 		}
-		if p.subs == nil {
-			p.subs = make(map[string]*subscription)
+		if watch {
+			h.watchLocked(p, t)
 		}
-		p.subs[t] = h.root.insert(p, t)
-		h.nsubs++
 	}
 	return nil
 }
@@ -422,10 +408,12 @@ func (h *Hub) unsubscribe(p *Peer, patterns []string) []string {
 	for _, t := range patterns {
 		if s, ok := p.subs[t]; ok {
 			s.remove()
+			h.unwatchLocked(p, t)
 			h.nsubs--
 			delete(p.subs, t)
 			removed = append(removed, t)
 		}
 	}
+	h.presenceChanged(p, "rpc.leave", removed...)
 	return removed
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +17,11 @@ import (
 
 // event is an rpc.event's params.
 type event struct {
-	Topic string          `json:"topic"`
-	Data  json.RawMessage `json:"data"`
+	Topic  string          `json:"topic"`
+	Data   json.RawMessage `json:"data"`
+	Seq    uint64          `json:"seq"`
+	Epoch  string          `json:"epoch"`
+	Replay string          `json:"replay,omitempty"`
 }
 
 // client is the far end of a peer joined to a hub over an in-memory pipe.
@@ -305,8 +309,8 @@ func TestMaxTopicLength(t *testing.T) {
 }
 
 func TestNoConnection(t *testing.T) {
-	// Served without a connection (HTTP POST), subscriptions fail at once
-	// and publish works.
+	// Served without a connection (HTTP POST), subscriptions fail at once;
+	// publish, history and presence work.
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
 	opts := &peer.Options{Router: h.Router(nil)}
 	for _, tt := range []struct{ in, want string }{
@@ -315,12 +319,16 @@ func TestNoConnection(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"rpc.unsubscribe","params":["a"],"id":2}`,
 			`{"jsonrpc":"2.0","error":{"code":-32000,"message":"rpc.unsubscribe needs a WebSocket connection to deliver events to"},"id":2}`},
 		{`{"jsonrpc":"2.0","method":"rpc.publish","params":["a",1],"id":3}`,
-			`{"jsonrpc":"2.0","result":{"delivered":0},"id":3}`},
+			`{"jsonrpc":"2.0","result":{"delivered":0,"seq":1,"epoch":"EPOCH"},"id":3}`},
+		{`{"jsonrpc":"2.0","method":"rpc.history","params":{"topic":"a"},"id":4}`,
+			`{"jsonrpc":"2.0","result":{"epoch":"EPOCH","seq":1,"events":[{"topic":"a","data":1,"seq":1}]},"id":4}`},
+		{`{"jsonrpc":"2.0","method":"rpc.presence","params":["a"],"id":5}`,
+			`{"jsonrpc":"2.0","result":{"peers":[]},"id":5}`},
 	} {
 		got := peer.Respond(ctx(t), []byte(tt.in), opts)
 		var g, w any
 		_ = json.Unmarshal(got, &g)
-		_ = json.Unmarshal([]byte(tt.want), &w)
+		_ = json.Unmarshal([]byte(strings.ReplaceAll(tt.want, "EPOCH", h.Position().Epoch)), &w)
 		if fmt.Sprint(g) != fmt.Sprint(w) {
 			t.Errorf("%s\n got %s\nwant %s", tt.in, got, tt.want)
 		}

@@ -10,10 +10,11 @@ type Action int
 
 // The actions a Policy decides on.
 const (
-	Subscribe Action = iota + 1 // rpc.subscribe to a pattern (may hold wildcards)
+	Subscribe Action = iota + 1 // rpc.subscribe to a pattern (may hold wildcards), and rpc.history of it
 	Publish                     // rpc.publish on a topic
 	Provide                     // rpc.provide a method name or pattern (may hold wildcards)
 	Call                        // call a method that a peer provides (the method's name)
+	Presence                    // rpc.presence of a topic, and "presence": true on rpc.subscribe
 )
 
 func (a Action) String() string {
@@ -26,13 +27,16 @@ func (a Action) String() string {
 		return "provide"
 	case Call:
 		return "call"
+	case Presence:
+		return "presence"
 	}
 	return "unknown action"
 }
 
 // Policy decides whether the peer behind ctx may subscribe to a pattern,
-// publish on a topic, provide a method (or pattern of methods) to the other
-// peers, or call a method another peer provides; the string is the topic,
+// publish on a topic, see who is subscribed to a topic, provide a method
+// (or pattern of methods) to the other peers, or call a method another
+// peer provides; the string is the topic,
 // pattern or method name. ctx is the request's: [Identity] gives what
 // authentication said the caller is. A Policy returns nil to allow; any
 // error refuses, and the caller gets -32001 (or the code of a

@@ -39,6 +39,10 @@ func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 		return r.h.handlers.unsubscribe, peer.Inline
 	case "rpc.publish":
 		return r.h.handlers.publish, peer.Inline
+	case "rpc.history":
+		return r.h.handlers.history, peer.Concurrent
+	case "rpc.presence":
+		return r.h.handlers.presence, peer.Concurrent
 	}
 	return r.h.lookup(r.app, method) // the app's methods, then the provided ones
 }
@@ -46,22 +50,6 @@ func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 // topicsResult is the result of rpc.subscribe and rpc.unsubscribe.
 type topicsResult struct {
 	Topics []string `json:"topics"`
-}
-
-func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error) {
-	p, patterns, err := h.topicRequest(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range patterns {
-		if err := h.allow(ctx, Subscribe, t); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.subscribe(p, patterns); err != nil {
-		return nil, err
-	}
-	return topicsResult{patterns}, nil
 }
 
 func (h *Hub) serveUnsubscribe(ctx context.Context, req *peer.Request) (any, error) {
@@ -88,7 +76,9 @@ func (h *Hub) topicRequest(ctx context.Context, req *peer.Request) (*Peer, []str
 
 // publishResult is the result of rpc.publish.
 type publishResult struct {
-	Delivered int `json:"delivered"`
+	Delivered int    `json:"delivered"`
+	Seq       uint64 `json:"seq"`
+	Epoch     string `json:"epoch"`
 }
 
 func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) {
@@ -125,7 +115,11 @@ func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) 
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	return publishResult{h.publish(topic, data)}, nil
+	n, seq, err := h.publish(topic, data)
+	if err != nil {
+		return nil, err
+	}
+	return publishResult{n, seq, h.epoch}, nil
 }
 
 // caller returns the peer making a request, or an error when there is none

@@ -54,9 +54,10 @@ type node struct {
 // subscription is one peer's interest in one pattern. idx is its position
 // in n.subs, so that removing it is O(1).
 type subscription struct {
-	p   *Peer
-	n   *node
-	idx int
+	p       *Peer
+	n       *node
+	idx     int
+	pattern string
 }
 
 // insert adds a subscription of p to pattern and returns it.
@@ -73,7 +74,7 @@ func (root *node) insert(p *Peer, pattern string) *subscription {
 		}
 		n = c
 	}
-	s := &subscription{p: p, n: n, idx: len(n.subs)}
+	s := &subscription{p: p, n: n, idx: len(n.subs), pattern: pattern}
 	n.subs = append(n.subs, s)
 	return s
 }

@@ -71,11 +71,19 @@ func Example_webSocket() {
 	}
 	n, _ := h.Publish(ctx, "news.tech", "Switchboard ships")
 	fmt.Println("delivered to", n)
-	fmt.Println(string(<-events))
+	var ev struct {
+		Topic string
+		Data  string
+		Seq   uint64 // the event's position in the hub's stream
+	}
+	if err := json.Unmarshal(<-events, &ev); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ev.Topic, ev.Data, ev.Seq)
 	// Output:
 	// hello, Ada
 	// delivered to 1
-	// {"topic":"news.tech","data":"Switchboard ships"}
+	// news.tech Switchboard ships 1
 }
 
 // Bearer-token authentication: a token in the Authorization header or,

@@ -51,9 +51,10 @@ func TestFanOut1000(t *testing.T) {
 		}
 	}
 	// Each socket buffers its events; read them one client at a time.
+	epoch := ts.srv.Hub().Position().Epoch
 	for i, ws := range clients {
 		for seq := range msgs {
-			want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"fan.out","data":{"seq":%d}}}`, seq)
+			want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"fan.out","data":{"seq":%d},"seq":%d,"epoch":%q}}`, seq, seq+1, epoch)
 			if got := read(t, ws); got != want {
 				t.Fatalf("client %d, event %d: %s", i, seq, got)
 			}
@@ -187,8 +188,9 @@ func TestPublishBurst(t *testing.T) {
 	for i := range msgs {
 		write(t, pub, fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.publish","params":["burst",%d]}`, i))
 	}
+	epoch := ts.srv.Hub().Position().Epoch
 	for i := range msgs {
-		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"burst","data":%d}}`, i)
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"burst","data":%d,"seq":%d,"epoch":%q}}`, i, i+1, epoch)
 		if got := read(t, sub); got != want {
 			t.Fatalf("event %d: %s", i, got)
 		}

@@ -100,25 +100,26 @@ func TestWebSocketTooBig(t *testing.T) {
 
 func TestTopicsOverWebSocket(t *testing.T) {
 	ts := newTestServer(t, nil)
+	e := strings.NewReplacer("EPOCH", ts.srv.Hub().Position().Epoch).Replace
 	a := ts.dialRaw(t, nil)
 	b := ts.dialRaw(t, nil)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["chat.*"]},"id":1}`,
+	assertJSONEqual(t, e(`{"jsonrpc":"2.0","result":{"topics":["chat.*"],"epoch":"EPOCH","seq":0},"id":1}`),
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":{"topic":"chat.*"},"id":1}`))
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["chat.>","news"]},"id":1}`,
+	assertJSONEqual(t, e(`{"jsonrpc":"2.0","result":{"topics":["chat.>","news"],"epoch":"EPOCH","seq":0},"id":1}`),
 		roundTrip(t, b, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["chat.>","news"],"id":1}`))
 
 	// b publishes on chat.room1: a and b (the publisher is subscribed too).
 	write(t, b, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"chat.room1","data":{"text":"hi"}},"id":2}`)
-	event := `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1","data":{"text":"hi"}}}`
+	event := e(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1","data":{"text":"hi"},"seq":1,"epoch":"EPOCH"}}`)
 	assertJSONEqual(t, event, read(t, a))
 	// b gets its event and its reply, in either order.
 	got := []string{read(t, b), read(t, b)}
-	assertJSONEqual(t, `[`+event+`,{"jsonrpc":"2.0","result":{"delivered":2},"id":2}]`, "["+strings.Join(got, ",")+"]")
+	assertJSONEqual(t, `[`+event+e(`,{"jsonrpc":"2.0","result":{"delivered":2,"seq":1,"epoch":"EPOCH"},"id":2}]`), "["+strings.Join(got, ",")+"]")
 
 	// chat.room1.thread matches chat.> only.
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"delivered":1},"id":3}`,
+	assertJSONEqual(t, e(`{"jsonrpc":"2.0","result":{"delivered":1,"seq":2,"epoch":"EPOCH"},"id":3}`),
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.room1.thread",[1,2]],"id":3}`))
-	assertJSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1.thread","data":[1,2]}}`, read(t, b))
+	assertJSONEqual(t, e(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1.thread","data":[1,2],"seq":2,"epoch":"EPOCH"}}`), read(t, b))
 
 	// Bad topics: -32602.
 	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params: invalid topic to publish on: \"chat.*\""},"id":4}`,
@@ -129,14 +130,14 @@ func TestTopicsOverWebSocket(t *testing.T) {
 	// Unsubscribe: those removed.
 	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["chat.*"]},"id":6}`,
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.unsubscribe","params":{"topic":"chat.*"},"id":6}`))
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"delivered":1},"id":7}`,
+	assertJSONEqual(t, e(`{"jsonrpc":"2.0","result":{"delivered":1,"seq":3,"epoch":"EPOCH"},"id":7}`),
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.x",null],"id":7}`))
 }
 
 func TestDefaultPolicyRefusesPublish(t *testing.T) {
 	ts := newTestServer(t, &server.Options{Hub: hub.New(nil)})
 	ws := ts.dialRaw(t, nil)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["news"]},"id":1}`,
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["news"],"epoch":"`+ts.srv.Hub().Position().Epoch+`","seq":0},"id":1}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["news"],"id":1}`))
 	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized: publish \"news\""},"id":2}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.publish","params":["news",1],"id":2}`))
@@ -144,7 +145,7 @@ func TestDefaultPolicyRefusesPublish(t *testing.T) {
 	if n, err := ts.srv.Hub().Publish(timeout(t), "news", "server says"); err != nil || n != 1 {
 		t.Fatalf("Publish = %d, %v", n, err)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"news","data":"server says"}}`, read(t, ws))
+	assertJSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"news","data":"server says","seq":1,"epoch":"`+ts.srv.Hub().Position().Epoch+`"}}`, read(t, ws))
 }
 
 func TestServerToClientCalls(t *testing.T) {

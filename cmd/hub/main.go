@@ -60,6 +60,9 @@ type config struct {
 	maxSubs         int
 	limits          limitFlags
 	routes          routeFlags
+	history         int
+	historyAge      time.Duration
+	historyBytes    int64
 	compression     bool
 	shutdownTimeout time.Duration
 
@@ -85,6 +88,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "most topic `patterns` one peer may subscribe to")
 	c.limits.register(fs)
 	c.routes.register(fs)
+	fs.IntVar(&c.history, "history", hub.DefaultHistoryEvents, "most `events` kept per topic for rpc.history and resuming subscribers (0: keep none)")
+	fs.DurationVar(&c.historyAge, "history-age", hub.DefaultHistoryAge, "the longest `time` an event is kept")
+	fs.Int64Var(&c.historyBytes, "history-bytes", hub.DefaultHistoryTotal, "most `bytes` kept for all topics together")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
 	c.listen.flags(fs)
@@ -130,7 +136,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}
 	opts.HandshakeTimeout = c.listen.handshakeTimeout
 	mux := peer.NewMux()
-	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, MaxTopicLength: c.limits.maxTopicLen}
+	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, MaxTopicLength: c.limits.maxTopicLen, History: hub.History{
+		Retention: hub.Retention{Events: c.history, Age: c.historyAge, Off: c.history <= 0},
+		MaxBytes:  c.historyBytes,
+	}}
 	if c.demo {
 		demo.Register(mux)
 		hubOpts.Policy = hub.AllowAll

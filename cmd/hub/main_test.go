@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -278,6 +279,34 @@ func TestSignal(t *testing.T) {
 			}
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("exit: %v, want 0", err)
+			}
+		})
+	}
+}
+
+// TestHistoryFlags: -history bounds what rpc.history returns; 0 keeps
+// nothing.
+func TestHistoryFlags(t *testing.T) {
+	for _, tt := range []struct {
+		flag string
+		want int
+	}{{"-history=2", 2}, {"-history=0", 0}, {"-history-age=1h", 3}} {
+		t.Run(tt.flag, func(t *testing.T) {
+			url, _ := start(t, "-demo", tt.flag)
+			for i := range 3 {
+				resp, _ := httpDo(t, "POST", url+"/rpc", "application/json",
+					fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.publish","params":["h",%d],"id":1}`, i))
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("publish: %s", resp.Status)
+				}
+			}
+			_, body := httpDo(t, "POST", url+"/rpc", "application/json",
+				`{"jsonrpc":"2.0","method":"rpc.history","params":{"topic":"h"},"id":2}`)
+			var res struct {
+				Result struct{ Events []json.RawMessage }
+			}
+			if err := json.Unmarshal([]byte(body), &res); err != nil || len(res.Result.Events) != tt.want {
+				t.Fatalf("history %s: want %d events", body, tt.want)
 			}
 		})
 	}

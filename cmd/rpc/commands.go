@@ -200,17 +200,28 @@ var subscribeCmd = &command{
 	name:    "subscribe",
 	args:    "URL TOPIC...",
 	summary: "print the events of topics as JSON lines until interrupted",
-	help: `Each event is printed on a line of its own: {"topic": ..., "data": ...}.
+	help: `Each event is printed on a line of its own: {"topic": ..., "data": ...,
+"seq": ..., "epoch": ...}, seq being its position in the hub's stream.
 TOPIC may use wildcards: "*" for one word, a final ">" for one or more.
-The connection is repaired if it drops (subscriptions included); notices
-go to stderr. Needs a ws:// or wss:// URL.
+The connection is repaired if it drops, and the subscriptions resume where
+they were: the hub replays what was published meanwhile. Notices go to
+stderr, among them where the subscriptions start (EPOCH:SEQ) and word of
+events the hub no longer held. Needs a ws:// or wss:// URL.
+
+-since EPOCH:SEQ starts after that position (the epoch and seq of the last
+event seen, say) with what the hub still holds. -presence also prints the
+peers joining and leaving the topics: {"presence": "join" or "leave",
+"topic": ..., "peer": {"id": ..., "user": ...}}.
 
 Examples:
   rpc subscribe ws://127.0.0.1:8080/rpc news.> chat.*
   rpc subscribe -n 1 ws://127.0.0.1:8080/rpc alerts | jq .data
+  rpc subscribe -since 5f1c0a9e3b7d2c41:42 ws://127.0.0.1:8080/rpc news.>
 `,
 	setup: func(o *cli) {
 		o.fs.IntVar(&o.count, "n", 0, "exit after `count` events (0: run until interrupted)")
+		o.fs.Var(&o.since, "since", "start after `EPOCH:SEQ`, replaying what the hub holds")
+		o.fs.BoolVar(&o.presence, "presence", false, "print the peers joining and leaving the topics")
 	},
 	run: func(ctx context.Context, o *cli, args []string) error {
 		if len(args) < 2 {
@@ -228,27 +239,58 @@ Examples:
 		var mu sync.Mutex
 		n := 0
 		enough := make(chan struct{})
-		print := func(ev client.Event) {
-			line, _ := json.Marshal(ev)
-			mu.Lock()
-			defer mu.Unlock()
-			if o.count > 0 && n >= o.count {
-				return
+		print := func(topic string) func(client.Event) {
+			return func(ev client.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if ev.Missed {
+					fmt.Fprintf(o.stderr, "rpc: events of %s were missed: the hub no longer held them\n", topic)
+					return
+				}
+				if o.count > 0 && n >= o.count {
+					return
+				}
+				line, _ := json.Marshal(ev)
+				fmt.Fprintf(o.stdout, "%s\n", line)
+				n++
+				if n == o.count {
+					close(enough)
+				}
 			}
-			fmt.Fprintf(o.stdout, "%s\n", line)
-			n++
-			if n == o.count {
-				close(enough)
+		}
+		sopts := &client.SubscribeOptions{Since: o.since.Position}
+		if o.presence {
+			sopts.OnPresence = func(pc client.PresenceChange) {
+				line, _ := json.Marshal(struct {
+					Presence string          `json:"presence"`
+					Topic    string          `json:"topic"`
+					Peer     client.PeerInfo `json:"peer"`
+				}{map[bool]string{true: "join", false: "leave"}[pc.Join], pc.Topic, pc.Peer})
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(o.stdout, "%s\n", line)
 			}
 		}
 		sctx, cancel := o.withTimeout(ctx)
 		defer cancel()
+		var from client.Position
 		for _, topic := range args[1:] {
-			if _, err := c.Subscribe(sctx, topic, print); err != nil {
+			s, err := c.SubscribeWith(sctx, topic, sopts, print(topic))
+			if err != nil {
 				return fmt.Errorf("subscribe %s: %w", topic, err)
 			}
+			if p := s.Position(); from.IsZero() || p.Seq < from.Seq {
+				from = p
+			}
 		}
-		fmt.Fprintf(o.stderr, "rpc: subscribed to %s\n", strings.Join(args[1:], ", "))
+		switch {
+		case !o.since.IsZero():
+			fmt.Fprintf(o.stderr, "rpc: subscribed to %s, after %v\n", strings.Join(args[1:], ", "), o.since.Position)
+		case from.Epoch != "":
+			fmt.Fprintf(o.stderr, "rpc: subscribed to %s at %v\n", strings.Join(args[1:], ", "), from)
+		default: // a server that gives no positions
+			fmt.Fprintf(o.stderr, "rpc: subscribed to %s\n", strings.Join(args[1:], ", "))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -299,7 +341,8 @@ var publishCmd = &command{
 	args:    "URL TOPIC DATA",
 	summary: "publish data on a topic, print how many peers got it",
 	help: `DATA is read as JSON, or taken as a string when it is not valid JSON;
-"-" reads it from stdin. Prints {"delivered": N}, the peers reached.
+"-" reads it from stdin. Prints {"delivered": N, "seq": S, "epoch": E}: the
+peers reached, and the event's position in the hub's stream.
 
 Examples:
   rpc publish http://127.0.0.1:8080/rpc news.sport '{"score": [2, 1]}'

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
@@ -90,6 +91,12 @@ func (r result) check(t *testing.T, code int, stdout string) {
 	if r.code != code || r.stdout != stdout {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q", r.code, r.stdout, r.stderr, code, stdout)
 	}
+}
+
+// published is what publish prints: the peers reached and the position
+// the event got in the stream of h.
+func published(h *hubtest.Hub, delivered int, seq uint64) string {
+	return fmt.Sprintf(`{"delivered":%d,"seq":%d,"epoch":%q}`+"\n", delivered, seq, h.Hub().Position().Epoch)
 }
 
 func TestCall(t *testing.T) {
@@ -286,12 +293,13 @@ func exited(t *testing.T, cmd *exec.Cmd, lines <-chan string) int {
 func TestSubscribePublish(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	cmd, stdout, lines := start(t, "subscribe", "-n", "3", h.WS(), "news.>", "chat.*")
-	waitLine(t, lines, "subscribed to news.>, chat.*")
+	epoch := h.Hub().Position().Epoch
+	waitLine(t, lines, "subscribed to news.>, chat.* at "+epoch+":0")
 
-	rpc(t, "", "publish", h.HTTP(), "news.sport", `{"score": [2, 1]}`).check(t, 0, `{"delivered":1}`+"\n")
-	rpc(t, "", "publish", h.WS(), "other", "nobody").check(t, 0, `{"delivered":0}`+"\n")
-	rpc(t, "", "publish", h.WS(), "chat.room1", "hello world").check(t, 0, `{"delivered":1}`+"\n")
-	rpc(t, "null", "publish", h.HTTP(), "news.a.b", "-").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.sport", `{"score": [2, 1]}`).check(t, 0, published(h, 1, 1))
+	rpc(t, "", "publish", h.WS(), "other", "nobody").check(t, 0, published(h, 0, 2))
+	rpc(t, "", "publish", h.WS(), "chat.room1", "hello world").check(t, 0, published(h, 1, 3))
+	rpc(t, "null", "publish", h.HTTP(), "news.a.b", "-").check(t, 0, published(h, 1, 4))
 
 	if code := exited(t, cmd, lines); code != 0 {
 		t.Fatalf("subscribe exited %d", code)
@@ -299,9 +307,9 @@ func TestSubscribePublish(t *testing.T) {
 	// Each subscription delivers in order, but the two subscriptions are
 	// independent, so their lines may interleave either way.
 	want := []string{
-		`{"topic":"chat.room1","data":"hello world"}`,
-		`{"topic":"news.a.b","data":null}`,
-		`{"topic":"news.sport","data":{"score":[2,1]}}`,
+		`{"topic":"chat.room1","data":"hello world","seq":3,"epoch":"` + epoch + `"}`,
+		`{"topic":"news.a.b","data":null,"seq":4,"epoch":"` + epoch + `"}`,
+		`{"topic":"news.sport","data":{"score":[2,1]},"seq":1,"epoch":"` + epoch + `"}`,
 	}
 	got := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 	news := slices.DeleteFunc(slices.Clone(got), func(l string) bool { return !strings.Contains(l, `"news.`) })
@@ -324,26 +332,101 @@ func TestSubscribePublish(t *testing.T) {
 	}
 }
 
-// TestSubscribeRestart restarts the hub under a running subscribe.
+// TestSubscribeRestart restarts the hub under a running subscribe: the
+// new hub has none of the old one's history, and says so.
 func TestSubscribeRestart(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	cmd, stdout, lines := start(t, "subscribe", "-n", "2", h.WS(), "news.>")
 	waitLine(t, lines, "subscribed to news.>")
-	rpc(t, "", "publish", h.HTTP(), "news.a", "before").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.a", "before").check(t, 0, published(h, 1, 1))
+	before := h.Hub().Position().Epoch
 
 	h.Stop()
 	waitLine(t, lines, "rpc: connection lost: closed with code 1001: going away; reconnecting")
 	h.Start()
 	waitLine(t, lines, "rpc: reconnected")
-	rpc(t, "", "publish", h.HTTP(), "news.b", "after").check(t, 0, `{"delivered":1}`+"\n")
+	rpc(t, "", "publish", h.HTTP(), "news.b", "after").check(t, 0, published(h, 1, 1))
+	waitLine(t, lines, "rpc: events of news.> were missed: the hub no longer held them")
 	if code := exited(t, cmd, lines); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	want := `{"topic":"news.a","data":"before"}
-{"topic":"news.b","data":"after"}
+	want := `{"topic":"news.a","data":"before","seq":1,"epoch":"` + before + `"}
+{"topic":"news.b","data":"after","seq":1,"epoch":"` + h.Hub().Position().Epoch + `"}
 `
 	if stdout.String() != want {
 		t.Fatalf("events:\n%s\nwant:\n%s", stdout, want)
+	}
+}
+
+// TestHistoryAndSince reads the history, and subscribes after a position.
+func TestHistoryAndSince(t *testing.T) {
+	h := hubtest.Start(t, nil)
+	for i := 1; i <= 4; i++ {
+		h.Publish(fmt.Sprint("h.", i%2), i)
+	}
+	epoch := h.Hub().Position().Epoch
+	e := func(s string) string { return strings.ReplaceAll(s, "E", epoch) + "\n" }
+	for _, url := range []string{h.HTTP(), h.WS()} {
+		rpc(t, "", "history", url, "h.*").check(t, 0,
+			e(`{"epoch":"E","seq":4,"events":[{"topic":"h.1","data":1,"seq":1},{"topic":"h.0","data":2,"seq":2},{"topic":"h.1","data":3,"seq":3},{"topic":"h.0","data":4,"seq":4}]}`))
+	}
+	rpc(t, "", "history", "-limit", "1", h.HTTP(), "h.1").check(t, 0, e(`{"epoch":"E","seq":4,"events":[{"topic":"h.1","data":3,"seq":3}]}`))
+	rpc(t, "", "history", "-since", epoch+":3", h.HTTP(), "h.*").check(t, 0, e(`{"epoch":"E","seq":4,"events":[{"topic":"h.0","data":4,"seq":4}]}`))
+	if r := rpc(t, "", "history", "-since", "nocolon", h.HTTP(), "h.*"); r.code != exitUsage {
+		t.Fatalf("bad -since: %+v", r)
+	}
+	if r := rpc(t, "", "history", h.HTTP(), "bad..topic"); r.code != exitRPCError || !strings.Contains(r.stderr, "-32602") {
+		t.Fatalf("bad topic: %+v", r)
+	}
+
+	cmd, stdout, lines := start(t, "subscribe", "-n", "2", "-since", epoch+":2", h.WS(), "h.*")
+	waitLine(t, lines, "subscribed to h.*, after "+epoch+":2")
+	if code := exited(t, cmd, lines); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if want := e(`{"topic":"h.1","data":3,"seq":3,"epoch":"E"}`) + e(`{"topic":"h.0","data":4,"seq":4,"epoch":"E"}`); stdout.String() != want {
+		t.Fatalf("events:\n%s\nwant:\n%s", stdout, want)
+	}
+}
+
+// TestPresence lists the peers of a topic, and prints them coming and
+// going.
+func TestPresence(t *testing.T) {
+	h := hubtest.Start(t, nil)
+	rpc(t, "", "presence", h.HTTP(), "room.1").check(t, 0, `{"peers":[]}`+"\n")
+	cmd, stdout, lines := start(t, "subscribe", "-presence", "-n", "1", h.WS(), "room.1")
+	waitLine(t, lines, "subscribed to room.1")
+	watcher := h.Hub().Peers()[0].ID()
+	rpc(t, "", "presence", h.WS(), "room.1").check(t, 0, `{"peers":[{"id":"`+watcher+`"}]}`+"\n")
+
+	// Another peer comes, and goes.
+	other, err := client.Dial(t.Context(), h.WS(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Call(t.Context(), "rpc.subscribe", []string{"room.*"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, p := range h.Hub().Peers() {
+		if p.ID() != watcher {
+			id = p.ID()
+		}
+	}
+	if err := other.Call(t.Context(), "rpc.unsubscribe", []string{"room.*"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.Publish("room.1", "bye")
+	if code := exited(t, cmd, lines); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	want := `{"presence":"join","topic":"room.1","peer":{"id":"` + id + `"}}
+{"presence":"leave","topic":"room.1","peer":{"id":"` + id + `"}}
+{"topic":"room.1","data":"bye","seq":1,"epoch":"` + h.Hub().Position().Epoch + `"}
+`
+	if stdout.String() != want {
+		t.Fatalf("output:\n%s\nwant:\n%s", stdout, want)
 	}
 }
 

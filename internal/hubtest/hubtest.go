@@ -27,6 +27,8 @@ type Options struct {
 	// Authenticate or Logger. Its Router and Hub are ignored: every
 	// start gets the demo methods and a new hub with [hub.AllowAll].
 	Server server.Options
+	// History bounds the history of each new hub (see [hub.History]).
+	History hub.History
 	// TLS serves wss:// and https:// with the certificate of
 	// net/http/httptest; [Hub.Certificate] returns it for the clients
 	// to trust. Failed TLS handshakes are not logged. Default false.
@@ -86,7 +88,7 @@ func (h *Hub) Start() {
 func (h *Hub) serve(ln net.Listener) {
 	o := h.opts.Server
 	o.Router = demo.Mux()
-	o.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
+	o.Hub = hub.New(&hub.Options{Policy: hub.AllowAll, History: h.opts.History})
 	srv := server.New(&o)
 	ts := &httptest.Server{Listener: ln, Config: &http.Server{Handler: srv}}
 	if h.opts.TLS {

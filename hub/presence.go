@@ -1,0 +1,228 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// Presence: who would receive an event on a topic, and notifications to
+// the subscriptions that asked ("presence": true) when that changes.
+//
+// A peer is present on a pattern P when one of its subscriptions overlaps
+// P (some topic matches both). A subscription to P with presence gets
+// rpc.join when another peer becomes present on P, and rpc.leave when it
+// stops being so (it unsubscribed, or left), with "topic": P. So a peer
+// that subscribes to "chat.room1" and then to "chat.>" joins a watcher of
+// "chat.room1" once, and leaves it only when both are gone.
+
+// PeerInfo is how presence shows a peer: its id and, when authentication
+// gave it an identity that is a string or a fmt.Stringer, that as its
+// user. Nothing else of the identity (a token, say) is shown.
+type PeerInfo struct {
+	ID   string `json:"id"`
+	User string `json:"user,omitempty"`
+}
+
+// Info returns how presence shows p.
+func (p *Peer) Info() PeerInfo {
+	info := PeerInfo{ID: p.id}
+	switch u := p.identity.(type) {
+	case string:
+		info.User = u
+	case fmt.Stringer:
+		info.User = u.String()
+	}
+	return info
+}
+
+// Presence returns the peers that an event published on topic would
+// reach, sorted by id. It returns an error wrapping ErrInvalidTopic for
+// a bad topic or one with wildcards.
+func (h *Hub) Presence(topic string) ([]*Peer, error) {
+	if !validTopic(topic, false, h.o.MaxTopicLength) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidTopic, topic)
+	}
+	h.mu.Lock()
+	nodes := h.root.match(nil, topic)
+	seen := make(map[*Peer]bool)
+	var peers []*Peer
+	for _, n := range nodes {
+		for _, s := range n.subs {
+			if !seen[s.p] {
+				seen[s.p] = true
+				peers = append(peers, s.p)
+			}
+		}
+	}
+	h.mu.Unlock()
+	sort.Slice(peers, func(i, j int) bool { return peers[i].id < peers[j].id })
+	return peers, nil
+}
+
+// presenceResult is the result of rpc.presence.
+type presenceResult struct {
+	Peers []PeerInfo `json:"peers"`
+}
+
+// servePresence answers rpc.presence: {"topic": topic} or [topic].
+func (h *Hub) servePresence(ctx context.Context, req *peer.Request) (any, error) {
+	const usage = `rpc.presence takes {"topic": topic} or [topic]`
+	var p struct {
+		Topic *string `json:"topic"`
+	}
+	switch firstByte(req.Params) {
+	case '{':
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, invalidParams(usage)
+		}
+	case '[':
+		var a []string
+		if err := json.Unmarshal(req.Params, &a); err != nil || len(a) != 1 {
+			return nil, invalidParams(usage)
+		}
+		p.Topic = &a[0]
+	}
+	if p.Topic == nil {
+		return nil, invalidParams(usage)
+	}
+	if err := h.checkTopic(*p.Topic, false); err != nil {
+		return nil, err
+	}
+	if err := h.allow(ctx, Presence, *p.Topic); err != nil {
+		return nil, err
+	}
+	peers, err := h.Presence(*p.Topic)
+	if err != nil {
+		return nil, err
+	}
+	res := presenceResult{Peers: make([]PeerInfo, len(peers))}
+	for i, q := range peers {
+		res.Peers[i] = q.Info()
+	}
+	return res, nil
+}
+
+// watchLocked makes p's subscription to pattern one that gets rpc.join
+// and rpc.leave. It is called with h.mu held, p subscribed to pattern.
+func (h *Hub) watchLocked(p *Peer, pattern string) {
+	if p.watch[pattern] != nil {
+		return
+	}
+	if p.watch == nil {
+		p.watch = make(map[string]*subscription)
+	}
+	p.watch[pattern] = h.watchers.insert(p, pattern)
+}
+
+// unwatchLocked stops the notifications of p's subscription to pattern.
+func (h *Hub) unwatchLocked(p *Peer, pattern string) {
+	if s := p.watch[pattern]; s != nil {
+		s.remove()
+		delete(p.watch, pattern)
+	}
+}
+
+// presenceChanged tells watchers that p joined (rpc.join) or left
+// (rpc.leave) their patterns, after p's subscriptions to the changed
+// patterns were added or removed. A watcher is told only when p was not,
+// or is no longer, present on its pattern through another subscription.
+// It is called with h.mu held.
+func (h *Hub) presenceChanged(p *Peer, method string, changed ...string) {
+	if len(h.watchers.children) == 0 {
+		return // nobody watches
+	}
+	var watchers []*subscription
+	for _, q := range changed {
+		watchers = h.watchers.overlapping(watchers, q)
+	}
+	told := make(map[*subscription]bool, len(watchers))
+	for _, w := range watchers {
+		if w.p == p || told[w] || p.presentBesides(w.pattern, changed) {
+			continue
+		}
+		told[w] = true
+		_ = h.post(w.p, method, presenceMessage(method, w.pattern, p.Info()))
+	}
+}
+
+// presentBesides reports whether a subscription of p to a pattern not in
+// except overlaps pattern.
+func (p *Peer) presentBesides(pattern string, except []string) bool {
+	for q := range p.subs {
+		if overlap(q, pattern) && !contains(except, q) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// presenceMessage encodes rpc.join or rpc.leave.
+func presenceMessage(method, topic string, info PeerInfo) []byte {
+	params, _ := json.Marshal(struct {
+		Topic string   `json:"topic"`
+		Peer  PeerInfo `json:"peer"`
+	}{topic, info})
+	msg := make([]byte, 0, len(notifyHead)+len(method)+len(notifyMid)+len(params)+1)
+	msg = append(msg, notifyHead...)
+	msg = append(msg, method...)
+	msg = append(msg, notifyMid...)
+	msg = append(msg, params...)
+	return append(msg, '}')
+}
+
+// overlapping appends to dst the subscriptions in the tree below n whose
+// pattern overlaps the rest of a pattern (some topic matches both).
+func (n *node) overlapping(dst []*subscription, rest string) []*subscription {
+	if rest == "" {
+		return append(dst, n.subs...)
+	}
+	word, tail, _ := strings.Cut(rest, ".")
+	if c := n.children[">"]; c != nil {
+		dst = append(dst, c.subs...) // ">" takes this word and any after
+	}
+	switch word {
+	case ">": // any pattern going on from here overlaps
+		for w, c := range n.children {
+			if w != ">" {
+				dst = c.all(dst)
+			}
+		}
+	case "*":
+		for w, c := range n.children {
+			if w != ">" {
+				dst = c.overlapping(dst, tail)
+			}
+		}
+	default:
+		if c := n.children[word]; c != nil {
+			dst = c.overlapping(dst, tail)
+		}
+		if c := n.children["*"]; c != nil {
+			dst = c.overlapping(dst, tail)
+		}
+	}
+	return dst
+}
+
+// all appends the subscriptions in the tree below n, n's included.
+func (n *node) all(dst []*subscription) []*subscription {
+	dst = append(dst, n.subs...)
+	for _, c := range n.children {
+		dst = c.all(dst)
+	}
+	return dst
+}
