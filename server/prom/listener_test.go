@@ -44,7 +44,7 @@ func TestWatchListener(t *testing.T) {
 	}
 }
 
-func TestRouteMetrics(t *testing.T) {
+func TestHubMetrics(t *testing.T) {
 	m := prom.New()
 	m.Watch(server.New(nil))
 	rec := httptest.NewRecorder()
@@ -53,6 +53,8 @@ func TestRouteMetrics(t *testing.T) {
 		"switchboard_providers 0\n",
 		"switchboard_forwards_in_flight 0\n",
 		"switchboard_provider_lost_total 0\n",
+		"switchboard_history_events 0\n",
+		`switchboard_recoveries_total{outcome="incomplete"} 0` + "\n",
 	} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("metrics lack %q", want)

@@ -100,7 +100,7 @@ func (statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		descPeers, descSubscriptions, descPublished, descDelivered, descDropped, descSlow, descLimited} {
 		ch <- d
 	}
-	for _, d := range routeDescs {
+	for _, d := range append(routeDescs, streamDescs...) {
 		ch <- d
 	}
 }
@@ -125,6 +125,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDropped, st.Hub.Dropped)
 	counter(descSlow, st.Hub.SlowClosed)
 	collectRoutes(ch, st.Hub.Routes)
+	collectStreams(ch, st.Hub.Stream)
 	for limit, n := range st.Limited {
 		counter(descLimited, n, limit)
 	}
