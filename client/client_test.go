@@ -224,28 +224,6 @@ func TestSubscribe(t *testing.T) {
 	}
 }
 
-func TestMatch(t *testing.T) {
-	for _, tt := range []struct {
-		pattern, topic string
-		want           bool
-	}{
-		{"news", "news", true},
-		{"news", "news.a", false},
-		{"news.*", "news.a", true},
-		{"news.*", "news.a.b", false},
-		{"news.*", "news", false},
-		{"news.>", "news.a.b", true},
-		{"news.>", "news", false},
-		{">", "a.b", true},
-		{"*.b", "a.b", true},
-		{"*.b", "a.c", false},
-	} {
-		if got := match(tt.pattern, tt.topic); got != tt.want {
-			t.Errorf("match(%q, %q) = %v", tt.pattern, tt.topic, got)
-		}
-	}
-}
-
 func TestReconnect(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	states := newStateLog()

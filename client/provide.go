@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/switchboard-rpc/switchboard/internal/openrpc"
+	"github.com/switchboard-rpc/switchboard/internal/wildcard"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/zap"
 )
@@ -223,7 +224,7 @@ func (ps *provisions) lookup(method string, h peer.Handler, mode peer.Mode) (pee
 		return h, peer.Concurrent
 	}
 	for _, p := range s.patterns {
-		if match(p.method, method) {
+		if wildcard.Match(p.method, method) {
 			return p.h, peer.Concurrent
 		}
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 
+	"github.com/switchboard-rpc/switchboard/internal/wildcard"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/zap"
 )
@@ -306,7 +306,7 @@ func (c *Client) deliver(params json.RawMessage) error {
 	defer c.smu.Unlock()
 	for s := range c.subs {
 		switch {
-		case !match(s.pattern, ev.Topic):
+		case !wildcard.Match(s.pattern, ev.Topic):
 		case !s.known:
 			s.hold(ev)
 		default:
@@ -357,23 +357,4 @@ func (c *Client) resubscribe(ctx context.Context, pc *peer.Conn) error {
 		}
 	}
 	return nil
-}
-
-// match reports whether topic matches pattern, where "*" stands for one
-// word and a final ">" for one or more.
-func match(pattern, topic string) bool {
-	for {
-		pw, prest, pmore := strings.Cut(pattern, ".")
-		tw, trest, tmore := strings.Cut(topic, ".")
-		if pw == ">" {
-			return true
-		}
-		if pw != "*" && pw != tw {
-			return false
-		}
-		if !pmore || !tmore {
-			return pmore == tmore
-		}
-		pattern, topic = prest, trest
-	}
 }

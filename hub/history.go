@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/wildcard"
 )
 
 // Position is a place in a hub's event stream: the epoch that names the
@@ -259,7 +261,7 @@ func (r Retention) withDefaults(d Retention) Retention {
 // retention returns the Retention of a topic.
 func (s *MemoryStore) retention(topic string) Retention {
 	for _, tr := range s.rules {
-		if matchTopic(tr.Pattern, topic) {
+		if wildcard.Match(tr.Pattern, topic) {
 			return tr.Retention
 		}
 	}
@@ -476,7 +478,7 @@ func (s *MemoryStore) scan(q Query) []Event {
 	from := s.log.after(q.After)
 	var events []Event
 	take := func(e *entry) {
-		if !e.gone && matchTopic(q.Pattern, e.t.name) {
+		if !e.gone && wildcard.Match(q.Pattern, e.t.name) {
 			events = append(events, Event{Topic: e.t.name, Data: e.data, Seq: e.seq})
 		}
 	}
@@ -506,7 +508,7 @@ func (s *MemoryStore) complete(pattern string, after uint64) bool {
 		return t == nil || t.dropped <= after
 	}
 	for name, t := range s.topics {
-		if t.dropped > after && matchTopic(pattern, name) {
+		if t.dropped > after && wildcard.Match(pattern, name) {
 			return false
 		}
 	}

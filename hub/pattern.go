@@ -11,24 +11,6 @@ func hasWildcard(pattern string) bool {
 	return strings.Contains(pattern, "*") || strings.Contains(pattern, ">")
 }
 
-// matchTopic reports whether topic (no wildcards) matches pattern.
-func matchTopic(pattern, topic string) bool {
-	for {
-		pw, prest, pmore := strings.Cut(pattern, ".")
-		tw, trest, tmore := strings.Cut(topic, ".")
-		if pw == ">" {
-			return true
-		}
-		if pw != "*" && pw != tw {
-			return false
-		}
-		if !pmore || !tmore {
-			return pmore == tmore
-		}
-		pattern, topic = prest, trest
-	}
-}
-
 // overlap reports whether some topic matches both patterns.
 func overlap(a, b string) bool {
 	for {
