@@ -33,7 +33,11 @@ export interface SystemAPI {
   "rpc.discover": Method<undefined, OpenRPCDocument>;
   "rpc.subscribe": Method<{ topic: string; [option: string]: unknown } | string[], { topics: string[]; [field: string]: unknown }>;
   "rpc.unsubscribe": Method<{ topic: string } | string[], { topics: string[] }>;
-  "rpc.publish": Method<{ topic: string; data?: unknown } | [topic: string, data?: unknown], { delivered: number; [field: string]: unknown }>;
+  "rpc.publish": Method<{ topic: string; data?: unknown } | [topic: string, data?: unknown], { delivered: number; seq?: number; epoch?: string; [field: string]: unknown }>;
+  "rpc.history": Method<{ topic: string; limit?: number; since?: Position }, History>;
+  "rpc.presence": Method<{ topic: string }, { peers: PeerInfo[] }>;
+  "rpc.provide": Method<{ methods: string[] } | string[], { methods: string[] }>;
+  "rpc.unprovide": Method<{ methods: string[] } | string[], { methods: string[] }>;
 }
 
 /** OpenRPCDocument is what rpc.discover returns (OpenRPC 1.x). */

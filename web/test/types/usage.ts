@@ -10,6 +10,9 @@ interface API {
 
 async function typed() {
   const rpc = await connect<API>("ws://127.0.0.1:8080/rpc");
+  const who: string = (await rpc.call("rpc.presence", { topic: "room" })).peers[0].id;
+  const held: number = (await rpc.call("rpc.history", { topic: "room", limit: 5 })).events.length;
+  console.log(who, held);
   const n: number = await rpc.call("add", [1, 2]);
   const s: { slept: number } = await rpc.call("sleep", { ms: 5 }, { timeout: 100 });
   await rpc.call("get_data");
