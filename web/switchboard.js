@@ -141,6 +141,10 @@ const defaults = {
 
 const noTimer = 0;
 
+// How many positions a handler shared by subscriptions remembers, so as to
+// take an event replayed for each of them once.
+const recentPositions = 10_000;
+
 // Set by the static blocks of Client and Subscription: how each reaches
 // the other's private state.
 let dropSubscription, endSubscription, positionOf, withdrawProvision;
@@ -193,6 +197,7 @@ export class Client extends EventTarget {
   #running = new Map(); // key of a hub request being served -> AbortController
   #patterns = new Map(); // pattern -> {subs: Map<Subscription, rec>, onHub, queue}
   #provided = new Map(); // provided method or pattern -> Provision
+  #fns = new Map(); // handler of subscriptions -> {n: how many, seqs: recent positions it got}
   #reviver;
   #online = () => {
     if (this.#state === "disconnected" && this.#retryTimer !== noTimer) {
@@ -314,6 +319,10 @@ export class Client extends EventTarget {
     const sub = new Subscription(this, pattern, handler);
     const rec = { sub, onPresence, known: false, head: 0, pos: since ? { epoch: since.epoch, seq: since.seq } : null, held: [] };
     entry.subs.set(sub, rec);
+    let fn = this.#fns.get(handler);
+    if (!fn) this.#fns.set(handler, (fn = { n: 0, epoch: undefined, seqs: new Set() }));
+    fn.n++;
+    rec.fn = fn;
     try {
       await this.#inOrder(entry, async () => {
         if (!sub.active || rec.known) return;
@@ -649,6 +658,7 @@ export class Client extends EventTarget {
     for (const entry of this.#patterns.values()) for (const s of entry.subs.keys()) endSubscription(s);
     this.#patterns.clear();
     this.#provided.clear();
+    this.#fns.clear();
     try {
       conn?.ws.close(code, reason);
     } catch {
@@ -917,8 +927,22 @@ export class Client extends EventTarget {
       if (seq <= (rec.pos?.seq ?? 0) || (event.replay === undefined && seq <= rec.head)) return;
       rec.pos = { epoch: event.epoch, seq };
     }
-    if (seen?.has(rec.sub.handler)) return;
-    seen?.add(rec.sub.handler);
+    // A handler of several subscriptions gets an event once. Replays are
+    // per pattern, so one event may come once for each: a handler shared
+    // by subscriptions remembers the positions it got lately.
+    const fn = rec.fn;
+    if (typeof seq === "number" && seq > 0 && fn.n > 1) {
+      if (fn.epoch !== event.epoch) {
+        fn.epoch = event.epoch;
+        fn.seqs.clear();
+      }
+      if (fn.seqs.has(seq)) return;
+      fn.seqs.add(seq);
+      if (fn.seqs.size > recentPositions) fn.seqs.delete(fn.seqs.values().next().value);
+    } else {
+      if (seen?.has(rec.sub.handler)) return;
+      seen?.add(rec.sub.handler);
+    }
     this.#call(rec, event);
   }
 
@@ -1013,6 +1037,8 @@ export class Client extends EventTarget {
   #drop(sub) {
     const entry = this.#patterns.get(sub.topic);
     endSubscription(sub);
+    const rec = entry?.subs.get(sub);
+    if (rec && --rec.fn.n === 0) this.#fns.delete(sub.handler);
     if (!entry || !entry.subs.delete(sub) || entry.subs.size > 0) return Promise.resolve();
     return this.#inOrder(entry, async () => {
       if (entry.subs.size > 0) return; // subscribed again meanwhile

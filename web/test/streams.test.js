@@ -232,3 +232,22 @@ test("provided methods are provided again after a reconnection, with the subscri
     ],
   );
 });
+
+test("a handler of overlapping subscriptions gets each replayed event once", async (t) => {
+  const { net, client, peer, st } = await open(t);
+  const got = [];
+  const fn = (ev) => got.push(ev.seq);
+  await subscribed(client, peer, "chat.>", fn);
+  await subscribed(client, peer, "chat.room1", fn);
+  peer.send(event("chat.room1", 0, 1));
+  assert.deepEqual(got, [1], "live: once");
+
+  const { next, batch } = await reconnect(net, peer, st);
+  next.send(event("chat.room1", 0, 2, { replay: "chat.>" }));
+  next.send(event("chat.room2", 0, 3, { replay: "chat.>" }));
+  next.send(event("chat.room1", 0, 2, { replay: "chat.room1" }));
+  next.send(batch.map((m) => ({ jsonrpc: "2.0", id: m.id, result: { topics: [m.params.topic], epoch: E, seq: 3, recovered: true } })));
+  await st.until("open");
+  next.send(event("chat.room1", 0, 4));
+  assert.deepEqual(got, [1, 2, 3, 4]);
+});
