@@ -28,7 +28,8 @@ func dial(t *testing.T, url string) *client.Client {
 // TestClientResumesAfterDrops drops the page's connection (from the page:
 // the hub stays up, so the stream keeps its epoch) three times while a Go
 // peer publishes, and checks that the page's subscriber saw every event
-// exactly once, in order, with no MissedEvent.
+// exactly once, in order, with no MissedEvent, and so did the subscriber
+// of an overlapping pattern.
 func TestClientResumesAfterDrops(t *testing.T) {
 	tb, h := openClientPage(t)
 	const n = 300
@@ -50,6 +51,9 @@ func TestClientResumesAfterDrops(t *testing.T) {
 			if (got.length % 75 === 0) sockets.at(-1).close();
 			if (got.length === `+fmt.Sprint(n)+`) done();
 		});
+		// An overlapping pattern with a handler of its own.
+		window.got0 = [];
+		await c.subscribe("feed.t0", (ev) => got0.push(ev.missed ? "missed" : ev.data));
 		return true;
 	})()`)
 
@@ -75,6 +79,15 @@ func TestClientResumesAfterDrops(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("the page got %d events: %v\nwant 0..%d once each, in order", len(got), got, n-1)
 	}
+	var want0 []any
+	for i := 0; i < n; i += 3 {
+		want0 = append(want0, float64(i))
+	}
+	// Its replays come after those of feed.>, on the same connection.
+	got0 := eval[[]any](tb, `new Promise((r) => { const f = () => got0.length >= `+fmt.Sprint(len(want0))+` ? r(got0) : setTimeout(f, 5); f(); })`)
+	if !reflect.DeepEqual(got0, want0) {
+		t.Errorf("the subscriber of feed.t0 got %v\nwant %v", got0, want0)
+	}
 	if opens := eval[int](tb, `opens`); opens < 1+n/75-1 {
 		t.Errorf("the client opened %d connections; the drops did not happen", opens)
 	}
@@ -88,6 +101,9 @@ func TestClientResumesAfterDrops(t *testing.T) {
 	}
 	if l := eval[int](tb, `got.length`); l != n+1 {
 		t.Errorf("the page has %d events, want %d", l, n+1)
+	}
+	if l := eval[int](tb, `got0.length`); l != len(want0) {
+		t.Errorf("the subscriber of feed.t0 has %d events, want %d", l, len(want0))
 	}
 	pos := eval[map[string]any](tb, `c.subscriptions[0].position`)
 	if pos["seq"] != float64(n+1) || pos["epoch"] == "" {
