@@ -9,6 +9,7 @@
 //   await rpc.call("add", [1, 2]);                                   // 3
 //   const sub = await rpc.subscribe("chat.*", (ev) => console.log(ev.topic, ev.data));
 //   rpc.register("ask", async (params) => confirm(params.question));
+//   await rpc.provide("page.*", (params, { method }) => ...);     // other peers call it through the hub
 //
 // The types are in switchboard.d.ts; the guide is docs/web.md.
 
