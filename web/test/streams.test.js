@@ -251,3 +251,20 @@ test("a handler of overlapping subscriptions gets each replayed event once", asy
   next.send(event("chat.room1", 0, 4));
   assert.deepEqual(got, [1, 2, 3, 4]);
 });
+
+test("until its answer is in, a new subscription holds events and presence changes, and takes only those after its start", async (t) => {
+  const { client, peer } = await open(t);
+  await subscribed(client, peer, "chat.>", () => {});
+  const got = [];
+  const p = client.subscribe("chat.room1", (ev) => got.push(["event", ev.seq]), { onPresence: (c) => got.push([c.join ? "join" : "leave", c.peer.id]) });
+  const req = await peer.read();
+  assert.deepEqual(req.params, { topic: "chat.room1", presence: true }, "a pattern's twin without presence does not serve one with it");
+  peer.send(event("chat.room1", 0, 5)); // published before the hub registered it
+  peer.send(event("chat.room1", 0, 6));
+  peer.send({ jsonrpc: "2.0", method: "rpc.join", params: { topic: "chat.room1", peer: { id: "p2" } } });
+  assert.deepEqual(got, []);
+  peer.send({ jsonrpc: "2.0", id: req.id, result: { topics: ["chat.room1"], epoch: E, seq: 5 } });
+  const sub = await p;
+  assert.deepEqual(got, [["event", 6], ["join", "p2"]]);
+  assert.deepEqual(sub.position, { epoch: E, seq: 6 });
+});
