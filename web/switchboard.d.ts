@@ -178,8 +178,9 @@ export interface Position {
  * What a subscription's handler gets, in place of an event, when resuming
  * found the hub no longer holding every event published since the
  * subscription's position, or holding another epoch (a hub that
- * restarted): what was built from the events is stale. The events the hub
- * still held follow it.
+ * restarted), or when the subscription had to drop events it held while
+ * waiting for the hub's answer (more than 10000): what was built from the
+ * events is stale. The events it still has follow it.
  */
 export declare class MissedEvent {
   readonly missed: true;
@@ -187,8 +188,8 @@ export declare class MissedEvent {
   readonly topic: string;
   /** The hub's epoch now. */
   readonly epoch: string;
-  /** The position the subscription resumed from. */
-  readonly since: Position;
+  /** The position the subscription resumed (or started) from; undefined with a hub that gives no positions. */
+  readonly since: Position | undefined;
 }
 
 /** A peer as the hub shows it: its id and, when authentication named it, that name. */

@@ -146,6 +146,11 @@ const noTimer = 0;
 // take an event replayed for each of them once.
 const recentPositions = 10_000;
 
+// How many events and presence changes a subscription holds while it
+// waits for its rpc.subscribe answer; past that it drops them and reports
+// a MissedEvent.
+const maxHeld = 10_000;
+
 // Set by the static blocks of Client and Subscription: how each reaches
 // the other's private state.
 let dropSubscription, endSubscription, positionOf, withdrawProvision;
@@ -580,6 +585,7 @@ export class Client extends EventTarget {
       for (const rec of entry.subs.values()) {
         rec.known = false;
         rec.held = [];
+        rec.overflow = false;
       }
     }
     this.#failed(conn, code, reason, cause);
@@ -916,10 +922,15 @@ export class Client extends EventTarget {
       if (event.replay !== undefined ? event.replay !== pattern : !matches(pattern, event.topic)) continue;
       for (const rec of entry.subs.values()) {
         if (!rec.sub.active) continue;
-        if (!rec.known) rec.held.push({ event });
+        if (!rec.known) this.#hold(rec, { event });
         else this.#offer(rec, event, seen);
       }
     }
+  }
+
+  #hold(rec, item) {
+    if (rec.held.length < maxHeld) rec.held.push(item);
+    else rec.overflow = true;
   }
 
   #offer(rec, event, seen) {
@@ -965,16 +976,19 @@ export class Client extends EventTarget {
     // res null: started by a twin's answer, positions from its events.
     const epoch = typeof res?.epoch === "string" ? res.epoch : undefined;
     rec.head = Number.isSafeInteger(res?.seq) ? res.seq : 0;
+    let missed = rec.overflow; // it held too much, and dropped some
+    rec.overflow = false;
     if (epoch === undefined) {
       rec.pos = null; // a hub that gives no positions
     } else if (!since) {
       rec.pos = { epoch, seq: rec.head };
     } else if (since.epoch !== epoch) {
       rec.pos = { epoch, seq: 0 };
-      this.#call(rec, new MissedEvent(rec.sub.topic, epoch, since));
+      missed = true;
     } else if (res.recovered !== true) {
-      this.#call(rec, new MissedEvent(rec.sub.topic, epoch, since));
+      missed = true;
     }
+    if (missed) this.#call(rec, new MissedEvent(rec.sub.topic, epoch, since ?? rec.pos ?? undefined));
     const held = rec.held;
     rec.held = [];
     for (const h of held) {
@@ -990,7 +1004,7 @@ export class Client extends EventTarget {
     if (!entry) return;
     for (const rec of entry.subs.values()) {
       if (!rec.sub.active || !rec.onPresence) continue;
-      if (!rec.known) rec.held.push({ change });
+      if (!rec.known) this.#hold(rec, { change });
       else this.#notifyPresence(rec, change);
     }
   }

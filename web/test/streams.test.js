@@ -268,3 +268,18 @@ test("until its answer is in, a new subscription holds events and presence chang
   assert.deepEqual(got, [["event", 6], ["join", "p2"]]);
   assert.deepEqual(sub.position, { epoch: E, seq: 6 });
 });
+
+test("a subscription that holds too much before its answer drops the rest and reports a MissedEvent", async (t) => {
+  const { client, peer } = await open(t);
+  const got = [];
+  const p = client.subscribe("flood", (ev) => got.push(ev.missed ? "missed" : ev.seq));
+  const req = await peer.read();
+  const n = 10_001;
+  for (let i = 1; i <= n; i++) peer.send(event("flood", 0, i));
+  peer.send({ jsonrpc: "2.0", id: req.id, result: { topics: ["flood"], epoch: E, seq: 0 } });
+  await p;
+  assert.equal(got.length, n, "the MissedEvent, then the 10000 held");
+  assert.equal(got[0], "missed");
+  assert.equal(got[1], 1);
+  assert.equal(got.at(-1), n - 1);
+});

@@ -38,7 +38,7 @@ async function untyped() {
   const anything = await rpc.call("whatever", { x: 1 });
   await rpc.notify("update", [1, 2, 3]);
   const sub = await rpc.subscribe<{ text: string }>("chat.*", (ev) => {
-    if (ev.missed) return console.log("reload", ev.since.seq, ev instanceof MissedEvent);
+    if (ev.missed) return console.log("reload", ev.since?.seq, ev instanceof MissedEvent);
     console.log(ev.topic, ev.data.text, ev.seq);
   });
   const at: Position | undefined = sub.position;
