@@ -684,6 +684,11 @@ document.addEventListener("keydown", (e) => {
 // ---- topics ----
 
 function onEvent(ev) {
+  if (ev.missed) {
+    // After a reconnection the hub could not replay everything.
+    note(`Events of ${ev.topic} were missed while disconnected: the hub no longer held them.`);
+    return;
+  }
   const list = $("events");
   list.querySelector(".empty")?.remove();
   const by = [];

@@ -33,7 +33,11 @@ export interface SystemAPI {
   "rpc.discover": Method<undefined, OpenRPCDocument>;
   "rpc.subscribe": Method<{ topic: string; [option: string]: unknown } | string[], { topics: string[]; [field: string]: unknown }>;
   "rpc.unsubscribe": Method<{ topic: string } | string[], { topics: string[] }>;
-  "rpc.publish": Method<{ topic: string; data?: unknown } | [topic: string, data?: unknown], { delivered: number; [field: string]: unknown }>;
+  "rpc.publish": Method<{ topic: string; data?: unknown } | [topic: string, data?: unknown], { delivered: number; seq?: number; epoch?: string; [field: string]: unknown }>;
+  "rpc.history": Method<{ topic: string; limit?: number; since?: Position }, History>;
+  "rpc.presence": Method<{ topic: string }, { peers: PeerInfo[] }>;
+  "rpc.provide": Method<{ methods: string[] } | string[], { methods: string[] }>;
+  "rpc.unprovide": Method<{ methods: string[] } | string[], { methods: string[] }>;
 }
 
 /** OpenRPCDocument is what rpc.discover returns (OpenRPC 1.x). */
@@ -157,8 +161,74 @@ export interface TopicEvent<T = any> {
   seq?: number;
   /** The name of the stream that seq counts in. */
   epoch?: string;
+  /** Set on an event the hub replays for a resuming subscription: the pattern it is replayed for. */
+  replay?: string;
+  /** Never set on an event: a MissedEvent has it true. */
+  missed?: false;
   [field: string]: unknown;
 }
+
+/** A place in the hub's stream: an epoch and an event's seq in it. */
+export interface Position {
+  epoch: string;
+  seq: number;
+}
+
+/**
+ * What a subscription's handler gets, in place of an event, when resuming
+ * found the hub no longer holding every event published since the
+ * subscription's position, or holding another epoch (a hub that
+ * restarted), or when the subscription had to drop events it held while
+ * waiting for the hub's answer (more than 10000): what was built from the
+ * events is stale. The events it still has follow it.
+ */
+export declare class MissedEvent {
+  readonly missed: true;
+  /** The subscription's pattern. */
+  readonly topic: string;
+  /** The hub's epoch now. */
+  readonly epoch: string;
+  /** The position the subscription resumed (or started) from; undefined with a hub that gives no positions. */
+  readonly since: Position | undefined;
+}
+
+/** A peer as the hub shows it: its id and, when authentication named it, that name. */
+export interface PeerInfo {
+  id: string;
+  user?: string;
+}
+
+/** A peer joining (rpc.join) or leaving (rpc.leave) a subscription's pattern. */
+export interface PresenceChange {
+  join: boolean;
+  /** The subscription's pattern. */
+  topic: string;
+  peer: PeerInfo;
+}
+
+export interface SubscribeOptions extends CallOptions {
+  /** Start after this position (one an event or sub.position gave): the hub replays the events after it that it holds. */
+  since?: Position;
+  /** Asks the hub for the pattern's presence changes and receives them, in order with the events. */
+  onPresence?: (change: PresenceChange) => void | Promise<void>;
+}
+
+export interface HistoryOptions extends CallOptions {
+  /** At most this many, the newest; the hub's default (100) when left out. */
+  limit?: number;
+  /** Only the events after this position. */
+  since?: Position;
+}
+
+/** The answer to history(): the hub's epoch and latest seq, and the events held, oldest first. */
+export interface History<T = any> {
+  epoch: string;
+  seq: number;
+  events: (TopicEvent<T> & { seq: number; epoch: string })[];
+}
+
+/** The handler of a subscription: events, and a MissedEvent when resuming could not give them all. */
+export type Subscriber<T = any> = (event: TopicEvent<T> | MissedEvent) => void | Promise<void>;
 
 export interface CallOptions {
   /** Aborting rejects the call with the signal's reason and sends rpc.cancel. */
@@ -232,11 +302,21 @@ export interface ClientOptions {
 export declare class Subscription<T = any> {
   /** The pattern subscribed to. */
   readonly topic: string;
-  readonly handler: (event: TopicEvent<T>) => void | Promise<void>;
+  readonly handler: Subscriber<T>;
   /** True until unsubscribe(), or the client's close(). */
   readonly active: boolean;
+  /** The position of the last event it took, or before any, of its start: save it to resume later (options.since). Undefined until the hub has answered. */
+  readonly position: Position | undefined;
   /** Stops the deliveries at once and, unless another subscription has the same pattern, tells the hub. */
   unsubscribe(): Promise<void>;
+}
+
+/** A method, or a pattern of methods, that the client provides. */
+export declare class Provision {
+  readonly method: string;
+  readonly handler: Handler;
+  /** Tells the hub to stop forwarding its calls (rpc.unprovide); then the handler stops serving. */
+  withdraw(): Promise<void>;
 }
 
 /**
@@ -260,8 +340,14 @@ export declare class Client<API extends object = Untyped> extends EventTarget {
   batch(requests: readonly BatchRequest<API>[], options?: BatchOptions): Promise<BatchResult[]>;
   /** Publishes data on topic; resolves to the number of peers reached. */
   publish(topic: string, data?: unknown, options?: CallOptions): Promise<number>;
-  /** Subscribes handler to the topics matching pattern ("chat.*", "news.>"). */
-  subscribe<T = any>(pattern: string, handler: (event: TopicEvent<T>) => void | Promise<void>, options?: CallOptions): Promise<Subscription<T>>;
+  /** Subscribes handler to the topics matching pattern ("chat.*", "news.>"); it resumes from its position after a reconnection. */
+  subscribe<T = any>(pattern: string, handler: Subscriber<T>, options?: SubscribeOptions): Promise<Subscription<T>>;
+  /** Serves method (a name, or a pattern such as "billing.*") to the hub's other peers, which call it through the hub; provided again after each reconnection. */
+  provide<P = any, R = unknown>(method: string, handler: Handler<P, R>, options?: CallOptions): Promise<Provision>;
+  /** The recent events of a topic or pattern that the hub holds (rpc.history). */
+  history<T = any>(topic: string, options?: HistoryOptions): Promise<History<T>>;
+  /** The peers that an event published on topic would reach (rpc.presence). */
+  presence(topic: string, options?: CallOptions): Promise<PeerInfo[]>;
   /** Serves method for the hub; returns a function that unregisters it. */
   register<P = any, R = unknown>(method: string, handler: Handler<P, R>): () => void;
   /** Sends text as one message, unchecked (it need not be JSON). Throws a DisconnectedError unless open. */

@@ -9,6 +9,7 @@
 //   await rpc.call("add", [1, 2]);                                   // 3
 //   const sub = await rpc.subscribe("chat.*", (ev) => console.log(ev.topic, ev.data));
 //   rpc.register("ask", async (params) => confirm(params.question));
+//   await rpc.provide("page.*", (params, { method }) => ...);     // other peers call it through the hub
 //
 // The types are in switchboard.d.ts; the guide is docs/web.md.
 
@@ -141,9 +142,18 @@ const defaults = {
 
 const noTimer = 0;
 
+// How many positions a handler shared by subscriptions remembers, so as to
+// take an event replayed for each of them once.
+const recentPositions = 10_000;
+
+// How many events and presence changes a subscription holds while it
+// waits for its rpc.subscribe answer; past that it drops them and reports
+// a MissedEvent.
+const maxHeld = 10_000;
+
 // Set by the static blocks of Client and Subscription: how each reaches
 // the other's private state.
-let dropSubscription, endSubscription;
+let dropSubscription, endSubscription, positionOf, withdrawProvision;
 
 /**
  * connect opens a Client and resolves to it once its first connection is
@@ -191,7 +201,9 @@ export class Client extends EventTarget {
   #waiting = new Set(); // calls waiting for the connection: {run, fail}
   #handlers = new Map(); // method -> handler
   #running = new Map(); // key of a hub request being served -> AbortController
-  #patterns = new Map(); // pattern -> {subs: Set, onHub, queue}
+  #patterns = new Map(); // pattern -> {subs: Map<Subscription, rec>, onHub, queue}
+  #provided = new Map(); // provided method or pattern -> Provision
+  #fns = new Map(); // handler of subscriptions -> {n: how many, seqs: recent positions it got}
   #reviver;
   #online = () => {
     if (this.#state === "disconnected" && this.#retryTimer !== noTimer) {
@@ -225,7 +237,7 @@ export class Client extends EventTarget {
   /** subscriptions lists the active subscriptions. */
   get subscriptions() {
     const out = [];
-    for (const entry of this.#patterns.values()) for (const s of entry.subs) if (s.active) out.push(s);
+    for (const entry of this.#patterns.values()) for (const s of entry.subs.keys()) if (s.active) out.push(s);
     return out;
   }
 
@@ -278,29 +290,64 @@ export class Client extends EventTarget {
    * subscribe calls handler(event) for every event published on a topic
    * matching pattern ("chat.room1", "chat.*" for one word, "chat.>" for
    * one or more). It resolves to a Subscription once the hub has accepted
-   * the pattern (an RPCError, -32001, when its policy refuses). Every
-   * subscription of the client with the same pattern shares one
-   * rpc.subscribe. An event reaches each handler function once, however
-   * many of its subscriptions match it. The subscription lasts across
-   * reconnections until unsubscribe() or close().
+   * the pattern (an RPCError, -32001, when its policy refuses). An event
+   * reaches each handler function once, however many of its subscriptions
+   * match it. Events carry their position, seq and epoch.
+   *
+   * The subscription lasts across reconnections until unsubscribe() or
+   * close(): after a reconnection it subscribes again from the position of
+   * the last event it took, and the hub replays what was published
+   * meanwhile, so that the handler sees every event once and in order. When
+   * the hub no longer holds all of them (or has another epoch), the handler
+   * first gets a MissedEvent ({missed: true, topic: pattern, epoch}),
+   * before the events that follow.
+   *
+   * options.since ({epoch, seq}, a position an event or sub.position gave)
+   * starts after that position instead of now, the same way.
+   * options.onPresence(change) asks for the presence changes of the pattern
+   * and receives them in order with the events: {join, topic, peer}. The
+   * other options are call()'s, for the rpc.subscribe.
    */
   async subscribe(pattern, handler, options = {}) {
     if (typeof pattern !== "string" || pattern === "") throw new TypeError("subscribe: want a topic pattern");
     if (typeof handler !== "function") throw new TypeError("subscribe: want a handler function");
     if (this.#state === "closed") throw new ClosedError();
+    const { since, onPresence, ...callOptions } = options;
+    if (since !== undefined && (typeof since?.epoch !== "string" || !Number.isSafeInteger(since?.seq))) {
+      throw new TypeError("subscribe: since wants {epoch, seq}, a position an event gave");
+    }
+    if (onPresence !== undefined && typeof onPresence !== "function") throw new TypeError("subscribe: onPresence wants a function");
     let entry = this.#patterns.get(pattern);
     if (!entry) {
-      entry = { subs: new Set(), onHub: false, queue: Promise.resolve() };
+      entry = { subs: new Map(), onHub: false, queue: Promise.resolve() };
       this.#patterns.set(pattern, entry);
     }
     const sub = new Subscription(this, pattern, handler);
-    entry.subs.add(sub);
+    const rec = { sub, onPresence, known: false, head: 0, pos: since ? { epoch: since.epoch, seq: since.seq } : null, held: [] };
+    entry.subs.set(sub, rec);
+    let fn = this.#fns.get(handler);
+    if (!fn) this.#fns.set(handler, (fn = { n: 0, epoch: undefined, seqs: new Set() }));
+    fn.n++;
+    rec.fn = fn;
     try {
       await this.#inOrder(entry, async () => {
-        if (!entry.onHub && sub.active) {
-          await this.call("rpc.subscribe", { topic: pattern }, options);
-          entry.onHub = true;
+        if (!sub.active || rec.known) return;
+        // A subscription from now shares the rpc.subscribe of a started
+        // one of its pattern: every event that comes after this moment
+        // is after that one's position.
+        const twin = since ? undefined : [...entry.subs.values()].find((r) => r !== rec && r.known && r.sub.active && (r.onPresence || !onPresence));
+        if (entry.onHub && twin) {
+          // What it held came after it was made: all its own.
+          this.#start(rec, null, undefined);
+          rec.pos ??= twin.pos && { ...twin.pos };
+          return;
         }
+        const params = { topic: pattern };
+        if (since) params.since = { epoch: since.epoch, seq: since.seq };
+        if (onPresence) params.presence = true;
+        const res = await this.call("rpc.subscribe", params, callOptions);
+        entry.onHub = true;
+        this.#start(rec, res, since);
       });
     } catch (err) {
       this.#drop(sub);
@@ -308,6 +355,60 @@ export class Client extends EventTarget {
     }
     if (!sub.active) throw new ClosedError("subscription ended before the hub accepted it");
     return sub;
+  }
+
+  /**
+   * provide serves method (a name, or a pattern such as "billing.*" or
+   * "billing.>") to the other peers of the hub: the hub forwards their
+   * calls to this client (rpc.provide). handler is as register()'s:
+   * handler(params, {signal, progress, id, method}), where method is the
+   * name called. It resolves to a Provision once the hub has accepted (an
+   * RPCError, -32001, when its policy refuses; -32602 for a malformed
+   * name). The method is provided again after each reconnection, until
+   * provision.withdraw() or close().
+   */
+  async provide(method, handler, options = {}) {
+    if (typeof method !== "string" || method === "" || method.startsWith("rpc.")) {
+      throw new TypeError(`provide: ${JSON.stringify(method)} cannot be provided (rpc.* is reserved)`);
+    }
+    if (typeof handler !== "function") throw new TypeError("provide: want a handler function");
+    if (this.#state === "closed") throw new ClosedError();
+    if (this.#provided.has(method)) throw new TypeError(`provide: ${method} is provided already`);
+    const prov = new Provision(this, method, handler);
+    // Registered before the hub is told, so that the first call it
+    // forwards finds the handler.
+    this.#provided.set(method, prov);
+    try {
+      await this.call("rpc.provide", { methods: [method] }, options);
+    } catch (err) {
+      if (this.#provided.get(method) === prov) this.#provided.delete(method);
+      throw err;
+    }
+    return prov;
+  }
+
+  /**
+   * history resolves to the recent events of a topic or pattern that the
+   * hub holds (rpc.history): {epoch, seq, events}, the events oldest first,
+   * each with its topic, data, seq and epoch. options.limit (the newest
+   * that many; the hub's default when left out) and options.since (a
+   * position: only the events after it) choose which.
+   */
+  async history(topic, options = {}) {
+    const { limit, since, ...callOptions } = options;
+    const params = { topic };
+    if (limit !== undefined) params.limit = limit;
+    if (since !== undefined) params.since = { epoch: since.epoch, seq: since.seq };
+    const h = await this.call("rpc.history", params, callOptions);
+    for (const ev of h.events ?? []) ev.epoch = h.epoch;
+    return h;
+  }
+
+  /** presence resolves to the peers ({id, user}) that an event published
+   * on topic would reach (rpc.presence). */
+  async presence(topic, options) {
+    const { peers } = await this.call("rpc.presence", { topic }, options);
+    return peers;
   }
 
   /**
@@ -395,26 +496,43 @@ export class Client extends EventTarget {
   async #opened(conn) {
     if (conn !== this.#conn) return;
     conn.open = true;
-    // Subscribe again before anything else goes through.
-    const patterns = [...this.#patterns].filter(([, e]) => [...e.subs].some((s) => s.active)).map(([p]) => p);
-    if (patterns.length > 0) {
+    // Subscribe and provide again before anything else goes through:
+    // each pattern from the earliest position of its subscriptions.
+    const resubs = [];
+    for (const [topic, entry] of this.#patterns) {
+      const recs = [...entry.subs.values()].filter((r) => r.sub.active);
+      if (recs.length === 0) continue;
+      const params = { topic };
+      for (const r of recs) {
+        if (r.onPresence) params.presence = true;
+        if (!r.pos?.epoch) continue;
+        if (!params.since) params.since = { ...r.pos };
+        else if (r.pos.epoch === params.since.epoch && r.pos.seq < params.since.seq) params.since.seq = r.pos.seq;
+      }
+      resubs.push({ entry, recs, params });
+    }
+    const requests = resubs.map((r) => ({ method: "rpc.subscribe", params: r.params }));
+    if (this.#provided.size > 0) requests.push({ method: "rpc.provide", params: { methods: [...this.#provided.keys()] } });
+    if (requests.length > 0) {
       let results;
       try {
-        results = await this.#calls(
-          patterns.map((topic) => ({ method: "rpc.subscribe", params: { topic } })),
-          { timeout: this.#o.connectTimeout, conn },
-          true,
-        );
+        results = await this.#calls(requests, { timeout: this.#o.connectTimeout, conn }, true);
       } catch (err) {
         if (conn === this.#conn) this.#lost(conn, 4000, "re-subscribing failed", err);
         return;
       }
+      if (conn !== this.#conn) return;
       results.forEach((r, i) => {
-        const entry = this.#patterns.get(patterns[i]);
+        const rs = resubs[i];
+        if (!rs) {
+          if (r.status !== "fulfilled") this.#report(r.reason, "providing again");
+          return;
+        }
         if (r.status === "fulfilled") {
-          if (entry) entry.onHub = true;
+          rs.entry.onHub = true;
+          for (const rec of rs.recs) this.#start(rec, r.value, rec.pos?.epoch ? rec.pos : undefined);
         } else {
-          this.#report(r.reason, `re-subscribing to ${patterns[i]}`);
+          this.#report(r.reason, `re-subscribing to ${rs.params.topic}`);
         }
       });
     }
@@ -462,7 +580,14 @@ export class Client extends EventTarget {
     }
     const err = new ConnectionLostError(`connection lost: ${describeClose(code, reason)}`, { closeCode: code, closeReason: reason, cause });
     this.#failInFlight(err);
-    for (const entry of this.#patterns.values()) entry.onHub = false;
+    for (const entry of this.#patterns.values()) {
+      entry.onHub = false;
+      for (const rec of entry.subs.values()) {
+        rec.known = false;
+        rec.held = [];
+        rec.overflow = false;
+      }
+    }
     this.#failed(conn, code, reason, cause);
   }
 
@@ -537,8 +662,10 @@ export class Client extends EventTarget {
     const waiting = [...this.#waiting];
     this.#waiting.clear();
     for (const w of waiting) w.fail(err);
-    for (const entry of this.#patterns.values()) for (const s of entry.subs) endSubscription(s);
+    for (const entry of this.#patterns.values()) for (const s of entry.subs.keys()) endSubscription(s);
     this.#patterns.clear();
+    this.#provided.clear();
+    this.#fns.clear();
     try {
       conn?.ws.close(code, reason);
     } catch {
@@ -692,6 +819,10 @@ export class Client extends EventTarget {
       case "rpc.event":
         if (p && typeof p.topic === "string") this.#deliver(p);
         return undefined;
+      case "rpc.join":
+      case "rpc.leave":
+        if (p && typeof p.topic === "string") this.#presenceChange(m.method === "rpc.join", p);
+        return isCall ? Promise.resolve(response(id, { result: null })) : undefined;
       case "rpc.progress":
         this.#progress(p);
         return undefined;
@@ -710,7 +841,7 @@ export class Client extends EventTarget {
     if (m.params !== undefined && (m.params === null || typeof m.params !== "object")) {
       return isCall ? response(id, { error: { code: -32600, message: "Invalid Request" } }) : undefined;
     }
-    const handler = this.#handlers.get(m.method);
+    const handler = this.#handlers.get(m.method) ?? this.#providerOf(m.method);
     if (!handler) {
       return isCall ? response(id, { error: { code: ErrorCode.MethodNotFound, message: "Method not found" } }) : undefined;
     }
@@ -764,25 +895,133 @@ export class Client extends EventTarget {
     }
   }
 
+  // providerOf finds the handler of a provided method: by name, else the
+  // first pattern (in sorted order) that matches.
+  #providerOf(method) {
+    if (this.#provided.size === 0 || method.startsWith("rpc.")) return undefined;
+    const exact = this.#provided.get(method);
+    if (exact) return exact.handler;
+    const patterns = [...this.#provided.keys()].filter((k) => /(^|\.)[*>](\.|$)/.test(k)).sort();
+    for (const k of patterns) if (matches(k, method)) return this.#provided.get(k).handler;
+    return undefined;
+  }
+
+  // How a subscription's events stay in order and free of duplicates,
+  // across its start and reconnections, with subscriptions to
+  // overlapping patterns on one connection: until its rpc.subscribe
+  // answer is in, a subscription holds the events that match it. The
+  // answer gives head, the stream's position when the hub registered it:
+  // live events after head are its own, and the hub replays the events
+  // after since up to head marked with the pattern they are replayed for
+  // ("replay"). So a subscription takes a replayed event of its own
+  // pattern, or a live one after head, when it is after the last it took;
+  // events without a position (a hub that gives none) as they come.
   #deliver(event) {
     const seen = new Set();
     for (const [pattern, entry] of this.#patterns) {
-      if (!matches(pattern, event.topic)) continue;
-      for (const s of entry.subs) {
-        if (!s.active || seen.has(s.handler)) continue;
-        seen.add(s.handler);
-        try {
-          const r = s.handler(event);
-          if (typeof r?.then === "function") r.then(undefined, (err) => this.#report(err, `subscriber of ${pattern}`));
-        } catch (err) {
-          this.#report(err, `subscriber of ${pattern}`);
-        }
+      if (event.replay !== undefined ? event.replay !== pattern : !matches(pattern, event.topic)) continue;
+      for (const rec of entry.subs.values()) {
+        if (!rec.sub.active) continue;
+        if (!rec.known) this.#hold(rec, { event });
+        else this.#offer(rec, event, seen);
       }
     }
   }
 
+  #hold(rec, item) {
+    if (rec.held.length < maxHeld) rec.held.push(item);
+    else rec.overflow = true;
+  }
+
+  #offer(rec, event, seen) {
+    const seq = event.seq;
+    if (typeof seq === "number" && seq > 0) {
+      if (seq <= (rec.pos?.seq ?? 0) || (event.replay === undefined && seq <= rec.head)) return;
+      rec.pos = { epoch: event.epoch, seq };
+    }
+    // A handler of several subscriptions gets an event once. Replays are
+    // per pattern, so one event may come once for each: a handler shared
+    // by subscriptions remembers the positions it got lately.
+    const fn = rec.fn;
+    if (typeof seq === "number" && seq > 0 && fn.n > 1) {
+      if (fn.epoch !== event.epoch) {
+        fn.epoch = event.epoch;
+        fn.seqs.clear();
+      }
+      if (fn.seqs.has(seq)) return;
+      fn.seqs.add(seq);
+      if (fn.seqs.size > recentPositions) fn.seqs.delete(fn.seqs.values().next().value);
+    } else {
+      if (seen?.has(rec.sub.handler)) return;
+      seen?.add(rec.sub.handler);
+    }
+    this.#call(rec, event);
+  }
+
+  #call(rec, event) {
+    const s = rec.sub;
+    try {
+      const r = s.handler(event);
+      if (typeof r?.then === "function") r.then(undefined, (err) => this.#report(err, `subscriber of ${s.topic}`));
+    } catch (err) {
+      this.#report(err, `subscriber of ${s.topic}`);
+    }
+  }
+
+  // start takes in the answer to the rpc.subscribe of rec made with since
+  // (undefined: from now), then the events held meanwhile.
+  #start(rec, res, since) {
+    if (rec.known || !rec.sub.active) return;
+    rec.known = true;
+    // res null: started by a twin's answer, positions from its events.
+    const epoch = typeof res?.epoch === "string" ? res.epoch : undefined;
+    rec.head = Number.isSafeInteger(res?.seq) ? res.seq : 0;
+    let missed = rec.overflow; // it held too much, and dropped some
+    rec.overflow = false;
+    if (epoch === undefined) {
+      rec.pos = null; // a hub that gives no positions
+    } else if (!since) {
+      rec.pos = { epoch, seq: rec.head };
+    } else if (since.epoch !== epoch) {
+      rec.pos = { epoch, seq: 0 };
+      missed = true;
+    } else if (res.recovered !== true) {
+      missed = true;
+    }
+    if (missed) this.#call(rec, new MissedEvent(rec.sub.topic, epoch, since ?? rec.pos ?? undefined));
+    const held = rec.held;
+    rec.held = [];
+    for (const h of held) {
+      if (!rec.sub.active) return;
+      if (h.event) this.#offer(rec, h.event);
+      else this.#notifyPresence(rec, h.change);
+    }
+  }
+
+  #presenceChange(join, p) {
+    const change = { join, topic: p.topic, peer: p.peer };
+    const entry = this.#patterns.get(p.topic);
+    if (!entry) return;
+    for (const rec of entry.subs.values()) {
+      if (!rec.sub.active || !rec.onPresence) continue;
+      if (!rec.known) this.#hold(rec, { change });
+      else this.#notifyPresence(rec, change);
+    }
+  }
+
+  #notifyPresence(rec, change) {
+    if (!rec.onPresence) return;
+    try {
+      const r = rec.onPresence(change);
+      if (typeof r?.then === "function") r.then(undefined, (err) => this.#report(err, `presence of ${rec.sub.topic}`));
+    } catch (err) {
+      this.#report(err, `presence of ${rec.sub.topic}`);
+    }
+  }
+
   #describe() {
-    const methods = [...this.#handlers.keys()].sort().map((name) => ({
+    const named = [...this.#provided.keys()].filter((k) => !/(^|\.)[*>](\.|$)/.test(k));
+    const methods = [...new Set([...this.#handlers.keys(), ...named])].sort().map((name) => ({
       name,
       paramStructure: "either",
       params: [{ name: "params", schema: {} }],
@@ -813,6 +1052,8 @@ export class Client extends EventTarget {
   #drop(sub) {
     const entry = this.#patterns.get(sub.topic);
     endSubscription(sub);
+    const rec = entry?.subs.get(sub);
+    if (rec && --rec.fn.n === 0) this.#fns.delete(sub.handler);
     if (!entry || !entry.subs.delete(sub) || entry.subs.size > 0) return Promise.resolve();
     return this.#inOrder(entry, async () => {
       if (entry.subs.size > 0) return; // subscribed again meanwhile
@@ -828,9 +1069,30 @@ export class Client extends EventTarget {
     });
   }
 
+  // withdraw takes back a provision: rpc.unprovide, then its handler
+  // stops serving.
+  async #withdraw(prov) {
+    if (this.#provided.get(prov.method) !== prov) return;
+    try {
+      await this.call("rpc.unprovide", { methods: [prov.method] }, { failFast: true });
+    } catch (err) {
+      // The hub forgets what a connection provided with it.
+      if (!(err instanceof ConnectionError)) throw err;
+    } finally {
+      if (this.#provided.get(prov.method) === prov) this.#provided.delete(prov.method);
+    }
+  }
+
+  #position(sub) {
+    const rec = this.#patterns.get(sub.topic)?.subs.get(sub);
+    return rec?.pos?.epoch ? { epoch: rec.pos.epoch, seq: rec.pos.seq } : undefined;
+  }
+
   static {
-    // Subscription.unsubscribe reaches #drop through this.
+    // Subscription and Provision reach the client's state through these.
     dropSubscription = (client, sub) => client.#drop(sub);
+    positionOf = (client, sub) => client.#position(sub);
+    withdrawProvision = (client, prov) => client.#withdraw(prov);
   }
 }
 
@@ -851,6 +1113,17 @@ export class Subscription {
   }
 
   /**
+   * position is where the subscription is in the hub's stream, {epoch,
+   * seq}: the last event it took, or before any, where it started. Save it
+   * to resume in another run of the page (subscribe's options.since).
+   * Undefined until the hub has answered, and with a hub that gives no
+   * positions.
+   */
+  get position() {
+    return this.#active ? positionOf(this.#client, this) : undefined;
+  }
+
+  /**
    * unsubscribe stops the deliveries at once and, unless another
    * subscription of the client has the same pattern, tells the hub
    * (rpc.unsubscribe) and resolves once it has answered.
@@ -867,6 +1140,39 @@ export class Subscription {
   }
 }
 
+/** Provision is a method, or a pattern of methods, that the client
+ * provides to the other peers of the hub (Client.provide). */
+export class Provision {
+  #client;
+
+  constructor(client, method, handler) {
+    this.#client = client;
+    this.method = method;
+    this.handler = handler;
+  }
+
+  /** withdraw tells the hub to stop forwarding the method's calls
+   * (rpc.unprovide) and resolves once it has answered; then the handler
+   * stops serving. While the client is disconnected there is nothing to
+   * tell: the method is simply not provided again. */
+  withdraw() {
+    return withdrawProvision(this.#client, this);
+  }
+}
+
+/** MissedEvent is what a subscription's handler gets, in place of an
+ * event, when resuming found the hub no longer holding every event
+ * published since the subscription's position, or holding another epoch
+ * (a hub that restarted): what the page built from the events is stale.
+ * The events the hub still held follow it. */
+export class MissedEvent {
+  constructor(topic, epoch, since) {
+    this.missed = true;
+    this.topic = topic;
+    this.epoch = epoch;
+    this.since = since;
+  }
+}
 
 /** matches reports whether topic matches a subscription pattern, where "*"
  * stands for one word and a final ">" for one or more. */

@@ -309,7 +309,7 @@ func TestClientReconnects(t *testing.T) {
   window.events = [];
   let ev;
   window.event = new Promise((r) => (ev = r));
-  await rc.subscribe("news.>", (e) => { events.push(e.data); ev(); });
+  await rc.subscribe("news.>", (e) => { events.push(e.missed ? "missed" : e.data); if (!e.missed) ev(); });
   window.down = nextState(rc, "disconnected");
   return true;
 })()`)
@@ -326,7 +326,8 @@ func TestClientReconnects(t *testing.T) {
 })()`)
 	h.Restart()
 	eval[bool](tb, `up.then(() => true)`)
-	// Subscribed again by itself: an event published now arrives.
+	// Subscribed again by itself: the hub has a new epoch, so the
+	// subscription is told it missed events; one published now arrives.
 	publish(t, h.URL(), "news.back", `"again"`)
 	got := eval[struct {
 		During float64
@@ -342,7 +343,7 @@ func TestClientReconnects(t *testing.T) {
 	if got.During != 5 || got.Fast != "DisconnectedError" {
 		t.Errorf("calls during the outage: waited %v, fail-fast %q", got.During, got.Fast)
 	}
-	if !reflect.DeepEqual(got.Events, []string{"again"}) {
+	if !reflect.DeepEqual(got.Events, []string{"missed", "again"}) {
 		t.Errorf("events after the restart: %v", got.Events)
 	}
 	// connecting, open, then the hub's going away, retries, open again.

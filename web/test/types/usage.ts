@@ -1,6 +1,6 @@
 // Compiled by types.test.js with tsc --noEmit: the declarations accept what
 // the client accepts, and reject what a typed API forbids.
-import { Client, connect, RPCError, type Method, type StateEvent } from "../../switchboard.js";
+import { Client, connect, RPCError, MissedEvent, type Method, type StateEvent, type Position, type PeerInfo } from "../../switchboard.js";
 
 interface API {
   add: Method<[a: number, b: number] | { a: number; b: number }, number>;
@@ -10,6 +10,9 @@ interface API {
 
 async function typed() {
   const rpc = await connect<API>("ws://127.0.0.1:8080/rpc");
+  const who: string = (await rpc.call("rpc.presence", { topic: "room" })).peers[0].id;
+  const held: number = (await rpc.call("rpc.history", { topic: "room", limit: 5 })).events.length;
+  console.log(who, held);
   const n: number = await rpc.call("add", [1, 2]);
   const s: { slept: number } = await rpc.call("sleep", { ms: 5 }, { timeout: 100 });
   await rpc.call("get_data");
@@ -34,8 +37,22 @@ async function untyped() {
   rpc.addEventListener("error", (e) => e.preventDefault());
   const anything = await rpc.call("whatever", { x: 1 });
   await rpc.notify("update", [1, 2, 3]);
-  const sub = await rpc.subscribe<{ text: string }>("chat.*", (ev) => console.log(ev.topic, ev.data.text));
+  const sub = await rpc.subscribe<{ text: string }>("chat.*", (ev) => {
+    if (ev.missed) return console.log("reload", ev.since?.seq, ev instanceof MissedEvent);
+    console.log(ev.topic, ev.data.text, ev.seq);
+  });
+  const at: Position | undefined = sub.position;
   await sub.unsubscribe();
+  await rpc.subscribe("chat.*", () => {}, { since: at, onPresence: (c) => console.log(c.join, c.peer.id, c.peer.user), timeout: 1000 });
+  const h = await rpc.history<string>("chat.>", { limit: 10, since: at });
+  console.log(h.epoch, h.events[0].seq, h.events[0].data.length);
+  const peers: PeerInfo[] = await rpc.presence("chat.room1");
+  const prov = await rpc.provide("billing.*", async (p: { cents: number }, { method, progress }) => {
+    progress(method);
+    return p.cents;
+  });
+  await prov.withdraw();
+  console.log(peers.length, prov.method);
   const off = rpc.register("greet", async (p: { name: string }, { signal, progress }) => {
     progress(1);
     if (signal.aborted) throw new RPCError(4001, "no", { why: "aborted" });
