@@ -80,22 +80,6 @@ func connect(t *testing.T, url string, opts *client.Options) (*client.Client, <-
 
 func wsURL(addr string) string { return "ws://" + addr + "/rpc" }
 
-// waitState waits for the client to reach state s, for up to 30 s.
-func waitState(t *testing.T, states <-chan client.State, s client.State) {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case got := <-states:
-			if got == s {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("client not %v within 30s", s)
-		}
-	}
-}
-
 // metrics reads the hub's metrics; labelled series keep their labels in
 // the name.
 func metrics(t *testing.T, h *hubproc.Hub) map[string]float64 {
