@@ -19,7 +19,6 @@ type Proxy struct {
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{} // both ends of every live connection
 	blocked bool                  // refuse new connections
-	dialed  chan struct{}         // closed at the next accepted connection
 	closed  bool
 }
 
@@ -29,7 +28,7 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}, dialed: make(chan struct{})}
+	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -61,14 +60,6 @@ func (p *Proxy) Unblock() {
 	p.mu.Lock()
 	p.blocked = false
 	p.mu.Unlock()
-}
-
-// Connected returns a channel closed when the proxy forwards its next
-// connection (one accepted after this call).
-func (p *Proxy) Connected() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.dialed
 }
 
 // Close stops listening, cuts every connection and waits for the
@@ -115,8 +106,6 @@ func (p *Proxy) forward(c net.Conn) {
 	}
 	p.conns[c] = struct{}{}
 	p.conns[s] = struct{}{}
-	close(p.dialed)
-	p.dialed = make(chan struct{})
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	pipe := func(dst, src net.Conn) {
