@@ -256,8 +256,13 @@ func freeAddr() (string, error) {
 }
 
 var built struct {
+	mu   sync.Mutex
+	dir  string            // the temporary directory of every binary
+	bins map[string]*build // by command name
+}
+
+type build struct {
 	once sync.Once
-	dir  string
 	path string
 	err  error
 }
@@ -265,36 +270,54 @@ var built struct {
 // Binary returns the path of the hub binary, building it on first use:
 // from the module this one replaces with a local directory, with -race
 // when the test binary has the race detector.
-func Binary() (string, error) {
-	built.once.Do(func() {
-		built.path, built.err = buildHub()
+func Binary() (string, error) { return Command("hub") }
+
+// Command returns the path of the binary of the module's ./cmd/name (such
+// as "rpc"), built as [Binary] builds the hub, once per test binary.
+func Command(name string) (string, error) {
+	built.mu.Lock()
+	if built.bins == nil {
+		built.bins = map[string]*build{}
+	}
+	b := built.bins[name]
+	if b == nil {
+		b = &build{}
+		built.bins[name] = b
+	}
+	built.mu.Unlock()
+	b.once.Do(func() {
+		b.path, b.err = buildCommand(name)
 	})
-	return built.path, built.err
+	return b.path, b.err
 }
 
-func buildHub() (string, error) {
+func buildCommand(name string) (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		return "", fmt.Errorf("building the hub needs the go command: %w", err)
+		return "", fmt.Errorf("building ./cmd/%s needs the go command: %w", name, err)
 	}
 	root, err := moduleRoot(gobin)
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "hubproc-")
+	built.mu.Lock()
+	if built.dir == "" {
+		built.dir, err = os.MkdirTemp("", "hubproc-")
+	}
+	dir := built.dir
+	built.mu.Unlock()
 	if err != nil {
 		return "", err
 	}
-	built.dir = dir
-	bin := filepath.Join(dir, "hub")
+	bin := filepath.Join(dir, name)
 	args := []string{"build", "-o", bin}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	cmd := exec.Command(gobin, append(args, "./cmd/hub")...)
+	cmd := exec.Command(gobin, append(args, "./cmd/"+name)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/hub: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
 	}
 	return bin, nil
 }
@@ -329,6 +352,8 @@ const modulePath = "github.com/switchboard-rpc/switchboard"
 
 // Cleanup removes the built binary. Call it from TestMain after m.Run.
 func Cleanup() {
+	built.mu.Lock()
+	defer built.mu.Unlock()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}

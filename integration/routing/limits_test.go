@@ -1,0 +1,151 @@
+package routing_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// With -max-forwards 2 and -forward-timeout 2s, the third of three calls
+// held by a provider is refused with -32004 at once, the other two time
+// out with -32003, and the provider's handlers are cancelled.
+func TestForwardLimits(t *testing.T) {
+	h := startHub(t, "-max-forwards", "2", "-forward-timeout", "2s")
+	svc, _ := connect(t, h.WebSocketURL(), nil)
+	held := make(chan struct{}, 10)
+	cancelled := make(chan struct{}, 10)
+	provide(t, svc, "svc.hold", peer.Func(func(ctx context.Context, _ []int) (int, error) {
+		held <- struct{}{}
+		select {
+		case <-ctx.Done():
+			cancelled <- struct{}{}
+			return 0, ctx.Err()
+		case <-time.After(time.Minute):
+			return 1, nil
+		}
+	}))
+	ws := dialWS(t, h.WebSocketURL())
+	for id := 1; id <= 3; id++ {
+		send(t, ws, fmt.Sprintf(`{"jsonrpc":"2.0","method":"svc.hold","params":[],"id":%d}`, id))
+	}
+	var codes []int
+	for range 3 {
+		m := decode(t, receive(t, ws, 30*time.Second))
+		if m.Error == nil {
+			t.Fatalf("an answer without an error: %+v", m)
+		}
+		codes = append(codes, m.Error.Code)
+	}
+	if !slices.Equal(codes, []int{-32004, -32003, -32003}) {
+		t.Errorf("answers %v; want -32004 first, then -32003 twice", codes)
+	}
+	for range 2 {
+		wait(t, held, "a held call reached the provider")
+		wait(t, cancelled, "the provider's handler cancelled after the timeout")
+	}
+	select {
+	case <-held:
+		t.Error("the refused call reached the provider")
+	default:
+	}
+}
+
+// Equally idle providers take turns: ten calls one after the other go
+// p1, p2, p1, p2...
+func TestSequentialCallsTakeTurns(t *testing.T) {
+	h := startHub(t)
+	for _, name := range []string{"p1", "p2"} {
+		p, _ := connect(t, h.WebSocketURL(), nil)
+		provide(t, p, "svc.who", peer.Func(func(context.Context, []int) (string, error) { return name, nil }))
+	}
+	caller, _ := connect(t, h.WebSocketURL(), nil)
+	var whos []string
+	for range 10 {
+		var who string
+		if err := caller.Call(t.Context(), "svc.who", []int{}, &who); err != nil {
+			t.Fatal(err)
+		}
+		whos = append(whos, who)
+	}
+	for i := 1; i < len(whos); i++ {
+		if whos[i] == whos[i-1] {
+			t.Fatalf("providers %v: not in turn", whos)
+		}
+	}
+}
+
+// A notification is forwarded as one; in a batch each element goes where
+// it belongs, and the batch's answer holds the answers of its calls.
+func TestNotificationsAndBatches(t *testing.T) {
+	h := startHub(t)
+	svc, _ := connect(t, h.WebSocketURL(), nil)
+	provide(t, svc, "svc.add", peer.Func(add))
+	notes := make(chan string, 10)
+	provide(t, svc, "svc.note", peer.Func(func(_ context.Context, s []string) (struct{}, error) {
+		notes <- s[0]
+		return struct{}{}, nil
+	}))
+	note := func(want string) {
+		t.Helper()
+		select {
+		case got := <-notes:
+			if got != want {
+				t.Fatalf("provider noted %q; want %q", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("note %q not forwarded within 30s", want)
+		}
+	}
+	ws := dialWS(t, h.WebSocketURL())
+	send(t, ws, `{"jsonrpc":"2.0","method":"svc.note","params":["alone"]}`)
+	note("alone")
+	send(t, ws, `[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},`+
+		`{"jsonrpc":"2.0","method":"svc.add","params":[3,4],"id":2},`+
+		`{"jsonrpc":"2.0","method":"svc.note","params":["batched"]},`+
+		`{"jsonrpc":"2.0","method":"svc.missing","id":3}]`)
+	var answers []message
+	got := receive(t, ws, 30*time.Second)
+	if err := json.Unmarshal([]byte(got), &answers); err != nil {
+		t.Fatalf("batch answer %s: %v", got, err)
+	}
+	note("batched")
+	byID := map[string]message{}
+	for _, a := range answers {
+		byID[string(a.ID)] = a
+	}
+	if len(answers) != 3 || string(byID["1"].Result) != "3" || string(byID["2"].Result) != "7" ||
+		byID["3"].Error == nil || byID["3"].Error.Code != -32601 {
+		t.Fatalf("batch answer %s", got)
+	}
+	// The notification got no answer: the next message is the ping's.
+	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":"p"}`)
+	if got := receive(t, ws, 30*time.Second); !strings.Contains(got, `"id":"p"`) {
+		t.Fatalf("after the notification: %s", got)
+	}
+}
+
+// A peer is never forwarded its own call: alone, it gets -32601; with
+// another provider, every call goes to that one.
+func TestNeverForwardedToItself(t *testing.T) {
+	h := startHub(t)
+	self, _ := connect(t, h.WebSocketURL(), nil)
+	provide(t, self, "svc.who", peer.Func(func(context.Context, []int) (string, error) { return "self", nil }))
+	var who string
+	err := self.Call(t.Context(), "svc.who", []int{}, &who)
+	if e := peer.ToError(err); e == nil || e.Code != -32601 {
+		t.Fatalf("calling only itself: %v, %q; want -32601", err, who)
+	}
+	other, _ := connect(t, h.WebSocketURL(), nil)
+	provide(t, other, "svc.who", peer.Func(func(context.Context, []int) (string, error) { return "other", nil }))
+	for range 6 {
+		if err := self.Call(t.Context(), "svc.who", []int{}, &who); err != nil || who != "other" {
+			t.Fatalf("calling with another provider: %v, %q; want other", err, who)
+		}
+	}
+}

@@ -1,0 +1,440 @@
+// Package streams_test checks the hub's event streams end to end, against
+// a real hub process and the Go client: a subscriber whose connection is
+// cut resumes where it was, or is told it missed events; wildcard
+// subscriptions resume over several topics; presence follows peers as they
+// come and go; history keeps its bounds; and nothing stays behind once
+// the subscribers leave.
+package streams_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/client"
+)
+
+// got is an event as a handler saw it: its data as an int, or missed.
+type got struct {
+	topic  string
+	n      int
+	seq    uint64
+	missed bool
+}
+
+// collect returns a handler that sends each event to the channel, which
+// has room for size of them.
+func collect(t *testing.T, size int) (func(client.Event), <-chan got) {
+	ch := make(chan got, size)
+	return func(ev client.Event) {
+		g := got{topic: ev.Topic, seq: ev.Seq, missed: ev.Missed}
+		if !ev.Missed {
+			n, err := strconv.Atoi(string(ev.Data))
+			if err != nil {
+				t.Errorf("event data %s: %v", ev.Data, err)
+			}
+			g.n = n
+		}
+		select {
+		case ch <- g:
+		default:
+			t.Errorf("more events than the %d expected", size)
+		}
+	}, ch
+}
+
+// next returns the next event, failing the test after 60 s without one.
+func next(t *testing.T, ch <-chan got) got {
+	t.Helper()
+	select {
+	case g := <-ch:
+		return g
+	case <-time.After(60 * time.Second):
+		t.Fatal("no event within 60s")
+		return got{}
+	}
+}
+
+// publish publishes the ints from..to on topic(i), one after the other.
+func publish(ctx context.Context, c *client.Client, from, to int, topic func(int) string) error {
+	for i := from; i <= to; i++ {
+		if _, err := c.Publish(ctx, topic(i), i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fixed(topic string) func(int) string { return func(int) string { return topic } }
+
+// A subscriber whose TCP connection is cut three times while 10,000
+// events are published reconnects by itself and gets all of them, in
+// order, each once, without being told it missed any.
+func TestResumeAfterCuts(t *testing.T) {
+	// The history holds every event, so that however slowly the client
+	// comes back on a loaded machine, nothing can be dropped.
+	h := startHub(t, "-history", "10000")
+	p := proxy(t, h)
+	sub, states := connect(t, wsURL(p.Addr()), nil)
+	pub, _ := connect(t, h.WebSocketURL(), nil)
+	const n = 10000
+	handle, events := collect(t, n+10)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	if _, err := sub.Subscribe(ctx, "cut.topic", handle); err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	pubErr := make(chan error, 1)
+	wg.Go(func() { pubErr <- publish(ctx, pub, 1, n, fixed("cut.topic")) })
+
+	var last uint64
+	for want := 1; want <= n; want++ {
+		g := next(t, events)
+		if g.missed {
+			t.Fatalf("told events were missed before event %d", want)
+		}
+		if g.n != want || g.seq <= last {
+			t.Fatalf("event %d (seq %d) after seq %d; want event %d", g.n, g.seq, last, want)
+		}
+		last = g.seq
+		if want == 2000 || want == 5000 || want == 8000 {
+			p.Cut()
+		}
+	}
+	if err := <-pubErr; err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	connected := 0
+	for len(states) > 0 {
+		if <-states == client.StateConnected {
+			connected++
+		}
+	}
+	if connected < 4 {
+		t.Errorf("connected %d times; want the first and 3 reconnections", connected)
+	}
+	select {
+	case g := <-events:
+		t.Errorf("an event beyond the %d published: %+v", n, g)
+	default:
+	}
+}
+
+// A subscriber away longer than the history covers (-history 100) is told
+// it missed events, then gets what the hub still holds and the live ones,
+// in order, each once.
+func TestResumeBeyondHistory(t *testing.T) {
+	h := startHub(t, "-history", "100")
+	p := proxy(t, h)
+	sub, states := connect(t, wsURL(p.Addr()), nil)
+	waitState(t, states, client.StateConnected)
+	pub, _ := connect(t, h.WebSocketURL(), nil)
+	handle, events := collect(t, 1000)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := sub.Subscribe(ctx, "gap.topic", handle); err != nil {
+		t.Fatal(err)
+	}
+	topic := fixed("gap.topic")
+	if err := publish(ctx, pub, 1, 50, topic); err != nil {
+		t.Fatal(err)
+	}
+	for want := 1; want <= 50; want++ {
+		if g := next(t, events); g.missed || g.n != want {
+			t.Fatalf("got %+v; want event %d", g, want)
+		}
+	}
+
+	p.Block()
+	waitState(t, states, client.StateConnecting)
+	if err := publish(ctx, pub, 51, 550, topic); err != nil {
+		t.Fatal(err)
+	}
+	p.Unblock()
+	waitState(t, states, client.StateConnected)
+	if err := publish(ctx, pub, 551, 600, topic); err != nil {
+		t.Fatal(err)
+	}
+
+	if g := next(t, events); !g.missed {
+		t.Fatalf("first event after the gap %+v; want Missed", g)
+	}
+	// The hub held the newest 100 of the topic: 451 to 550.
+	var last uint64
+	for want := 451; want <= 600; want++ {
+		g := next(t, events)
+		if g.missed || g.n != want || g.seq <= last {
+			t.Fatalf("got %+v after seq %d; want event %d", g, last, want)
+		}
+		last = g.seq
+	}
+	select {
+	case g := <-events:
+		t.Errorf("an event beyond the last: %+v", g)
+	default:
+	}
+}
+
+// A wildcard subscription resumes over all its topics: the events of
+// w.a, w.b.c and w.d published while it was away come back merged in
+// publish order, and no event of another topic.
+func TestWildcardResume(t *testing.T) {
+	h := startHub(t)
+	p := proxy(t, h)
+	sub, states := connect(t, wsURL(p.Addr()), nil)
+	waitState(t, states, client.StateConnected)
+	pub, _ := connect(t, h.WebSocketURL(), nil)
+	handle, events := collect(t, 1000)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := sub.Subscribe(ctx, "w.>", handle); err != nil {
+		t.Fatal(err)
+	}
+	topics := []string{"w.a", "w.b.c", "x.other", "w.d", "wx.a"}
+	topic := func(i int) string { return topics[i%len(topics)] }
+	var want []got
+	for i := 1; i <= 500; i++ {
+		if tp := topic(i); tp[:2] == "w." {
+			want = append(want, got{topic: tp, n: i})
+		}
+	}
+
+	if err := publish(ctx, pub, 1, 100, topic); err != nil {
+		t.Fatal(err)
+	}
+	var gots []got
+	for len(gots) < 60 { // 3 of every 5 of the first 100
+		gots = append(gots, next(t, events))
+	}
+	p.Block()
+	waitState(t, states, client.StateConnecting)
+	if err := publish(ctx, pub, 101, 400, topic); err != nil {
+		t.Fatal(err)
+	}
+	p.Unblock()
+	waitState(t, states, client.StateConnected)
+	if err := publish(ctx, pub, 401, 500, topic); err != nil {
+		t.Fatal(err)
+	}
+	for len(gots) < len(want) {
+		gots = append(gots, next(t, events))
+	}
+	var last uint64
+	for i, g := range gots {
+		if g.missed || g.topic != want[i].topic || g.n != want[i].n || g.seq <= last {
+			t.Fatalf("event %d: got %+v after seq %d; want %+v", i, g, last, want[i])
+		}
+		last = g.seq
+	}
+	select {
+	case g := <-events:
+		t.Errorf("an event beyond the last: %+v", g)
+	default:
+	}
+}
+
+// Presence follows peers: a watcher of room.1 is told who joins and
+// leaves (by unsubscribing, closing, or losing its connection), once per
+// peer whatever patterns it uses, and rpc.presence lists who is there.
+func TestPresence(t *testing.T) {
+	h := startHub(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	w, _ := connect(t, h.WebSocketURL(), nil)
+	changes := make(chan client.PresenceChange, 100)
+	if _, err := w.SubscribeWith(ctx, "room.1", &client.SubscribeOptions{
+		OnPresence: func(pc client.PresenceChange) { changes <- pc },
+	}, func(client.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	present := func(want ...string) {
+		t.Helper()
+		peers, err := w.Presence(ctx, "room.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, p := range peers {
+			ids = append(ids, p.ID)
+		}
+		slices.Sort(ids)
+		slices.Sort(want)
+		if !slices.Equal(ids, want) {
+			t.Fatalf("present %v; want %v", ids, want)
+		}
+	}
+	change := func(join bool) string {
+		t.Helper()
+		select {
+		case pc := <-changes:
+			if pc.Join != join || pc.Topic != "room.1" || pc.Peer.ID == "" {
+				t.Fatalf("presence change %+v; want join %v on room.1", pc, join)
+			}
+			return pc.Peer.ID
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no presence change (join %v) within 30s", join)
+			return ""
+		}
+	}
+	peers, err := w.Presence(ctx, "room.1")
+	if err != nil || len(peers) != 1 {
+		t.Fatalf("presence with the watcher alone: %v, %v", peers, err)
+	}
+	wID := peers[0].ID
+
+	// A, behind a proxy, never reconnects once cut.
+	p := proxy(t, h)
+	a, _ := connect(t, wsURL(p.Addr()), &client.Options{MaxAttempts: -1})
+	if _, err := a.Subscribe(ctx, "room.1", func(client.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	aID := change(true)
+	present(wID, aID)
+
+	// B joins once through two patterns, and leaves when neither is left.
+	b, _ := connect(t, h.WebSocketURL(), nil)
+	star, err := b.Subscribe(ctx, "room.*", func(client.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bID := change(true)
+	present(wID, aID, bID)
+	all, err := b.Subscribe(ctx, "room.>", func(client.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := star.Unsubscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Subscribe(ctx, "other.x", func(client.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	present(wID, aID, bID)
+	if err := all.Unsubscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id := change(false); id != bID {
+		t.Fatalf("left: %s; want B %s", id, bID)
+	}
+	present(wID, aID)
+
+	// B comes back and closes its client.
+	if _, err := b.Subscribe(ctx, "room.1", func(client.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if id := change(true); id != bID {
+		t.Fatalf("joined: %s; want B %s", id, bID)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if id := change(false); id != bID {
+		t.Fatalf("left: %s; want B %s", id, bID)
+	}
+
+	// A's connection is cut: no close frame, the hub finds out by itself.
+	p.Block()
+	if id := change(false); id != aID {
+		t.Fatalf("left: %s; want A %s", id, aID)
+	}
+	present(wID)
+	select {
+	case pc := <-changes:
+		t.Errorf("an extra presence change: %+v", pc)
+	default:
+	}
+}
+
+// History keeps its bound (-history 50): rpc.history answers at most 50
+// events of a topic, the newest, oldest first; a pattern merges its
+// topics in publish order; a limit takes the newest. And once twenty
+// subscribers have come, received and gone, the hub's goroutines and heap
+// are back to where they were.
+func TestHistoryBoundsAndBaseline(t *testing.T) {
+	h := startHub(t, "-history", "50")
+	base := idle(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	pub, _ := connect(t, h.WebSocketURL(), nil)
+	if err := publish(ctx, pub, 1, 200, fixed("h.a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := publish(ctx, pub, 201, 230, fixed("h.b")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(pattern string, limit int, from, to int) {
+		t.Helper()
+		hist, err := pub.History(ctx, pattern, limit, client.Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []int
+		var last uint64
+		for _, ev := range hist.Events {
+			n, _ := strconv.Atoi(string(ev.Data))
+			ns = append(ns, n)
+			if ev.Seq <= last || ev.Epoch != hist.Epoch {
+				t.Fatalf("history of %s: event %d at %s:%d after seq %d", pattern, n, ev.Epoch, ev.Seq, last)
+			}
+			last = ev.Seq
+		}
+		var want []int
+		for i := from; i <= to; i++ {
+			want = append(want, i)
+		}
+		if !slices.Equal(ns, want) {
+			t.Fatalf("history of %s, limit %d: %v; want %d to %d", pattern, limit, ns, from, to)
+		}
+		if hist.Seq != 230 {
+			t.Errorf("history's position %d; want 230", hist.Seq)
+		}
+	}
+	check("h.a", 1000, 151, 200)
+	check("h.b", 1000, 201, 230)
+	check("h.>", 1000, 151, 230)
+	check("h.>", 10, 221, 230)
+	check("h.a", 5, 196, 200)
+
+	const subscribers, events = 20, 200
+	var chans []<-chan got
+	var clients []*client.Client
+	for range subscribers {
+		c, _ := connect(t, h.WebSocketURL(), nil)
+		handle, ch := collect(t, events)
+		if _, err := c.Subscribe(ctx, "h.>", handle); err != nil {
+			t.Fatal(err)
+		}
+		chans = append(chans, ch)
+		clients = append(clients, c)
+	}
+	if err := publish(ctx, pub, 1001, 1000+events, fixed("h.c")); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range chans {
+		for want := 1001; want <= 1000+events; want++ {
+			if g := next(t, ch); g.n != want {
+				t.Fatalf("subscriber %d: got %+v; want event %d", i, g, want)
+			}
+		}
+	}
+	for _, c := range clients {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitMetrics(t, h, "back to the baseline", func(m map[string]float64) bool {
+		return m["switchboard_connections"] == 0 && m["switchboard_subscriptions"] == 0 &&
+			m["go_goroutines"] <= base.goroutines+2 &&
+			m["go_memstats_heap_inuse_bytes"] <= base.heap*1.5+4<<20
+	})
+}
