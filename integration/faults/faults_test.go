@@ -100,7 +100,7 @@ func TestClientsKilledMidCall(t *testing.T) {
 func TestStalledSubscriber(t *testing.T) {
 	// No history: it would keep 16 MiB of these large events, which the
 	// heap's return to the baseline must not count.
-	h := startHub(t, "-max-queue", "64", "-history", "0")
+	h := startHub(t, "-max-queue", "64")
 	base := idle(t, h)
 	subscribe := `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["faults.stall"],"id":1}`
 	stalled := dial(t, h)
