@@ -159,22 +159,28 @@ func TestResumeBeyondHistory(t *testing.T) {
 	}
 	p.Unblock()
 	waitState(t, states, client.StateConnected)
-	if err := publish(ctx, pub, 551, 600, topic); err != nil {
-		t.Fatal(err)
-	}
 
 	if g := next(t, events); !g.missed {
 		t.Fatalf("first event after the gap %+v; want Missed", g)
 	}
-	// The hub held the newest 100 of the topic: 451 to 550.
+	// The hub held the newest 100 of the topic: 451 to 550. The live ones
+	// are published once those are in: published during the replay, they
+	// would push its oldest events out of the history before it sent them.
 	var last uint64
-	for want := 451; want <= 600; want++ {
-		g := next(t, events)
-		if g.missed || g.n != want || g.seq <= last {
-			t.Fatalf("got %+v after seq %d; want event %d", g, last, want)
+	check := func(from, to int) {
+		for want := from; want <= to; want++ {
+			g := next(t, events)
+			if g.missed || g.n != want || g.seq <= last {
+				t.Fatalf("got %+v after seq %d; want event %d", g, last, want)
+			}
+			last = g.seq
 		}
-		last = g.seq
 	}
+	check(451, 550)
+	if err := publish(ctx, pub, 551, 600, topic); err != nil {
+		t.Fatal(err)
+	}
+	check(551, 600)
 	select {
 	case g := <-events:
 		t.Errorf("an event beyond the last: %+v", g)
