@@ -26,7 +26,7 @@ import (
 // throwing it off.
 func TestPipelinedBurst(t *testing.T) {
 	h := startHub(t)
-	base := idle(t, h)
+	base := h.Baseline()
 	c := dial(t, h)
 	defer c.CloseNow()
 
@@ -76,7 +76,7 @@ func TestPipelinedBurst(t *testing.T) {
 // their goroutines end.
 func TestClientsKilledMidCall(t *testing.T) {
 	h := startHub(t)
-	base := idle(t, h)
+	base := h.Baseline()
 	for i := range 20 {
 		c := dial(t, h)
 		for j := range 10 {
@@ -101,7 +101,7 @@ func TestStalledSubscriber(t *testing.T) {
 	// No history: it would keep 16 MiB of these large events, which the
 	// heap's return to the baseline must not count.
 	h := startHub(t, "-max-queue", "64")
-	base := idle(t, h)
+	base := h.Baseline()
 	subscribe := `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["faults.stall"],"id":1}`
 	stalled := dial(t, h)
 	defer stalled.CloseNow()
@@ -150,7 +150,7 @@ func TestStalledSubscriber(t *testing.T) {
 	// The hub closed the stalled subscriber as too slow. Reading at last,
 	// it finds what was in flight, then a 1008, or the connection cut if
 	// the close frame could not get through in time.
-	waitMetrics(t, h, "one slow consumer", func(m map[string]float64) bool {
+	h.WaitMetrics("one slow consumer", func(m map[string]float64) bool {
 		return m["switchboard_slow_consumers_total"] == 1
 	})
 	for {
@@ -241,7 +241,7 @@ func TestReconnectStorm(t *testing.T) {
 // subscriptions; so are connections that upgraded and never sent a byte.
 func TestHalfOpenPeers(t *testing.T) {
 	h := startHub(t, "-ping-interval", "200ms", "-ping-timeout", "300ms")
-	base := idle(t, h)
+	base := h.Baseline()
 	for i := range 50 {
 		c := dial(t, h) // never read from again: pings go unanswered
 		defer c.CloseNow()
@@ -249,7 +249,7 @@ func TestHalfOpenPeers(t *testing.T) {
 			roundTrip(t, c, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["faults.frozen"],"id":1}`)
 		}
 	}
-	waitMetrics(t, h, "50 connections", func(m map[string]float64) bool {
+	h.WaitMetrics("50 connections", func(m map[string]float64) bool {
 		return m["switchboard_connections"] == 50
 	})
 	recovered(t, h, base)
@@ -259,7 +259,7 @@ func TestHalfOpenPeers(t *testing.T) {
 // off by the header timeout, while other clients are served meanwhile.
 func TestSlowloris(t *testing.T) {
 	h := startHub(t, "-header-timeout", "1s")
-	base := idle(t, h)
+	base := h.Baseline()
 	const n = 50
 	closed := make(chan error, n)
 	var wg sync.WaitGroup
@@ -303,7 +303,7 @@ func TestSlowloris(t *testing.T) {
 // protocol's answer, and the hub carries on.
 func TestHostileInput(t *testing.T) {
 	h := startHub(t)
-	base := idle(t, h)
+	base := h.Baseline()
 	for _, tt := range []struct {
 		name, frame string
 		code        int // the error code in the reply
@@ -349,7 +349,7 @@ func TestHostileInput(t *testing.T) {
 // when it leaves.
 func TestManyTopics(t *testing.T) {
 	h := startHub(t)
-	base := idle(t, h)
+	base := h.Baseline()
 	c := dial(t, h)
 	defer c.CloseNow()
 	refused := 0
@@ -377,7 +377,7 @@ func TestManyTopics(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("100,000 subscriptions accepted: no limit")
 	}
-	m := metrics(t, h)
+	m := h.Metrics()
 	t.Logf("subscriptions held: %v; %d of 100 subscribe calls refused; heap %.1f MiB", m["switchboard_subscriptions"], refused, m["go_memstats_heap_inuse_bytes"]/(1<<20))
 	c.Close(websocket.StatusNormalClosure, "")
 	recovered(t, h, base)

@@ -7,14 +7,10 @@
 package faults_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,77 +42,18 @@ func startHub(t *testing.T, args ...string) *hubproc.Hub {
 	})
 }
 
-// metrics reads the hub's unlabelled metrics.
-func metrics(t *testing.T, h *hubproc.Hub) map[string]float64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL()+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	m := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
-			continue
-		}
-		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			m[name] = v
-		}
-	}
-	return m
-}
-
-// baseline is what an idle hub holds.
-type baseline struct {
-	goroutines, heap float64
-}
-
-// idle waits until the hub has no connections, then takes its baseline.
-func idle(t *testing.T, h *hubproc.Hub) baseline {
-	t.Helper()
-	m := waitMetrics(t, h, "no connections", func(m map[string]float64) bool {
-		return m["switchboard_connections"] == 0
-	})
-	return baseline{goroutines: m["go_goroutines"], heap: m["go_memstats_heap_inuse_bytes"]}
-}
-
-// waitMetrics polls the hub's metrics until ok accepts them, for up to
-// 30 s, and returns them.
-func waitMetrics(t *testing.T, h *hubproc.Hub, what string, ok func(map[string]float64) bool) map[string]float64 {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m := metrics(t, h)
-		if ok(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hub metrics: still not %s after 30s: connections %v, peers %v, subscriptions %v, goroutines %v, heap %.1f MiB",
-				what, m["switchboard_connections"], m["switchboard_peers"], m["switchboard_subscriptions"],
-				m["go_goroutines"], m["go_memstats_heap_inuse_bytes"]/(1<<20))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // recovered checks what must hold after every fault: the hub serves a
 // new client, and its connections, subscriptions, goroutines and heap
 // come back to the baseline (the heap within a margin: the collector runs
 // when it runs).
-func recovered(t *testing.T, h *hubproc.Hub, base baseline) {
+func recovered(t *testing.T, h *hubproc.Hub, base hubproc.Baseline) {
 	t.Helper()
 	serves(t, h)
-	waitMetrics(t, h, "back to the baseline", func(m map[string]float64) bool {
+	h.WaitMetrics("back to the baseline", func(m map[string]float64) bool {
 		serves(t, h) // allocates a little, so the collector gets its turn
 		return m["switchboard_connections"] == 0 && m["switchboard_subscriptions"] == 0 &&
-			m["go_goroutines"] <= base.goroutines+2 &&
-			m["go_memstats_heap_inuse_bytes"] <= base.heap*1.5+4<<20
+			m["go_goroutines"] <= base.Goroutines+2 &&
+			m["go_memstats_heap_inuse_bytes"] <= base.Heap*1.5+4<<20
 	})
 }
 

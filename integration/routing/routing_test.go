@@ -294,7 +294,7 @@ func TestProviderKilledMidCall(t *testing.T) {
 		_ = cli.Process.Kill()
 		<-cliExited
 	}()
-	waitMetrics(t, h, "3 forwards in flight", func(m map[string]float64) bool {
+	h.WaitMetrics("3 forwards in flight", func(m map[string]float64) bool {
 		return m["switchboard_forwards_in_flight"] == 3
 	})
 
@@ -313,7 +313,7 @@ func TestProviderKilledMidCall(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("rpc call still waiting 30s after its provider was killed")
 	}
-	m := waitMetrics(t, h, "forgetting the provider", func(m map[string]float64) bool {
+	m := h.WaitMetrics("forgetting the provider", func(m map[string]float64) bool {
 		return m["switchboard_providers"] == 0 && m["switchboard_forwards_in_flight"] == 0
 	})
 	if m["switchboard_provider_lost_total"] != 3 {
@@ -333,7 +333,7 @@ func TestCallerCutMidCall(t *testing.T) {
 	wait(t, started, "the provider's handler started")
 	p.Cut()
 	wait(t, cancelled, "the provider's handler cancelled after its caller was cut")
-	waitMetrics(t, h, "no forwards in flight", func(m map[string]float64) bool {
+	h.WaitMetrics("no forwards in flight", func(m map[string]float64) bool {
 		return m["switchboard_forwards_in_flight"] == 0 && m["switchboard_connections"] == 1
 	})
 }
@@ -372,7 +372,7 @@ func TestIDsForwardedExactly(t *testing.T) {
 // hub's goroutines are back to the baseline once the peers leave.
 func TestTenThousandForwards(t *testing.T) {
 	h := startHub(t)
-	base := idle(t, h)
+	base := h.Baseline()
 	svc, _ := connect(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
 	caller, _ := connect(t, h.WebSocketURL(), nil)
@@ -399,7 +399,7 @@ func TestTenThousandForwards(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	m := metrics(t, h)
+	m := h.Metrics()
 	if got := m[`switchboard_forwarded_total{method="svc.add"}`]; got != workers*each {
 		t.Errorf("switchboard_forwarded_total for svc.add %v; want %d", got, workers*each)
 	}
@@ -412,9 +412,9 @@ func TestTenThousandForwards(t *testing.T) {
 	if err := svc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitMetrics(t, h, "back to the baseline", func(m map[string]float64) bool {
+	h.WaitMetrics("back to the baseline", func(m map[string]float64) bool {
 		return m["switchboard_connections"] == 0 && m["switchboard_providers"] == 0 &&
-			m["switchboard_forwards_in_flight"] == 0 && m["go_goroutines"] <= base.goroutines+2 &&
-			m["go_memstats_heap_inuse_bytes"] <= base.heap*1.5+4<<20
+			m["switchboard_forwards_in_flight"] == 0 && m["go_goroutines"] <= base.Goroutines+2 &&
+			m["go_memstats_heap_inuse_bytes"] <= base.Heap*1.5+4<<20
 	})
 }

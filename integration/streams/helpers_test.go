@@ -1,13 +1,9 @@
 package streams_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -92,64 +88,4 @@ func waitState(t *testing.T, states <-chan client.State, s client.State) {
 			t.Fatalf("client not %v within 30s", s)
 		}
 	}
-}
-
-// metrics reads the hub's metrics; labelled series keep their labels in
-// the name.
-func metrics(t *testing.T, h *hubproc.Hub) map[string]float64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL()+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	m := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") {
-			continue
-		}
-		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			m[name] = v
-		}
-	}
-	return m
-}
-
-// waitMetrics polls the hub's metrics until ok accepts them, for up to
-// 30 s, and returns them.
-func waitMetrics(t *testing.T, h *hubproc.Hub, what string, ok func(map[string]float64) bool) map[string]float64 {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m := metrics(t, h)
-		if ok(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hub metrics: still not %s after 30s: connections %v, subscriptions %v, goroutines %v, heap %.1f MiB",
-				what, m["switchboard_connections"], m["switchboard_subscriptions"],
-				m["go_goroutines"], m["go_memstats_heap_inuse_bytes"]/(1<<20))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// baseline is what an idle hub holds.
-type baseline struct {
-	goroutines, heap float64
-}
-
-// idle waits until the hub has no connections, then takes its baseline.
-func idle(t *testing.T, h *hubproc.Hub) baseline {
-	t.Helper()
-	m := waitMetrics(t, h, "idle", func(m map[string]float64) bool {
-		return m["switchboard_connections"] == 0
-	})
-	return baseline{goroutines: m["go_goroutines"], heap: m["go_memstats_heap_inuse_bytes"]}
 }

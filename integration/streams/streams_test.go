@@ -365,7 +365,7 @@ func TestPresence(t *testing.T) {
 // are back to where they were.
 func TestHistoryBoundsAndBaseline(t *testing.T) {
 	h := startHub(t, "-history", "50")
-	base := idle(t, h)
+	base := h.Baseline()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	pub, _ := connect(t, h.WebSocketURL(), nil)
@@ -438,9 +438,9 @@ func TestHistoryBoundsAndBaseline(t *testing.T) {
 	if err := pub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitMetrics(t, h, "back to the baseline", func(m map[string]float64) bool {
+	h.WaitMetrics("back to the baseline", func(m map[string]float64) bool {
 		return m["switchboard_connections"] == 0 && m["switchboard_subscriptions"] == 0 &&
-			m["go_goroutines"] <= base.goroutines+2 &&
-			m["go_memstats_heap_inuse_bytes"] <= base.heap*1.5+4<<20
+			m["go_goroutines"] <= base.Goroutines+2 &&
+			m["go_memstats_heap_inuse_bytes"] <= base.Heap*1.5+4<<20
 	})
 }
