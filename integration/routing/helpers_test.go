@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
-	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
 	"go.uber.org/goleak"
 )
 
@@ -36,45 +34,6 @@ func startHub(t *testing.T, args ...string) *hubproc.Hub {
 		Env:  []string{"GOGC=20"},
 	})
 }
-
-// proxy puts a TCP proxy in front of the hub, closed when the test ends.
-func proxy(t *testing.T, h *hubproc.Hub) *netcut.Proxy {
-	t.Helper()
-	p, err := netcut.New(h.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
-
-// connect dials url with a client that reconnects quickly, closed when
-// the test ends. Every change of its state goes to the returned channel
-// (buffered; changes beyond its room are not reported).
-func connect(t *testing.T, url string, opts *client.Options) (*client.Client, <-chan client.State) {
-	t.Helper()
-	states := make(chan client.State, 64)
-	o := client.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
-	if opts != nil {
-		o = *opts
-	}
-	o.OnState = func(s client.State, _ error) {
-		select {
-		case states <- s:
-		default:
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, url, &o)
-	if err != nil {
-		t.Fatalf("dial %s: %v", url, err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c, states
-}
-
-func wsURL(addr string) string { return "ws://" + addr + "/rpc" }
 
 // rpcCommand returns the path of the rpc command, built once.
 func rpcCommand(t *testing.T) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -17,7 +18,7 @@ import (
 // out with -32003, and the provider's handlers are cancelled.
 func TestForwardLimits(t *testing.T) {
 	h := startHub(t, "-max-forwards", "2", "-forward-timeout", "2s")
-	svc, _ := connect(t, h.WebSocketURL(), nil)
+	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	held := make(chan struct{}, 10)
 	cancelled := make(chan struct{}, 10)
 	provide(t, svc, "svc.hold", peer.Func(func(ctx context.Context, _ []int) (int, error) {
@@ -61,10 +62,10 @@ func TestForwardLimits(t *testing.T) {
 func TestSequentialCallsTakeTurns(t *testing.T) {
 	h := startHub(t)
 	for _, name := range []string{"p1", "p2"} {
-		p, _ := connect(t, h.WebSocketURL(), nil)
+		p, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 		provide(t, p, "svc.who", peer.Func(func(context.Context, []int) (string, error) { return name, nil }))
 	}
-	caller, _ := connect(t, h.WebSocketURL(), nil)
+	caller, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	var whos []string
 	for range 10 {
 		var who string
@@ -84,7 +85,7 @@ func TestSequentialCallsTakeTurns(t *testing.T) {
 // it belongs, and the batch's answer holds the answers of its calls.
 func TestNotificationsAndBatches(t *testing.T) {
 	h := startHub(t)
-	svc, _ := connect(t, h.WebSocketURL(), nil)
+	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
 	notes := make(chan string, 10)
 	provide(t, svc, "svc.note", peer.Func(func(_ context.Context, s []string) (struct{}, error) {
@@ -134,14 +135,14 @@ func TestNotificationsAndBatches(t *testing.T) {
 // another provider, every call goes to that one.
 func TestNeverForwardedToItself(t *testing.T) {
 	h := startHub(t)
-	self, _ := connect(t, h.WebSocketURL(), nil)
+	self, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, self, "svc.who", peer.Func(func(context.Context, []int) (string, error) { return "self", nil }))
 	var who string
 	err := self.Call(t.Context(), "svc.who", []int{}, &who)
 	if e := peer.ToError(err); e == nil || e.Code != -32601 {
 		t.Fatalf("calling only itself: %v, %q; want -32601", err, who)
 	}
-	other, _ := connect(t, h.WebSocketURL(), nil)
+	other, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, other, "svc.who", peer.Func(func(context.Context, []int) (string, error) { return "other", nil }))
 	for range 6 {
 		if err := self.Call(t.Context(), "svc.who", []int{}, &who); err != nil || who != "other" {

@@ -22,6 +22,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -48,7 +50,7 @@ func add(_ context.Context, xs []float64) (float64, error) {
 // the hub.
 func TestCallersOfAGoService(t *testing.T) {
 	h := startHub(t)
-	svc, _ := connect(t, h.WebSocketURL(), nil)
+	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
 	provide(t, svc, "svc.upper.*", peer.Func(func(ctx context.Context, s []string) (string, error) {
 		return strings.ToUpper(s[0]), nil
@@ -56,7 +58,7 @@ func TestCallersOfAGoService(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
-	caller, _ := connect(t, h.WebSocketURL(), nil)
+	caller, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	var sum float64
 	if err := caller.Call(ctx, "svc.add", []float64{1, 2, 3.5}, &sum); err != nil || sum != 6.5 {
 		t.Fatalf("Go caller: %v, %v", sum, err)
@@ -96,7 +98,7 @@ func TestProvidersShareTheLoad(t *testing.T) {
 	arrived := make(chan string, 100)
 	release := make(chan struct{})
 	for _, name := range []string{"p1", "p2"} {
-		p, _ := connect(t, h.WebSocketURL(), nil)
+		p, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 		provide(t, p, "svc.work", peer.Func(func(ctx context.Context, _ []int) (string, error) {
 			arrived <- name
 			select {
@@ -107,7 +109,7 @@ func TestProvidersShareTheLoad(t *testing.T) {
 			}
 		}))
 	}
-	caller, _ := connect(t, h.WebSocketURL(), nil)
+	caller, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	const calls = 20
@@ -184,10 +186,10 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 // frames (an explicit rpc.cancel, answered -32002).
 func TestCancelAndProgressPassThrough(t *testing.T) {
 	h := startHub(t)
-	svc, _ := connect(t, h.WebSocketURL(), nil)
+	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	started, cancelled := longRunning(t, svc)
 
-	caller, _ := connect(t, h.WebSocketURL(), nil)
+	caller, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	progress := make(chan string, 10)
 	ctx, cancel := context.WithCancel(peer.WithProgress(t.Context(), func(data json.RawMessage) {
 		progress <- string(data)
@@ -325,10 +327,10 @@ func TestProviderKilledMidCall(t *testing.T) {
 // frame) has the call cancelled at its provider.
 func TestCallerCutMidCall(t *testing.T) {
 	h := startHub(t)
-	svc, _ := connect(t, h.WebSocketURL(), nil)
+	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	started, cancelled := longRunning(t, svc)
-	p := proxy(t, h)
-	ws := dialWS(t, wsURL(p.Addr()))
+	p := netcut.Start(t, h.Addr())
+	ws := dialWS(t, testclient.URL(p.Addr()))
 	send(t, ws, `{"jsonrpc":"2.0","method":"svc.long","params":[],"id":1}`)
 	wait(t, started, "the provider's handler started")
 	p.Cut()
@@ -343,7 +345,7 @@ func TestCallerCutMidCall(t *testing.T) {
 // spelling, strings, and null.
 func TestIDsForwardedExactly(t *testing.T) {
 	h := startHub(t)
-	svc, _ := connect(t, h.WebSocketURL(), nil)
+	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
 	ws := dialWS(t, h.WebSocketURL())
 	for _, id := range []string{
@@ -373,9 +375,9 @@ func TestIDsForwardedExactly(t *testing.T) {
 func TestTenThousandForwards(t *testing.T) {
 	h := startHub(t)
 	base := h.Baseline()
-	svc, _ := connect(t, h.WebSocketURL(), nil)
+	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
-	caller, _ := connect(t, h.WebSocketURL(), nil)
+	caller, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	const workers, each = 8, 1250

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
 
 // lines sends each line r gives to the returned channel, until r ends;
@@ -69,14 +71,14 @@ func said(t *testing.T, errs <-chan string, want ...string) {
 // events were missed, then prints what the hub held and the live ones.
 func TestCLISubscribeResumes(t *testing.T) {
 	h := startHub(t, "-history", "100")
-	p := proxy(t, h)
+	p := netcut.Start(t, h.Addr())
 	bin, err := hubproc.Command("rpc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.Command(bin, "subscribe", wsURL(p.Addr()), "cli.t")
+	cmd := exec.Command(bin, "subscribe", testclient.URL(p.Addr()), "cli.t")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +100,7 @@ func TestCLISubscribeResumes(t *testing.T) {
 	if l := line(t, errs, "rpc subscribe"); !strings.HasPrefix(l, "rpc: subscribed to cli.t at ") {
 		t.Fatalf("rpc subscribe said %q", l)
 	}
-	pub, _ := connect(t, h.WebSocketURL(), nil)
+	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	topic := fixed("cli.t")
 	var last uint64
 	expect := func(from, to int) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
 
 // One client with overlapping subscriptions (ov.> and ov.a) resumes both
@@ -13,10 +15,10 @@ import (
 // once and in order, those published while away included.
 func TestOverlappingSubscriptionsResume(t *testing.T) {
 	h := startHub(t)
-	p := proxy(t, h)
-	sub, states := connect(t, wsURL(p.Addr()), nil)
-	waitState(t, states, client.StateConnected)
-	pub, _ := connect(t, h.WebSocketURL(), nil)
+	p := netcut.Start(t, h.Addr())
+	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
+	testclient.WaitState(t, states, client.StateConnected)
+	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	allHandle, all := collect(t, 1000)
@@ -45,12 +47,12 @@ func TestOverlappingSubscriptionsResume(t *testing.T) {
 	expect(all, 1, 100, 1)
 	expect(onlyA, 2, 100, 2)
 	p.Block()
-	waitState(t, states, client.StateConnecting)
+	testclient.WaitState(t, states, client.StateConnecting)
 	if err := publish(ctx, pub, 101, 300, topic); err != nil {
 		t.Fatal(err)
 	}
 	p.Unblock()
-	waitState(t, states, client.StateConnected)
+	testclient.WaitState(t, states, client.StateConnected)
 	if err := publish(ctx, pub, 301, 400, topic); err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +71,8 @@ func TestOverlappingSubscriptionsResume(t *testing.T) {
 // back by itself, is told it missed events, and gets the new hub's.
 func TestResumeAfterHubRestart(t *testing.T) {
 	h := startHub(t)
-	sub, states := connect(t, h.WebSocketURL(), nil)
-	waitState(t, states, client.StateConnected)
+	sub, states := testclient.Dial(t, h.WebSocketURL(), nil)
+	testclient.WaitState(t, states, client.StateConnected)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	handle, events := collect(t, 100)
@@ -78,7 +80,7 @@ func TestResumeAfterHubRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, _ := connect(t, h.WebSocketURL(), nil)
+	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	if err := publish(ctx, pub, 1, 5, fixed("rs.t")); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestResumeAfterHubRestart(t *testing.T) {
 	}
 	old := s.Position()
 	h.Restart()
-	waitState(t, states, client.StateConnected)
+	testclient.WaitState(t, states, client.StateConnected)
 	// The publisher's client reconnects too; its call waits for it.
 	if err := publish(ctx, pub, 6, 8, fixed("rs.t")); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
 
 // got is an event as a handler saw it: its data as an int, or missed.
@@ -77,9 +79,9 @@ func TestResumeAfterCuts(t *testing.T) {
 	// The history holds every event, so that however slowly the client
 	// comes back on a loaded machine, nothing can be dropped.
 	h := startHub(t, "-history", "10000")
-	p := proxy(t, h)
-	sub, states := connect(t, wsURL(p.Addr()), nil)
-	pub, _ := connect(t, h.WebSocketURL(), nil)
+	p := netcut.Start(t, h.Addr())
+	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
+	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	const n = 10000
 	handle, events := collect(t, n+10)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -132,10 +134,10 @@ func TestResumeAfterCuts(t *testing.T) {
 // in order, each once.
 func TestResumeBeyondHistory(t *testing.T) {
 	h := startHub(t, "-history", "100")
-	p := proxy(t, h)
-	sub, states := connect(t, wsURL(p.Addr()), nil)
-	waitState(t, states, client.StateConnected)
-	pub, _ := connect(t, h.WebSocketURL(), nil)
+	p := netcut.Start(t, h.Addr())
+	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
+	testclient.WaitState(t, states, client.StateConnected)
+	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	handle, events := collect(t, 1000)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -153,12 +155,12 @@ func TestResumeBeyondHistory(t *testing.T) {
 	}
 
 	p.Block()
-	waitState(t, states, client.StateConnecting)
+	testclient.WaitState(t, states, client.StateConnecting)
 	if err := publish(ctx, pub, 51, 550, topic); err != nil {
 		t.Fatal(err)
 	}
 	p.Unblock()
-	waitState(t, states, client.StateConnected)
+	testclient.WaitState(t, states, client.StateConnected)
 
 	if g := next(t, events); !g.missed {
 		t.Fatalf("first event after the gap %+v; want Missed", g)
@@ -193,10 +195,10 @@ func TestResumeBeyondHistory(t *testing.T) {
 // publish order, and no event of another topic.
 func TestWildcardResume(t *testing.T) {
 	h := startHub(t)
-	p := proxy(t, h)
-	sub, states := connect(t, wsURL(p.Addr()), nil)
-	waitState(t, states, client.StateConnected)
-	pub, _ := connect(t, h.WebSocketURL(), nil)
+	p := netcut.Start(t, h.Addr())
+	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
+	testclient.WaitState(t, states, client.StateConnected)
+	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	handle, events := collect(t, 1000)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -220,12 +222,12 @@ func TestWildcardResume(t *testing.T) {
 		gots = append(gots, next(t, events))
 	}
 	p.Block()
-	waitState(t, states, client.StateConnecting)
+	testclient.WaitState(t, states, client.StateConnecting)
 	if err := publish(ctx, pub, 101, 400, topic); err != nil {
 		t.Fatal(err)
 	}
 	p.Unblock()
-	waitState(t, states, client.StateConnected)
+	testclient.WaitState(t, states, client.StateConnected)
 	if err := publish(ctx, pub, 401, 500, topic); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +255,7 @@ func TestPresence(t *testing.T) {
 	h := startHub(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	w, _ := connect(t, h.WebSocketURL(), nil)
+	w, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	changes := make(chan client.PresenceChange, 100)
 	if _, err := w.SubscribeWith(ctx, "room.1", &client.SubscribeOptions{
 		OnPresence: func(pc client.PresenceChange) { changes <- pc },
@@ -296,8 +298,8 @@ func TestPresence(t *testing.T) {
 	wID := peers[0].ID
 
 	// A, behind a proxy, never reconnects once cut.
-	p := proxy(t, h)
-	a, _ := connect(t, wsURL(p.Addr()), &client.Options{MaxAttempts: -1})
+	p := netcut.Start(t, h.Addr())
+	a, _ := testclient.Dial(t, testclient.URL(p.Addr()), &client.Options{MaxAttempts: -1})
 	if _, err := a.Subscribe(ctx, "room.1", func(client.Event) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +307,7 @@ func TestPresence(t *testing.T) {
 	present(wID, aID)
 
 	// B joins once through two patterns, and leaves when neither is left.
-	b, _ := connect(t, h.WebSocketURL(), nil)
+	b, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	star, err := b.Subscribe(ctx, "room.*", func(client.Event) {})
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +370,7 @@ func TestHistoryBoundsAndBaseline(t *testing.T) {
 	base := h.Baseline()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	pub, _ := connect(t, h.WebSocketURL(), nil)
+	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	if err := publish(ctx, pub, 1, 200, fixed("h.a")); err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +414,7 @@ func TestHistoryBoundsAndBaseline(t *testing.T) {
 	var chans []<-chan got
 	var clients []*client.Client
 	for range subscribers {
-		c, _ := connect(t, h.WebSocketURL(), nil)
+		c, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 		handle, ch := collect(t, events)
 		if _, err := c.Subscribe(ctx, "h.>", handle); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"testing"
 )
 
 // Proxy forwards every TCP connection made to its address to a target
@@ -121,4 +122,15 @@ func (p *Proxy) forward(c net.Conn) {
 	delete(p.conns, c)
 	delete(p.conns, s)
 	p.mu.Unlock()
+}
+
+// Start starts a proxy to target for a test, closed when the test ends.
+func Start(t testing.TB, target string) *Proxy {
+	t.Helper()
+	p, err := New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
