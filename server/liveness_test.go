@@ -62,6 +62,18 @@ func TestPingClosesSilentPeer(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the live peer got no answer")
 	}
+	_, _, err := silent.Read(timeout(t)) // what was sent before the close, then the close
+	for err == nil {
+		_, _, err = silent.Read(timeout(t))
+	}
+	if websocket.CloseStatus(err) != websocket.StatusGoingAway && !strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("silent peer: %v", err)
+	}
+	// The line is written once the connection's goroutine is done, after
+	// the close handshake; Shutdown waits for every one of them.
+	if err := ts.srv.Shutdown(timeout(t)); err != nil {
+		t.Fatal(err)
+	}
 	found := false
 	for _, e := range logs.FilterMessage("peer disconnected").All() {
 		m := e.ContextMap()
@@ -69,12 +81,5 @@ func TestPingClosesSilentPeer(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no disconnect with 1001 ping timeout logged: %v", logs.FilterMessage("peer disconnected").All())
-	}
-	_, _, err := silent.Read(timeout(t)) // what was sent before the close, then the close
-	for err == nil {
-		_, _, err = silent.Read(timeout(t))
-	}
-	if websocket.CloseStatus(err) != websocket.StatusGoingAway && !strings.Contains(err.Error(), "EOF") {
-		t.Fatalf("silent peer: %v", err)
 	}
 }
