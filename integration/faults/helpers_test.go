@@ -9,37 +9,20 @@ package faults_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	hubproc.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "faults: leaked goroutines:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { hubproc.Main(m) }
 
-// startHub starts a demo hub whose collector runs often (GOGC=20), so
-// that its heap in use follows what it holds and a leak shows. It keeps
-// no event history, which would hold on to what the tests publish.
+// startHub starts a demo hub (hubproc.StartDemo) that keeps no event
+// history, which would hold on to what the tests publish.
 func startHub(t *testing.T, args ...string) *hubproc.Hub {
 	t.Helper()
-	return hubproc.Start(t, &hubproc.Options{
-		Args: append([]string{"-demo", "-log-level", "warn", "-history", "0"}, args...),
-		Env:  []string{"GOGC=20"},
-	})
+	return hubproc.StartDemo(t, append([]string{"-history", "0"}, args...)...)
 }
 
 // recovered checks what must hold after every fault: the hub serves a

@@ -3,37 +3,14 @@ package routing_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	hubproc.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "routing: leaked goroutines:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// startHub starts a demo hub whose collector runs often (GOGC=20), so
-// that its heap in use follows what it holds.
-func startHub(t *testing.T, args ...string) *hubproc.Hub {
-	t.Helper()
-	return hubproc.Start(t, &hubproc.Options{
-		Args: append([]string{"-demo", "-log-level", "warn"}, args...),
-		Env:  []string{"GOGC=20"},
-	})
-}
+func TestMain(m *testing.M) { hubproc.Main(m) }
 
 // rpcCommand returns the path of the rpc command, built once.
 func rpcCommand(t *testing.T) string {

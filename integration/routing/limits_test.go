@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -17,7 +18,7 @@ import (
 // held by a provider is refused with -32004 at once, the other two time
 // out with -32003, and the provider's handlers are cancelled.
 func TestForwardLimits(t *testing.T) {
-	h := startHub(t, "-max-forwards", "2", "-forward-timeout", "2s")
+	h := hubproc.StartDemo(t, "-max-forwards", "2", "-forward-timeout", "2s")
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	held := make(chan struct{}, 10)
 	cancelled := make(chan struct{}, 10)
@@ -60,7 +61,7 @@ func TestForwardLimits(t *testing.T) {
 // Equally idle providers take turns: ten calls one after the other go
 // p1, p2, p1, p2...
 func TestSequentialCallsTakeTurns(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	for _, name := range []string{"p1", "p2"} {
 		p, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 		provide(t, p, "svc.who", peer.Func(func(context.Context, []int) (string, error) { return name, nil }))
@@ -84,7 +85,7 @@ func TestSequentialCallsTakeTurns(t *testing.T) {
 // A notification is forwarded as one; in a batch each element goes where
 // it belongs, and the batch's answer holds the answers of its calls.
 func TestNotificationsAndBatches(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
 	notes := make(chan string, 10)
@@ -134,7 +135,7 @@ func TestNotificationsAndBatches(t *testing.T) {
 // A peer is never forwarded its own call: alone, it gets -32601; with
 // another provider, every call goes to that one.
 func TestNeverForwardedToItself(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	self, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, self, "svc.who", peer.Func(func(context.Context, []int) (string, error) { return "self", nil }))
 	var who string

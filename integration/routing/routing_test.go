@@ -22,6 +22,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -49,7 +50,7 @@ func add(_ context.Context, xs []float64) (float64, error) {
 // WebSocket and over HTTP POST) and a raw WebSocket caller, all through
 // the hub.
 func TestCallersOfAGoService(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
 	provide(t, svc, "svc.upper.*", peer.Func(func(ctx context.Context, s []string) (string, error) {
@@ -94,7 +95,7 @@ func TestCallersOfAGoService(t *testing.T) {
 // Two providers of a method share its calls: twenty calls in flight at
 // once go ten to each.
 func TestProvidersShareTheLoad(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	arrived := make(chan string, 100)
 	release := make(chan struct{})
 	for _, name := range []string{"p1", "p2"} {
@@ -185,7 +186,7 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 // to provider: with the Go client (its context cancelled) and with raw
 // frames (an explicit rpc.cancel, answered -32002).
 func TestCancelAndProgressPassThrough(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	started, cancelled := longRunning(t, svc)
 
@@ -234,7 +235,7 @@ func TestCancelAndProgressPassThrough(t *testing.T) {
 // each caller, raw or the rpc command, with -32006 at once; nothing
 // hangs, and the hub forgets it.
 func TestProviderKilledMidCall(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	bin := rpcCommand(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -326,7 +327,7 @@ func TestProviderKilledMidCall(t *testing.T) {
 // A caller whose connection is cut in the middle of a call (no close
 // frame) has the call cancelled at its provider.
 func TestCallerCutMidCall(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	started, cancelled := longRunning(t, svc)
 	p := netcut.Start(t, h.Addr())
@@ -344,7 +345,7 @@ func TestCallerCutMidCall(t *testing.T) {
 // provider: numbers byte for byte, beyond 64 bits and in any JSON
 // spelling, strings, and null.
 func TestIDsForwardedExactly(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
 	ws := dialWS(t, h.WebSocketURL())
@@ -373,7 +374,7 @@ func TestIDsForwardedExactly(t *testing.T) {
 // is right, the counters show all of them and nothing in flight, and the
 // hub's goroutines are back to the baseline once the peers leave.
 func TestTenThousandForwards(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	base := h.Baseline()
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))

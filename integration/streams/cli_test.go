@@ -70,7 +70,7 @@ func said(t *testing.T, errs <-chan string, want ...string) {
 // a drop longer than the history (-history 100) it says on stderr that
 // events were missed, then prints what the hub held and the live ones.
 func TestCLISubscribeResumes(t *testing.T) {
-	h := startHub(t, "-history", "100")
+	h := hubproc.StartDemo(t, "-history", "100")
 	p := netcut.Start(t, h.Addr())
 	bin, err := hubproc.Command("rpc")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
@@ -14,7 +15,7 @@ import (
 // after a cut: each handler gets exactly the events of its own pattern,
 // once and in order, those published while away included.
 func TestOverlappingSubscriptionsResume(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	p := netcut.Start(t, h.Addr())
 	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
 	testclient.WaitState(t, states, client.StateConnected)
@@ -70,7 +71,7 @@ func TestOverlappingSubscriptionsResume(t *testing.T) {
 // After the hub restarts (a new epoch, no history), a subscriber comes
 // back by itself, is told it missed events, and gets the new hub's.
 func TestResumeAfterHubRestart(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	sub, states := testclient.Dial(t, h.WebSocketURL(), nil)
 	testclient.WaitState(t, states, client.StateConnected)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

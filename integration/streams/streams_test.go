@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
@@ -78,7 +79,7 @@ func fixed(topic string) func(int) string { return func(int) string { return top
 func TestResumeAfterCuts(t *testing.T) {
 	// The history holds every event, so that however slowly the client
 	// comes back on a loaded machine, nothing can be dropped.
-	h := startHub(t, "-history", "10000")
+	h := hubproc.StartDemo(t, "-history", "10000")
 	p := netcut.Start(t, h.Addr())
 	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
 	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
@@ -133,7 +134,7 @@ func TestResumeAfterCuts(t *testing.T) {
 // it missed events, then gets what the hub still holds and the live ones,
 // in order, each once.
 func TestResumeBeyondHistory(t *testing.T) {
-	h := startHub(t, "-history", "100")
+	h := hubproc.StartDemo(t, "-history", "100")
 	p := netcut.Start(t, h.Addr())
 	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
 	testclient.WaitState(t, states, client.StateConnected)
@@ -194,7 +195,7 @@ func TestResumeBeyondHistory(t *testing.T) {
 // w.a, w.b.c and w.d published while it was away come back merged in
 // publish order, and no event of another topic.
 func TestWildcardResume(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	p := netcut.Start(t, h.Addr())
 	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
 	testclient.WaitState(t, states, client.StateConnected)
@@ -252,7 +253,7 @@ func TestWildcardResume(t *testing.T) {
 // leaves (by unsubscribing, closing, or losing its connection), once per
 // peer whatever patterns it uses, and rpc.presence lists who is there.
 func TestPresence(t *testing.T) {
-	h := startHub(t)
+	h := hubproc.StartDemo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	w, _ := testclient.Dial(t, h.WebSocketURL(), nil)
@@ -366,7 +367,7 @@ func TestPresence(t *testing.T) {
 // subscribers have come, received and gone, the hub's goroutines and heap
 // are back to where they were.
 func TestHistoryBoundsAndBaseline(t *testing.T) {
-	h := startHub(t, "-history", "50")
+	h := hubproc.StartDemo(t, "-history", "50")
 	base := h.Baseline()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

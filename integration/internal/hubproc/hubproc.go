@@ -4,13 +4,10 @@
 //
 // The binary is built once per test binary (with -race when the tests run
 // with it, so the hub is checked too) into a temporary directory; call
-// [Cleanup] from TestMain to remove it:
+// [Cleanup] from TestMain to remove it, or let [Main] do that and check
+// for leaked goroutines:
 //
-//	func TestMain(m *testing.M) {
-//		code := m.Run()
-//		hubproc.Cleanup()
-//		os.Exit(code)
-//	}
+//	func TestMain(m *testing.M) { hubproc.Main(m) }
 //
 //	func TestSomething(t *testing.T) {
 //		h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo"}})

@@ -3,25 +3,13 @@ package hubproc_test
 import (
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	hubproc.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { hubproc.Main(m) }
 
 func add(t *testing.T, h *hubproc.Hub) string {
 	t.Helper()
