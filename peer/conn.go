@@ -58,6 +58,7 @@ type Conn struct {
 
 	limiter *rate.Limiter // Options.Rate; nil: none. The reader's.
 	tail    chan struct{} // done channel of the last serial call; the reader's
+	msgs    []message     // the reader's decoding buffer, reused from frame to frame
 
 	// For Ping: messages read, and the reader's waits (see pause).
 	reads  atomic.Uint64

@@ -17,7 +17,8 @@ import (
 // for the calls it starts (backpressure: meanwhile, nothing more is read).
 // Handlers run on worker goroutines, inline ones excepted.
 func (c *Conn) dispatch(ctx context.Context, frame []byte) {
-	f, ok := parseFrame(frame, c.o.MaxBatch, c.o.MaxDepth)
+	f, ok := parseFrame(c.msgs, frame, c.o.MaxBatch, c.o.MaxDepth)
+	defer c.keepMsgs(f.msgs)
 	switch {
 	case f.tooDeep:
 		c.limit(LimitDepth)
@@ -32,7 +33,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 			c.deliver(m)
 			return
 		}
-		call, reply := c.prepare(m)
+		call, reply := c.prepare(m, nil)
 		if reply != nil {
 			c.post(reply)
 		}
@@ -47,7 +48,8 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		c.post(appendError(nil, nullJSON, errInvalidRequest()))
 		return
 	}
-	var calls []*call
+	calls := make([]*call, 0, len(f.msgs))
+	spare := make([]call, len(f.msgs))
 	var replies [][]byte
 	for i := range f.msgs {
 		m := &f.msgs[i]
@@ -55,7 +57,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 			c.deliver(m)
 			continue
 		}
-		call, reply := c.prepare(m)
+		call, reply := c.prepare(m, &spare)
 		if reply != nil {
 			replies = append(replies, reply)
 		}
@@ -77,6 +79,19 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 		c.post(appendBatch(nil, replies))
 	}
 }
+
+// keepMsgs keeps the array of msgs for the reader's next frame, emptied
+// so that it holds on to no frame, unless it has grown large.
+func (c *Conn) keepMsgs(msgs []message) {
+	clear(msgs)
+	if cap(msgs) <= keptMsgs {
+		c.msgs = msgs[:0]
+	}
+}
+
+// keptMsgs is the most decoded messages whose room a reader keeps from one
+// frame to the next (a message is about 128 bytes).
+const keptMsgs = 128
 
 // startBatch runs the calls of a batch on a worker, which sends the
 // replies (those given and the calls') as one array. The batch takes as
@@ -110,7 +125,7 @@ func (c *Conn) startBatch(ctx context.Context, calls []*call, replies [][]byte) 
 // this connection, then validates and routes like the package-level
 // prepare. While the connection drains, calls are refused with -32005.
 // It runs on the reader.
-func (c *Conn) prepare(m *message) (*call, []byte) {
+func (c *Conn) prepare(m *message, spare *[]call) (*call, []byte) {
 	if c.limiter != nil && !c.limiter.Allow() {
 		c.limit(LimitRate)
 		if !m.hasID {
@@ -135,7 +150,7 @@ func (c *Conn) prepare(m *message) (*call, []byte) {
 			return nil, nil
 		}
 	}
-	cl, reply := prepare(&c.o, m)
+	cl, reply := prepare(&c.o, m, spare)
 	if cl != nil && c.drainingFlag.Load() {
 		return nil, c.refusal(cl)
 	}
