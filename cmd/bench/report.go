@@ -162,6 +162,7 @@ var scenarioText = map[string]string{
 	"idle":     "memory per idle connection",
 	"client":   "Go client vs raw frames, sequential",
 	"neighbor": "sequential calls beside a heavy client",
+	"beside":   "the same, heavy client in its own process",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's
