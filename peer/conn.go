@@ -63,8 +63,8 @@ type Conn struct {
 	rstate  atomic.Uint64   // the reader's state, for the watchdog (see reader.go)
 	readers atomic.Int32    // goroutines in readLoop: the reader, and those in a handler
 	// spawning is set when the watchdog took the reader role from a slow
-	// handler, and cleared once no call runs: meanwhile concurrent calls
-	// run on workers.
+	// handler, and cleared at its next look (or once no call runs):
+	// meanwhile concurrent calls run on workers.
 	spawning atomic.Bool
 	// watchSeq is the reader's handler count at the watchdog's last look;
 	// guarded by readerWatch.mu.

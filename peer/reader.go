@@ -146,6 +146,13 @@ func (c *Conn) watchReader() bool {
 		return true
 	}
 	if s&rBusy == 0 {
+		// No handler on the reader since the previous look: if the reading
+		// moved off a slow handler then, the calls that came meanwhile
+		// went to workers; from now on they start on the reader again. A
+		// connection whose handlers are quick must not stay on the slow
+		// path for as long as it has calls running, which under a steady
+		// load is for ever.
+		c.spawning.Store(false)
 		return !c.rstate.CompareAndSwap(s, s&^rWatched)
 	}
 	if c.moveReader(s) {
