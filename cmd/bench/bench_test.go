@@ -85,3 +85,36 @@ func TestScenarios(t *testing.T) {
 		t.Errorf("micro-benchmarks not filtered into the page:\n%s", page)
 	}
 }
+
+// TestReportHistory checks that report appends the history file to the
+// page it writes, and writes the page without one when there is none.
+func TestReportHistory(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "bench.jsonl")
+	lines := `{"meta":{"date":"2026-01-02","go":"go1.26","cpus":2,"reps":3}}` + "\n" +
+		`{"scenario":"seq","unit":"calls/s","hub":900,"floor":1000,"ratio":0.9,"target":0.9,"reps":3}` + "\n"
+	if err := os.WriteFile(results, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	history := filepath.Join(dir, "history.md")
+	if err := os.WriteFile(history, []byte("## What changed, measured\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "benchmarks.md")
+	chart := filepath.Join(dir, "img", "ratios.svg")
+	for _, h := range []string{history, filepath.Join(dir, "none.md")} {
+		if err := reportCmd([]string{"-o", out, "-chart", chart, "-history", h, results}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := bytes.Contains(b, []byte("## What changed, measured")), h == history; got != want {
+			t.Errorf("history %s: in the page %v, want %v", h, got, want)
+		}
+		if !bytes.Contains(b, []byte("| seq |")) {
+			t.Errorf("the page lacks the results:\n%s", b)
+		}
+	}
+}

@@ -21,6 +21,7 @@ func reportCmd(args []string) error {
 	out := fs.String("o", "docs/benchmarks.md", "write the page to `file`")
 	chart := fs.String("chart", "docs/img/bench-ratios.svg", "write the chart to `file` (linked from the page)")
 	micro := fs.String("micro", "", "the output of go test -bench -benchmem, to include")
+	history := fs.String("history", "docs/benchmarks-history.md", "a Markdown `file` of past changes and what they did to the figures, appended to the page if it exists")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench report [flags] RESULTS.jsonl")
 		fs.PrintDefaults()
@@ -52,7 +53,14 @@ func reportCmd(args []string) error {
 	if err != nil {
 		rel = *chart
 	}
-	return os.WriteFile(*out, page(m, results, rel, microText), 0o644)
+	b := page(m, results, rel, microText)
+	switch h, err := os.ReadFile(*history); {
+	case err == nil:
+		b = append(append(b, '\n'), h...)
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	return os.WriteFile(*out, b, 0o644)
 }
 
 func readResults(path string) (meta, []result, error) {
