@@ -137,7 +137,13 @@ batch with one fixed reply, so this ratio is expected below 1); **fanout**,
 **idle**, the growth of the server's resident memory per idle connection,
 measured once per process, first (lower is better); **client**, sequential
 calls made with the Go client (` + "`client.Dial`, `Call`" + `), compared with the load
-generator's own raw frames to the same hub (the "floor" column of that row).
+generator's own raw frames to the same hub (the "floor" column of that row);
+**neighbor**, one connection making calls one after another beside a heavy
+client (8 connections with 200 calls in flight on each) in the same
+process, compared with the same calls alone (the "floor" column); the load
+generator's own scheduler, busy with the heavy client, weighs on this one
+as much as the server does; **beside**, the same with the heavy client in
+a process of its own, against the hub and against the floor.
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:
