@@ -94,7 +94,7 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(msg)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := parseFrame(msg, 1000, DefaultMaxDepth); !ok {
+		if _, ok := parseFrame(nil, msg, 1000, DefaultMaxDepth); !ok {
 			b.Fatal("parse failed")
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 )
 
 // This file holds the calling side of a Conn: Call, Notify and Batch, and
@@ -244,6 +245,9 @@ type reqInfo struct {
 	c    *Conn
 	id   ID
 	slot bool // the handler holds an in-flight slot (see Conn.lend)
+	// reader is the reader state (enterHandler's) of the handler while it
+	// runs on its connection's reader, 0 when it does not (see leaveReader).
+	reader atomic.Uint64
 }
 
 // ConnFromContext returns the connection a handler's request arrived on,

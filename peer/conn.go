@@ -32,8 +32,9 @@ type Transport interface {
 // calls in flight in both directions.
 //
 // [Conn.Serve] runs the reader and must be called for anything to arrive.
-// Each incoming call runs its handler on a goroutine of its own, so a slow
-// handler delays no other call; replies and outgoing calls go through one
+// Incoming calls run as if each had a goroutine of its own: a slow handler
+// holds up no other call for more than a millisecond or two (quick ones run
+// on the reader itself, see docs/peer.md); replies and outgoing calls go through one
 // bounded queue, written by at most one goroutine at a time. Responses are
 // matched to pending calls by the reader itself, so a handler that calls
 // back to its caller and waits cannot deadlock the connection.
@@ -49,15 +50,28 @@ type Conn struct {
 
 	done     chan struct{}  // closed when the reader, writer and handlers have stopped
 	closing  chan struct{}  // closed when the connection starts closing
-	readDone chan struct{}  // closed when Serve's reader has stopped reading
+	readDone chan struct{}  // closed when the reader has stopped reading
 	wg       sync.WaitGroup // every goroutine the connection starts
 
 	// draining mirrors mu-guarded draining, for the outbox's drained hook
 	// and the reader.
 	drainingFlag atomic.Bool
 
-	limiter *rate.Limiter // Options.Rate; nil: none. The reader's.
-	tail    chan struct{} // done channel of the last serial call; the reader's
+	limiter *rate.Limiter   // Options.Rate; nil: none. The reader's.
+	rctx    context.Context // the reader's reads, set by Serve
+	hctx    context.Context // the handlers' parent, set by Serve
+	rstate  atomic.Uint64   // the reader's state, for the watchdog (see reader.go)
+	readers atomic.Int32    // goroutines in readLoop: the reader, and those in a handler
+	// spawning is set when the watchdog took the reader role from a slow
+	// handler, and cleared at its next look (or once no call runs):
+	// meanwhile concurrent calls run on workers.
+	spawning atomic.Bool
+	// watchSeq is the reader's handler count at the watchdog's last look;
+	// guarded by readerWatch.mu.
+	watchSeq uint64
+	tail     chan struct{} // done channel of the last serial call; the reader's
+	away     atomic.Bool   // Serve's goroutine no longer reads (see Serve), for tests
+	msgs     []message     // the reader's decoding buffer, reused from frame to frame
 
 	// For Ping: messages read, and the reader's waits (see pause).
 	reads  atomic.Uint64
@@ -148,22 +162,16 @@ func (c *Conn) Serve(ctx context.Context) error {
 		c.teardown(context.Cause(ctx), CloseGoingAway, "going away")
 	})
 	defer stop()
-	rctx := context.WithoutCancel(ctx)
-	for {
-		msg, err := c.t.Read(rctx)
-		if err != nil {
-			c.readFailed(err)
-			break
-		}
-		c.reads.Add(1)
-		if len(msg) > c.o.MaxMessage {
-			c.limit(LimitMessage)
-			c.teardown(&CloseError{Code: CloseTooBig, Reason: "message too big"}, CloseTooBig, "message too big")
-			break
-		}
-		c.dispatch(hctx, msg)
+	c.rctx, c.hctx = context.WithoutCancel(ctx), hctx
+	c.readLoop()
+	select {
+	case <-c.readDone:
+	default:
+		// The reading moved to another goroutine while this one ran a
+		// handler: this one waits for the end.
+		c.away.Store(true)
+		<-c.readDone
 	}
-	close(c.readDone)
 	c.wg.Wait()
 	close(c.done)
 	c.mu.Lock()

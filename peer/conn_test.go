@@ -691,13 +691,15 @@ func TestWorkersEndWhenIdle(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free) // a failure must not leave the handlers blocked
+	var running atomic.Int32
 	m := NewMux()
 	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
+		running.Add(1)
 		<-release
 		return nil, nil
 	})
 	a, srv := pipe(t, nil, &Options{Router: m})
+	t.Cleanup(free) // runs before pipe's: a failure must not leave the handlers blocked
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
@@ -706,10 +708,14 @@ func TestWorkersEndWhenIdle(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "20 handlers running", func() bool { return srv.pool.count.Load() == 20 })
+	// None of them holds up the others: the first one blocks the reader
+	// until the watchdog starts another, the rest run on workers.
+	waitFor(t, "20 handlers running", func() bool { return running.Load() == 20 })
 	free()
 	wg.Wait()
-	waitFor(t, "the workers to end", func() bool { return srv.pool.count.Load() == 0 })
+	waitFor(t, "the workers and the extra readers to end", func() bool {
+		return srv.pool.count.Load() == 0 && srv.readers.Load() == 1
+	})
 }
 
 // waitFor polls cond until it holds, failing the test after 5 s.

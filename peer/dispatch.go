@@ -15,39 +15,53 @@ import (
 // goroutine. It waits only for the connection's own limits: for room in
 // the outbound queue for its immediate replies, and for in-flight slots
 // for the calls it starts (backpressure: meanwhile, nothing more is read).
-// Handlers run on worker goroutines, inline ones excepted.
-func (c *Conn) dispatch(ctx context.Context, frame []byte) {
-	f, ok := parseFrame(frame, c.o.MaxBatch, c.o.MaxDepth)
+// Concurrent handlers of single calls run on the reader (see reader.go),
+// serial ones and batches on workers. It reports whether the caller still
+// holds the reader role.
+func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
+	f, ok := parseFrame(c.msgs, frame, c.o.MaxBatch, c.o.MaxDepth)
+	kept := false
+	defer func() {
+		if !kept {
+			c.keepMsgs(f.msgs)
+		}
+	}()
 	switch {
 	case f.tooDeep:
 		c.limit(LimitDepth)
 		c.post(appendError(nil, nullJSON, errTooDeep(c.o.MaxDepth)))
-		return
+		return true
 	case !ok:
 		c.post(appendError(nil, nullJSON, errParse()))
-		return
+		return true
 	case !f.batch:
 		m := &f.msgs[0]
 		if m.isResponse() {
 			c.deliver(m)
-			return
+			return true
 		}
-		call, reply := c.prepare(m)
+		call, reply := c.prepare(m, nil)
+		// The message is done with: its buffer goes back to the reader
+		// now, since start may run a handler past the moment this
+		// goroutine stops being the reader.
+		c.keepMsgs(f.msgs)
+		kept = true
 		if reply != nil {
 			c.post(reply)
 		}
 		if call != nil {
-			c.start(ctx, call)
+			return c.start(ctx, call)
 		}
-		return
+		return true
 	case f.tooBig:
 		c.limit(LimitBatch)
 		fallthrough
 	case len(f.msgs) == 0:
 		c.post(appendError(nil, nullJSON, errInvalidRequest()))
-		return
+		return true
 	}
-	var calls []*call
+	calls := make([]*call, 0, len(f.msgs))
+	spare := make([]call, len(f.msgs))
 	var replies [][]byte
 	for i := range f.msgs {
 		m := &f.msgs[i]
@@ -55,7 +69,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 			c.deliver(m)
 			continue
 		}
-		call, reply := c.prepare(m)
+		call, reply := c.prepare(m, &spare)
 		if reply != nil {
 			replies = append(replies, reply)
 		}
@@ -76,7 +90,21 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) {
 	} else if len(replies) > 0 {
 		c.post(appendBatch(nil, replies))
 	}
+	return true
 }
+
+// keepMsgs keeps the array of msgs for the reader's next frame, emptied
+// so that it holds on to no frame, unless it has grown large.
+func (c *Conn) keepMsgs(msgs []message) {
+	clear(msgs)
+	if cap(msgs) <= keptMsgs {
+		c.msgs = msgs[:0]
+	}
+}
+
+// keptMsgs is the most decoded messages whose room a reader keeps from one
+// frame to the next (a message is about 128 bytes).
+const keptMsgs = 128
 
 // startBatch runs the calls of a batch on a worker, which sends the
 // replies (those given and the calls') as one array. The batch takes as
@@ -110,7 +138,7 @@ func (c *Conn) startBatch(ctx context.Context, calls []*call, replies [][]byte) 
 // this connection, then validates and routes like the package-level
 // prepare. While the connection drains, calls are refused with -32005.
 // It runs on the reader.
-func (c *Conn) prepare(m *message) (*call, []byte) {
+func (c *Conn) prepare(m *message, spare *[]call) (*call, []byte) {
 	if c.limiter != nil && !c.limiter.Allow() {
 		c.limit(LimitRate)
 		if !m.hasID {
@@ -135,7 +163,7 @@ func (c *Conn) prepare(m *message) (*call, []byte) {
 			return nil, nil
 		}
 	}
-	cl, reply := prepare(&c.o, m)
+	cl, reply := prepare(&c.o, m, spare)
 	if cl != nil && c.drainingFlag.Load() {
 		return nil, c.refusal(cl)
 	}
@@ -196,46 +224,65 @@ func (c *Conn) progress(p progressParams) {
 	pc.progress(p.Data)
 }
 
-// start runs one call on a worker goroutine, once it has an in-flight
-// slot: it runs on the reader, which waits for the slot, and so do inline
-// handlers. A serial call's worker first waits for the call ahead of it.
-func (c *Conn) start(ctx context.Context, cl *call) {
+// start runs one call once it has an in-flight slot, which the reader
+// waits for. Inline handlers run on the reader, without a slot; so do
+// concurrent ones, with a slot, unless they take long: then the watchdog
+// starts another reader (see reader.go) and start reports that the
+// caller no longer holds the reader role. From then on, until no call is
+// left running, concurrent calls run on workers: the connection has slow
+// handlers, and each would otherwise hold up the next call by a tick. A serial call runs on a worker,
+// which first waits for the call ahead of it.
+func (c *Conn) start(ctx context.Context, cl *call) bool {
 	if cl.mode == Inline {
 		if out := run(c.inlineContext(ctx, cl), &c.o, cl); out != nil {
 			c.post(out)
 		}
-		return
+		return true
 	}
 	if !c.takeSlots(1) {
 		if out := c.refusal(cl); out != nil {
 			c.post(out)
 		}
-		return
+		return true
 	}
-	hctx := c.register(ctx, cl)
-	var wait <-chan struct{}
-	var done chan struct{}
-	if cl.mode == Serial {
-		done = make(chan struct{})
-		wait, c.tail = c.tail, done // c.tail belongs to the reader
+	hctx, ri := c.registerInfo(ctx, cl)
+	if cl.mode == Concurrent && c.spawning.Load() {
+		c.pool.spawn(func() {
+			if out := run(hctx, &c.o, cl); out != nil {
+				_ = c.send(c.life, out)
+			}
+			c.finish(cl)
+		})
+		return true
 	}
+	if cl.mode != Serial {
+		s := c.enterHandler()
+		ri.reader.Store(s)
+		if out := run(hctx, &c.o, cl); out != nil {
+			_ = c.send(c.life, out)
+		}
+		ri.reader.Store(0)
+		c.finish(cl)
+		return c.exitHandler(s)
+	}
+	done := make(chan struct{})
+	wait := c.tail
+	c.tail = done // c.tail belongs to the reader
 	c.pool.spawn(func() {
-		if done != nil {
-			defer close(done)
-			if wait != nil {
-				select {
-				case <-wait:
-				case <-hctx.Done():
-					// Cancelled while waiting its turn: answer without
-					// running, but hold the line, so that the call behind
-					// this one still starts only after the one ahead.
-					if !cl.req.IsNotification() {
-						_ = c.send(c.life, appendError(nil, []byte(cl.req.ID.raw), ToError(hctx.Err())))
-					}
-					c.finish(cl)
-					<-wait
-					return
+		defer close(done)
+		if wait != nil {
+			select {
+			case <-wait:
+			case <-hctx.Done():
+				// Cancelled while waiting its turn: answer without
+				// running, but hold the line, so that the call behind
+				// this one still starts only after the one ahead.
+				if !cl.req.IsNotification() {
+					_ = c.send(c.life, appendError(nil, []byte(cl.req.ID.raw), ToError(hctx.Err())))
 				}
+				c.finish(cl)
+				<-wait
+				return
 			}
 		}
 		if out := run(hctx, &c.o, cl); out != nil {
@@ -243,6 +290,7 @@ func (c *Conn) start(ctx context.Context, cl *call) {
 		}
 		c.finish(cl)
 	})
+	return true
 }
 
 // deliver hands a response to the call waiting for it. Responses to

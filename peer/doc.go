@@ -18,8 +18,10 @@
 //		return p.A + p.B, nil
 //	}))
 //
-// Each call runs on its own goroutine, so a slow handler delays no other
-// call. The [Mode] a method is registered with says otherwise: [Serial]
+// Calls run concurrently, so a slow handler delays no other call by more
+// than a millisecond or two (quick handlers run on the connection's reader,
+// and a watchdog moves the reading to another goroutine when one takes
+// long). The [Mode] a method is registered with says otherwise: [Serial]
 // calls run one at a time, in arrival order; [Inline] calls run on the
 // connection's reader, for quick handlers whose order matters. A handler returns an [*Error] to choose the
 // code sent back; a plain error becomes -32000, a context error -32002 or

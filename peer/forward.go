@@ -77,6 +77,7 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 		}
 		return nil, err
 	}
+	leaveReader(ctx) // the answer comes on another connection: read on meanwhile
 	select {
 	case r := <-p.ch:
 		return r.result, r.err

@@ -46,7 +46,7 @@ func checkReply(t *testing.T, in, out []byte) {
 		}
 	}
 	// A single valid call is answered with its id, byte for byte.
-	f, ok := parseFrame(in, 1000, DefaultMaxDepth)
+	f, ok := parseFrame(nil, in, 1000, DefaultMaxDepth)
 	if ok && !f.batch && f.msgs[0].validRequest() && f.msgs[0].hasID && !bytes.HasPrefix(out, []byte("[")) {
 		if got := string(resps[0]["id"]); got != string(f.msgs[0].id) {
 			t.Fatalf("id %s echoed as %s", f.msgs[0].id, got)

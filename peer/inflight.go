@@ -41,6 +41,9 @@ func (c *Conn) takeSlots(n int) bool {
 func (c *Conn) freeSlots(n int) {
 	c.mu.Lock()
 	c.running -= n
+	if c.running == 0 {
+		c.spawning.Store(false)
+	}
 	c.wakeLocked()
 	c.checkIdleLocked()
 	c.mu.Unlock()
@@ -65,9 +68,17 @@ func (c *Conn) finish(cl *call) {
 // and makes a call cancellable with rpc.cancel. It runs on the reader, or
 // on a batch's worker for a batch element.
 func (c *Conn) register(ctx context.Context, cl *call) context.Context {
-	hctx := context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID, slot: true})
+	hctx, _ := c.registerInfo(ctx, cl)
+	return hctx
+}
+
+// registerInfo is register, and also returns the request's information
+// that the handler's context carries.
+func (c *Conn) registerInfo(ctx context.Context, cl *call) (context.Context, *reqInfo) {
+	ri := &reqInfo{c: c, id: cl.req.ID, slot: true}
+	hctx := context.WithValue(ctx, ctxKey{}, ri)
 	if cl.req.IsNotification() {
-		return hctx
+		return hctx, ri
 	}
 	hctx, cl.cancel = context.WithCancelCause(hctx)
 	c.mu.Lock()
@@ -75,7 +86,7 @@ func (c *Conn) register(ctx context.Context, cl *call) context.Context {
 		c.inflight[cl.req.ID.raw] = cl // a duplicate id cannot be cancelled
 	}
 	c.mu.Unlock()
-	return hctx
+	return hctx, ri
 }
 
 // unregister undoes register once cl's reply is queued. It runs on the
@@ -103,6 +114,7 @@ func (c *Conn) inlineContext(ctx context.Context, cl *call) context.Context {
 // returns the function that takes it back. At most MaxInFlight slots are
 // lent at once; past that, a handler keeps its slot.
 func (c *Conn) lend(ctx context.Context) (takeBack func()) {
+	leaveReader(ctx)
 	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
 	if !ok || ri.c != c || !ri.slot {
 		return func() {}

@@ -152,8 +152,10 @@ type frame struct {
 // scanning at most maxDepth levels of nesting. ok is false when b is not
 // valid JSON, including when it is not valid UTF-8, which JSON text must
 // be (RFC 8259) and which WebSocket text frames carry, and when it nests
-// too deep (f.tooDeep).
-func parseFrame(b []byte, maxBatch, maxDepth int) (f frame, ok bool) {
+// too deep (f.tooDeep). The messages are decoded into buf's array when it
+// has room (a reader reuses one from frame to frame); buf may be nil.
+func parseFrame(buf []message, b []byte, maxBatch, maxDepth int) (f frame, ok bool) {
+	f.msgs = buf[:0]
 	if !utf8.Valid(b) {
 		return f, false
 	}
@@ -163,7 +165,7 @@ func parseFrame(b []byte, maxBatch, maxDepth int) (f frame, ok bool) {
 	}
 	switch b[i] {
 	case '{':
-		f.msgs = make([]message, 1)
+		f.msgs = append(f.msgs, message{})
 		i = parseObject(b, i, 0, maxDepth, &f.msgs[0])
 	case '[':
 		f.batch = true
@@ -201,7 +203,7 @@ func parseFrame(b []byte, maxBatch, maxDepth int) (f frame, ok bool) {
 	default:
 		// Valid JSON that is neither an object nor an array is an
 		// invalid request, not a parse error.
-		f.msgs = make([]message, 1)
+		f.msgs = append(f.msgs, message{})
 		i = scanValue(b, i, 0, maxDepth)
 	}
 	if i < 0 || skipSpace(b, i) != len(b) {

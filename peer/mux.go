@@ -13,8 +13,9 @@ import (
 // Handler answers one request. The result is encoded as JSON (a
 // json.RawMessage is sent as is); returning an *Error chooses the code sent
 // back, and other errors are mapped by [ToError]. For a notification the
-// result is discarded. ServeRPC runs on its own goroutine: it may block, and
-// it should return when ctx is done.
+// result is discarded. ServeRPC may block (a handler that takes long is
+// moved off the connection's reader, see [Concurrent]), and it should
+// return when ctx is done.
 type Handler interface {
 	ServeRPC(ctx context.Context, req *Request) (result any, err error)
 }
@@ -37,8 +38,11 @@ type Router interface {
 type Mode int
 
 const (
-	// Concurrent calls run each on a goroutine of its own, up to
-	// Options.MaxInFlight at once on a connection. It is the default.
+	// Concurrent calls run concurrently, up to Options.MaxInFlight at once
+	// on a connection. It is the default. A call starts on the
+	// connection's reader, which writes its reply: quick handlers cost no
+	// goroutine hand-off. One that takes more than a millisecond or two
+	// is left to finish where it runs while a new goroutine reads on.
 	Concurrent Mode = iota
 
 	// Serial calls run one at a time on a connection, in the order they

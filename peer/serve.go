@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +25,10 @@ type call struct {
 // prepare validates a request and finds its handler. It returns either a
 // call to run or an immediate reply (nil when there is nothing to send,
 // as for any notification). System methods that need a connection
-// (rpc.cancel, rpc.progress) are handled by the caller before this.
-func prepare(o *Options, m *message) (*call, []byte) {
+// (rpc.cancel, rpc.progress) are handled by the caller before this. The
+// call is taken from the front of *spare when it is not empty (a batch
+// allocates its calls in one block), else allocated; spare may be nil.
+func prepare(o *Options, m *message, spare *[]call) (*call, []byte) {
 	if !m.validRequest() {
 		return nil, appendError(nil, m.replyID(), errInvalidRequest())
 	}
@@ -49,7 +52,13 @@ func prepare(o *Options, m *message) (*call, []byte) {
 		}
 		return nil, appendError(nil, m.id, errMethodNotFound())
 	}
-	c := &call{h: h, mode: mode}
+	var c *call
+	if spare != nil && len(*spare) > 0 {
+		c, *spare = &(*spare)[0], (*spare)[1:]
+	} else {
+		c = new(call)
+	}
+	c.h, c.mode = h, mode
 	c.req.Method = method
 	c.req.Params = m.params
 	if m.hasID {
@@ -108,16 +117,19 @@ func safeServe(ctx context.Context, log *zap.Logger, c *call) (res any, err erro
 	return c.h.ServeRPC(ctx, &c.req)
 }
 
-// runBatch runs the calls of one batch on up to o.BatchWorkers goroutines
-// and returns the replies, in no particular order. start returns the
+// runBatch runs the calls of one batch and returns the replies: those
+// given, then the calls', in the order of the calls. start returns the
 // context of an element's handler, and finish is called once it returned.
+//
+// The calling goroutine runs the elements one after the other: a batch of
+// quick calls costs no goroutine and no hand-off. When the batch is still
+// running after batchSpread (a slow element, or many of them), up to
+// o.BatchWorkers-1 helpers join in and take the elements not yet started,
+// so that a slow element delays the others by batchSpread at most.
 func runBatch(ctx context.Context, o *Options, calls []*call, replies [][]byte,
 	start func(*call) context.Context, finish func(*call)) [][]byte {
-	var (
-		next atomic.Int64
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-	)
+	outs := make([][]byte, len(calls)) // element i's reply, written by one goroutine
+	var next atomic.Int64
 	work := func() {
 		for {
 			i := int(next.Add(1)) - 1
@@ -125,26 +137,49 @@ func runBatch(ctx context.Context, o *Options, calls []*call, replies [][]byte,
 				return
 			}
 			c := calls[i]
-			out := run(start(c), o, c)
+			outs[i] = run(start(c), o, c)
 			finish(c)
-			if out != nil {
-				mu.Lock()
-				replies = append(replies, out)
-				mu.Unlock()
-			}
 		}
 	}
-	workers := min(o.BatchWorkers, len(calls))
-	for range workers - 1 {
-		wg.Go(work)
+	if helpers := min(o.BatchWorkers, len(calls)) - 1; helpers > 0 {
+		// wg counts the timer's function from now on, so that the helpers
+		// it starts are added to wg before Wait can return.
+		var wg sync.WaitGroup
+		wg.Add(1)
+		spread := time.AfterFunc(batchSpread, func() {
+			defer wg.Done()
+			for range helpers {
+				wg.Go(work)
+			}
+		})
+		work()
+		if spread.Stop() {
+			wg.Done() // the timer's function will not run
+		}
+		wg.Wait()
+	} else {
+		work()
 	}
-	work()
-	wg.Wait()
+	replies = slices.Grow(replies, len(outs))
+	for _, out := range outs {
+		if out != nil {
+			replies = append(replies, out)
+		}
+	}
 	return replies
 }
 
+// batchSpread is how long a batch's elements run one after the other on
+// one goroutine before helpers join in.
+const batchSpread = 500 * time.Microsecond
+
 // appendBatch encodes replies as a JSON array.
 func appendBatch(dst []byte, replies [][]byte) []byte {
+	n := len(replies) + 1
+	for _, r := range replies {
+		n += len(r)
+	}
+	dst = slices.Grow(dst, n)
 	dst = append(dst, '[')
 	for i, r := range replies {
 		if i > 0 {
@@ -162,7 +197,7 @@ func appendBatch(dst []byte, replies [][]byte) []byte {
 // rpc.cancel has nothing to cancel.
 func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	o := opts.withDefaults()
-	f, ok := parseFrame(body, o.MaxBatch, o.MaxDepth)
+	f, ok := parseFrame(nil, body, o.MaxBatch, o.MaxDepth)
 	switch {
 	case f.tooDeep:
 		if o.OnLimit != nil {
@@ -172,7 +207,7 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	case !ok:
 		return appendError(nil, nullJSON, errParse())
 	case !f.batch:
-		c, reply := prepareNoConn(&o, &f.msgs[0])
+		c, reply := prepareNoConn(&o, &f.msgs[0], nil)
 		if c == nil {
 			return reply
 		}
@@ -187,8 +222,9 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	}
 	var calls []*call
 	var replies [][]byte
+	spare := make([]call, len(f.msgs))
 	for i := range f.msgs {
-		c, reply := prepareNoConn(&o, &f.msgs[i])
+		c, reply := prepareNoConn(&o, &f.msgs[i], &spare)
 		switch {
 		case c == nil:
 			if reply != nil {
@@ -215,7 +251,7 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 
 // prepareNoConn is prepare for Respond: responses are ignored (there are no
 // pending calls), and rpc.cancel and rpc.progress are accepted and do nothing.
-func prepareNoConn(o *Options, m *message) (*call, []byte) {
+func prepareNoConn(o *Options, m *message, spare *[]call) (*call, []byte) {
 	if m.isResponse() {
 		return nil, nil
 	}
@@ -227,7 +263,7 @@ func prepareNoConn(o *Options, m *message) (*call, []byte) {
 			return nil, nil
 		}
 	}
-	return prepare(o, m)
+	return prepare(o, m, spare)
 }
 
 // progressParams are the params of rpc.cancel (only id) and rpc.progress.

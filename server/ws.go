@@ -42,8 +42,10 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(int64(s.o.MaxMessage))
 
 	id := uuid.NewString()
-	log := s.log.With(zap.String("peer", id), zap.String("remote", r.RemoteAddr))
-	conn := peer.NewConn(peer.WebSocket(ws), s.peerOptions(log))
+	who := []zap.Field{zap.String("peer", id), zap.String("remote", r.RemoteAddr)}
+	// The connection's own diagnostics are rare: its logger encodes who
+	// it is only if it ever logs, not for every idle connection.
+	conn := peer.NewConn(peer.WebSocket(ws), s.peerOptions(s.log.WithLazy(who...)))
 
 	s.mu.Lock()
 	if s.closing {
@@ -59,9 +61,9 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	s.counters.accepted.Add(1)
 	start := time.Now()
 	if identity != nil {
-		log.Info("peer connected", zap.Any("identity", identity))
+		s.log.Info("peer connected", append(who, zap.Any("identity", identity))...)
 	} else {
-		log.Info("peer connected")
+		s.log.Info("peer connected", who...)
 	}
 
 	err = conn.Serve(hub.WithIdentity(r.Context(), identity))
@@ -71,7 +73,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 
 	// Err is final now that Serve has returned; it holds the close code
 	// either side sent.
-	fields := []zap.Field{zap.Duration("duration", time.Since(start))}
+	fields := append(who, zap.Duration("duration", time.Since(start)))
 	if ce, ok := errors.AsType[*peer.CloseError](conn.Err()); ok {
 		fields = append(fields, zap.Int("code", ce.Code))
 		if ce.Reason != "" {
@@ -81,5 +83,5 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			fields = append(fields, zap.Error(err))
 		}
 	}
-	log.Info("peer disconnected", fields...)
+	s.log.Info("peer disconnected", fields...)
 }

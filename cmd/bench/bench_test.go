@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +19,17 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The beside scenario starts this binary as its heavy client.
+	if len(os.Args) > 1 && os.Args[1] == "heavy" {
+		if err := heavyCmd(context.Background(), os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestScenarios runs every scenario, small, against a demo hub and the
 // floor in this process: each must measure something, and the report must
@@ -71,5 +83,38 @@ func TestScenarios(t *testing.T) {
 	}
 	if !bytes.Contains(page, []byte("BenchmarkX-2")) || bytes.Contains(page, []byte("noise")) {
 		t.Errorf("micro-benchmarks not filtered into the page:\n%s", page)
+	}
+}
+
+// TestReportHistory checks that report appends the history file to the
+// page it writes, and writes the page without one when there is none.
+func TestReportHistory(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "bench.jsonl")
+	lines := `{"meta":{"date":"2026-01-02","go":"go1.26","cpus":2,"reps":3}}` + "\n" +
+		`{"scenario":"seq","unit":"calls/s","hub":900,"floor":1000,"ratio":0.9,"target":0.9,"reps":3}` + "\n"
+	if err := os.WriteFile(results, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	history := filepath.Join(dir, "history.md")
+	if err := os.WriteFile(history, []byte("## What changed, measured\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "benchmarks.md")
+	chart := filepath.Join(dir, "img", "ratios.svg")
+	for _, h := range []string{history, filepath.Join(dir, "none.md")} {
+		if err := reportCmd([]string{"-o", out, "-chart", chart, "-history", h, results}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := bytes.Contains(b, []byte("## What changed, measured")), h == history; got != want {
+			t.Errorf("history %s: in the page %v, want %v", h, got, want)
+		}
+		if !bytes.Contains(b, []byte("| seq |")) {
+			t.Errorf("the page lacks the results:\n%s", b)
+		}
 	}
 }

@@ -63,6 +63,7 @@ var scenarios = []*scenario{
 	{name: "fanout", unit: "deliveries/s", target: 1.0, run: fanoutScenario},
 	{name: "client", unit: "calls/s", target: 0.8, run: clientScenario, baseline: seqScenario},
 	{name: "neighbor", unit: "calls/s", run: neighborScenario, baseline: seqScenario},
+	{name: "beside", unit: "calls/s", run: besideScenario},
 }
 
 func dial(ctx context.Context, u string) (*conn, error) {

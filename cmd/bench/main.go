@@ -22,7 +22,9 @@
 // (memory per idle connection), client (the Go client's sequential calls,
 // against this program's raw ones to the same hub) and neighbor
 // (sequential calls beside a client with 1,600 calls in flight, against
-// the same calls alone). It prints a table, and one JSON
+// the same calls alone) and beside (the same, with the heavy client in a
+// process of its own, against the hub and the floor). It prints a table,
+// and one JSON
 // object per result with -json.
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and
@@ -70,6 +72,8 @@ func run(ctx context.Context, args []string) error {
 		return runCmd(ctx, args[1:])
 	case "soak":
 		return soakCmd(ctx, args[1:])
+	case "heavy": // the beside scenario's child process
+		return heavyCmd(ctx, args[1:])
 	case "report":
 		return reportCmd(args[1:])
 	case "-h", "-help", "--help", "help":

@@ -21,6 +21,7 @@ func reportCmd(args []string) error {
 	out := fs.String("o", "docs/benchmarks.md", "write the page to `file`")
 	chart := fs.String("chart", "docs/img/bench-ratios.svg", "write the chart to `file` (linked from the page)")
 	micro := fs.String("micro", "", "the output of go test -bench -benchmem, to include")
+	history := fs.String("history", "docs/benchmarks-history.md", "a Markdown `file` of past changes and what they did to the figures, appended to the page if it exists")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench report [flags] RESULTS.jsonl")
 		fs.PrintDefaults()
@@ -52,7 +53,14 @@ func reportCmd(args []string) error {
 	if err != nil {
 		rel = *chart
 	}
-	return os.WriteFile(*out, page(m, results, rel, microText), 0o644)
+	b := page(m, results, rel, microText)
+	switch h, err := os.ReadFile(*history); {
+	case err == nil:
+		b = append(append(b, '\n'), h...)
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	return os.WriteFile(*out, b, 0o644)
 }
 
 func readResults(path string) (meta, []result, error) {
@@ -129,7 +137,13 @@ batch with one fixed reply, so this ratio is expected below 1); **fanout**,
 **idle**, the growth of the server's resident memory per idle connection,
 measured once per process, first (lower is better); **client**, sequential
 calls made with the Go client (` + "`client.Dial`, `Call`" + `), compared with the load
-generator's own raw frames to the same hub (the "floor" column of that row).
+generator's own raw frames to the same hub (the "floor" column of that row);
+**neighbor**, one connection making calls one after another beside a heavy
+client (8 connections with 200 calls in flight on each) in the same
+process, compared with the same calls alone (the "floor" column); the load
+generator's own scheduler, busy with the heavy client, weighs on this one
+as much as the server does; **beside**, the same with the heavy client in
+a process of its own, against the hub and against the floor.
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:
@@ -162,6 +176,7 @@ var scenarioText = map[string]string{
 	"idle":     "memory per idle connection",
 	"client":   "Go client vs raw frames, sequential",
 	"neighbor": "sequential calls beside a heavy client",
+	"beside":   "the same, heavy client in its own process",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's

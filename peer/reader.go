@@ -1,0 +1,195 @@
+package peer
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// This file holds the reader of a served Conn and the watchdog that lets
+// it run handlers itself.
+//
+// The reader runs each concurrent call's handler itself and writes its
+// reply itself (the outbox writes inline when no writer is active): a call
+// then costs no goroutine hand-off at all, and a busy connection has one
+// runnable goroutine, not one per call, so it does not crowd out the
+// other connections. A handler that takes long must not hold up the
+// connection's other calls (nor the rpc.cancel meant for it), so a
+// process-wide watchdog looks at the readers that are in a handler once
+// every readerTick, and when it finds one in the same handler as at its
+// previous look, it takes the reader's role from it and starts a new
+// reader for the connection. The old one finishes its call and ends.
+//
+// At most one goroutine holds a connection's reader role at a time; what
+// "belongs to the reader" belongs to the holder. The role passes by a
+// compare-and-swap on Conn.rstate, so that the watchdog takes it only
+// from a reader still in its handler, and the reader learns it lost it.
+
+// rstate bits: the reader is in a handler, and the connection is on the
+// watchdog's list; the bits above count the handlers the reader started.
+const (
+	rBusy    = 1 << 0
+	rWatched = 1 << 1
+	rSeq     = 1 << 2
+)
+
+// readerTick is the watchdog's period: a handler holds up its
+// connection's reading for one to two periods at most.
+const readerTick = time.Millisecond
+
+// readerLinger is how many periods the watchdog goes on ticking with no
+// connection to watch before it ends.
+const readerLinger = 50
+
+// readerWatch is the watchdog's list of connections whose reader ran a
+// handler lately.
+var readerWatch struct {
+	mu      sync.Mutex
+	conns   []*Conn
+	running bool
+}
+
+// readLoop reads and dispatches messages until reading ends, when it
+// closes readDone, or until the watchdog took the reader role from it.
+func (c *Conn) readLoop() {
+	c.readers.Add(1)
+	defer c.readers.Add(-1)
+	for {
+		msg, err := c.t.Read(c.rctx)
+		if err != nil {
+			c.readFailed(err)
+			break
+		}
+		c.reads.Add(1)
+		if len(msg) > c.o.MaxMessage {
+			c.limit(LimitMessage)
+			c.teardown(&CloseError{Code: CloseTooBig, Reason: "message too big"}, CloseTooBig, "message too big")
+			break
+		}
+		if !c.dispatch(c.hctx, msg) {
+			return // another goroutine reads now
+		}
+	}
+	close(c.readDone)
+}
+
+// enterHandler marks the reader as running a handler and returns the
+// state to give exitHandler. The connection goes on the watchdog's list
+// if it is not on it.
+func (c *Conn) enterHandler() uint64 {
+	for {
+		old := c.rstate.Load()
+		s := (old + rSeq) | rBusy
+		if !c.rstate.CompareAndSwap(old, s) {
+			continue
+		}
+		if old&rWatched != 0 {
+			return s
+		}
+		// Only the reader sets rWatched, and the watchdog clears it only
+		// while the reader is not busy: it is ours to set.
+		readerWatch.mu.Lock()
+		c.rstate.Or(rWatched)
+		c.watchSeq = ^uint64(0)
+		readerWatch.conns = append(readerWatch.conns, c)
+		if !readerWatch.running {
+			readerWatch.running = true
+			go watchReaders()
+		}
+		readerWatch.mu.Unlock()
+		return s | rWatched
+	}
+}
+
+// exitHandler marks the reader as done with its handler and reports
+// whether it still holds the reader role.
+func (c *Conn) exitHandler(s uint64) bool {
+	return c.rstate.CompareAndSwap(s, s&^rBusy)
+}
+
+// watchReaders is the watchdog goroutine. It ends after readerLinger
+// periods without a connection to watch.
+func watchReaders() {
+	t := time.NewTicker(readerTick)
+	defer t.Stop()
+	empty := 0
+	for range t.C {
+		readerWatch.mu.Lock()
+		conns := readerWatch.conns[:0]
+		for _, c := range readerWatch.conns {
+			if c.watchReader() {
+				conns = append(conns, c)
+			}
+		}
+		clear(readerWatch.conns[len(conns):])
+		readerWatch.conns = conns
+		if len(conns) > 0 {
+			empty = 0
+		} else if empty++; empty >= readerLinger {
+			readerWatch.running = false
+			readerWatch.mu.Unlock()
+			return
+		}
+		readerWatch.mu.Unlock()
+	}
+}
+
+// watchReader is the watchdog's look at one connection, with
+// readerWatch.mu held: it starts a new reader if the reader has been in
+// the same handler since the previous look, and reports whether the
+// connection stays on the list (not when it ran no handler since).
+func (c *Conn) watchReader() bool {
+	s := c.rstate.Load()
+	seq := s / rSeq
+	if seq != c.watchSeq {
+		c.watchSeq = seq
+		return true
+	}
+	if s&rBusy == 0 {
+		// No handler on the reader since the previous look: if the reading
+		// moved off a slow handler then, the calls that came meanwhile
+		// went to workers; from now on they start on the reader again. A
+		// connection whose handlers are quick must not stay on the slow
+		// path for as long as it has calls running, which under a steady
+		// load is for ever.
+		c.spawning.Store(false)
+		return !c.rstate.CompareAndSwap(s, s&^rWatched)
+	}
+	if c.moveReader(s) {
+		c.spawning.Store(true)
+	}
+	return true
+}
+
+// moveReader takes the reader role from a reader in a handler, if it is
+// still in the handler it was in with state s, and starts a new reader.
+// It reports whether it did.
+func (c *Conn) moveReader(s uint64) bool {
+	if !c.rstate.CompareAndSwap(s, s&^rBusy) {
+		return false
+	}
+	// The role is taken from a reader in a handler: reading has not
+	// ended, so Serve does not wait for c.wg yet.
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.readLoop()
+	}()
+	return true
+}
+
+// leaveReader is called by a handler about to wait on a call it made (to
+// its own caller, to another peer, or forwarded): if the handler runs on
+// its connection's reader, the reading moves to a new goroutine at once,
+// instead of a tick or two later by the watchdog. A handler that calls
+// back to its caller would otherwise wait that long for the reader to
+// read the answer.
+func leaveReader(ctx context.Context) {
+	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
+	if !ok {
+		return
+	}
+	if s := ri.reader.Swap(0); s != 0 {
+		ri.c.moveReader(s)
+	}
+}
