@@ -102,6 +102,7 @@ type Broker struct {
 	cons jetstream.ConsumeContext
 
 	connected atomic.Bool
+	closing   atomic.Bool // Close was called: the link going down is no news
 	stats     struct{ sent, received, unsent, lost, disconnects atomic.Uint64 }
 }
 
@@ -375,6 +376,7 @@ func (b *Broker) Stats() hub.BrokerStats {
 
 // Close stops reading events and closes the connection.
 func (b *Broker) Close() error {
+	b.closing.Store(true)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cons != nil {
@@ -397,7 +399,7 @@ func (b *Broker) up(nc *nats.Conn, msg string) {
 }
 
 func (b *Broker) down(_ *nats.Conn, err error) {
-	if b.connected.CompareAndSwap(true, false) {
+	if b.connected.CompareAndSwap(true, false) && !b.closing.Load() {
 		b.stats.disconnects.Add(1)
 		b.log.Warn("cluster link lost: delivering this node's events only", zap.Error(err))
 		b.interrupted()
