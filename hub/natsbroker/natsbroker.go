@@ -78,6 +78,12 @@ type Options struct {
 	MaxBytes  int64
 	Memory    bool
 
+	// Heartbeat is how often the node tells the others about its peers
+	// (the methods they provide); a node not heard from for three
+	// heartbeats is taken for gone, and calls in flight to it end with
+	// -32006. Default [DefaultHeartbeat].
+	Heartbeat time.Duration
+
 	// Logger logs the link's transitions (lost, restored). Default: none.
 	Logger *zap.Logger
 }
@@ -100,6 +106,9 @@ type Broker struct {
 	h    *hub.Hub
 	sub  *nats.Subscription
 	cons jetstream.ConsumeContext
+
+	heartbeat time.Duration
+	dir       atomic.Pointer[directory] // set by Start (route.go)
 
 	connected atomic.Bool
 	closing   atomic.Bool // Close was called: the link going down is no news
@@ -142,6 +151,10 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 		evSub:  opts.Prefix + ".ev.",
 		log:    opts.Logger.With(zap.String("node", opts.Node)),
 		stream: opts.Stream,
+	}
+	b.heartbeat = opts.Heartbeat
+	if b.heartbeat <= 0 {
+		b.heartbeat = DefaultHeartbeat
 	}
 	nc, err := nats.Connect(opts.URLs,
 		nats.Name("switchboard hub "+opts.Node),
@@ -240,6 +253,9 @@ func (b *Broker) Start(ctx context.Context, h *hub.Hub) error {
 		return errors.New("natsbroker: started twice")
 	}
 	b.h = h
+	if err := b.startDirectory(h); err != nil {
+		return fmt.Errorf("natsbroker: %w", err)
+	}
 	if b.js == nil {
 		sub, err := b.nc.Subscribe(b.evSub+">", b.receive)
 		if err != nil {
@@ -377,6 +393,9 @@ func (b *Broker) Stats() hub.BrokerStats {
 // Close stops reading events and closes the connection.
 func (b *Broker) Close() error {
 	b.closing.Store(true)
+	if d := b.dir.Load(); d != nil {
+		d.close()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cons != nil {
