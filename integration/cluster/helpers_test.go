@@ -112,6 +112,7 @@ type received struct {
 	topic  string
 	data   string
 	seq    uint64
+	epoch  string
 	missed bool
 }
 
@@ -123,7 +124,7 @@ func subscribe(t *testing.T, c *client.Client, pattern string, since client.Posi
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	sub, err := c.SubscribeWith(ctx, pattern, &client.SubscribeOptions{Since: since}, func(ev client.Event) {
-		r := received{topic: ev.Topic, data: string(ev.Data), seq: ev.Seq, missed: ev.Missed}
+		r := received{topic: ev.Topic, data: string(ev.Data), seq: ev.Seq, epoch: ev.Epoch, missed: ev.Missed}
 		select {
 		case ch <- r:
 		default:

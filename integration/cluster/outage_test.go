@@ -1,10 +1,12 @@
 package cluster_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // TestNATSRestart: while NATS is down, each node delivers the events
@@ -67,5 +69,43 @@ func TestNATSRestart(t *testing.T) {
 	_, ch := subscribe(t, dial(t, hubs[1]), "o.x", before, 10)
 	if r := next(t, ch); !r.missed {
 		t.Fatalf("resumed on n2 from before the outage: %+v, want missed first", r)
+	}
+}
+
+// TestNATSRestartJetStream: with JetStream, publishing fails while NATS
+// is down (an event would have no position), and once NATS is back with
+// its files, every node reads the stream on from where it stopped:
+// subscribers get what follows, nothing twice, nothing lost.
+func TestNATSRestartJetStream(t *testing.T) {
+	ns := startNATS(t)
+	hubs := startNodes(t, ns, 2, "-nats-jetstream")
+	c1, c2 := dial(t, hubs[0]), dial(t, hubs[1])
+	_, ch2 := subscribe(t, c2, "oj.x", client.Position{}, 10)
+	publish(t, c1, "oj.x", 1)
+	first := next(t, ch2)
+	if first.data != "1" {
+		t.Fatalf("before the outage: %+v", first)
+	}
+
+	ns.stop()
+	for i, h := range hubs {
+		waitLinked(t, h, i, false)
+	}
+	var perr *peer.Error
+	if _, err := c1.Publish(t.Context(), "oj.x", "lost"); !errors.As(err, &perr) || perr.Code != peer.CodeApplication {
+		t.Fatalf("publish without NATS: %v, want -32000", err)
+	}
+
+	ns.start()
+	for i, h := range hubs {
+		waitLinked(t, h, i, true)
+	}
+	publish(t, c1, "oj.x", 2)
+	publish(t, c2, "oj.x", 3)
+	for _, want := range []string{"2", "3"} {
+		r := next(t, ch2)
+		if r.missed || r.data != want || r.epoch != first.epoch {
+			t.Fatalf("after the outage: %+v, want %s in epoch %s", r, want, first.epoch)
+		}
 	}
 }
