@@ -366,6 +366,11 @@ func (h *Hub) Stats() Stats {
 // (a json.RawMessage is sent as is). Publish never waits for a subscriber:
 // one whose queue of events is full is closed with 1008 and not counted.
 // Publishing from Go code is not subject to the hub's Policy.
+//
+// In a cluster, the count is of this hub's subscribers; the other nodes'
+// get the event too. With a [Sequencer], Publish appends the event to
+// its stream and waits (up to 5 s, or ctx) for it to come back to this
+// hub, to count them; it fails when the stream is unreachable.
 func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err

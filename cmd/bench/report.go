@@ -129,7 +129,11 @@ batch with one fixed reply, so this ratio is expected below 1); **fanout**,
 **idle**, the growth of the server's resident memory per idle connection,
 measured once per process, first (lower is better); **client**, sequential
 calls made with the Go client (` + "`client.Dial`, `Call`" + `), compared with the load
-generator's own raw frames to the same hub (the "floor" column of that row).
+generator's own raw frames to the same hub (the "floor" column of that row);
+**cluster**, two hubs joined over NATS: the fanout scenario with the
+publisher on one node and the subscribers on the other, against the same
+with the publisher beside its subscribers (the "floor" column), as the CPU
+time of both hub processes per delivered event (lower is better).
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:
@@ -162,6 +166,7 @@ var scenarioText = map[string]string{
 	"idle":     "memory per idle connection",
 	"client":   "Go client vs raw frames, sequential",
 	"neighbor": "sequential calls beside a heavy client",
+	"cluster":  "fan-out across two nodes vs on one, CPU per delivery",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's

@@ -98,9 +98,14 @@ type Broker struct {
 	evSub  string // "<prefix>.ev.", before the node
 	log    *zap.Logger
 
-	js     jetstream.JetStream
-	stream string
-	epoch  string
+	jetStream bool // set before connecting: the callbacks read it
+	js        jetstream.JetStream
+	stream    string
+	epoch     string
+
+	head     uint64        // the stream's last position when Start read it
+	caughtUp chan struct{} // closed once head is delivered
+	caught   bool          // caughtUp is closed
 
 	mu   sync.Mutex
 	h    *hub.Hub
@@ -151,6 +156,8 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 		evSub:  opts.Prefix + ".ev.",
 		log:    opts.Logger.With(zap.String("node", opts.Node)),
 		stream: opts.Stream,
+
+		jetStream: opts.JetStream,
 	}
 	b.heartbeat = opts.Heartbeat
 	if b.heartbeat <= 0 {
@@ -277,7 +284,14 @@ func (b *Broker) Start(ctx context.Context, h *hub.Hub) error {
 	if err != nil {
 		return fmt.Errorf("natsbroker: stream %s: %w", b.stream, err)
 	}
-	head := s.CachedInfo().State.LastSeq
+	// The stream's last event at start: once it is delivered, the hub
+	// has the history, and what follows is live.
+	state := s.CachedInfo().State
+	b.head, b.caughtUp = state.LastSeq, make(chan struct{})
+	if state.Msgs == 0 {
+		b.caught = true
+		close(b.caughtUp)
+	}
 	cons, err := b.js.OrderedConsumer(ctx, b.stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return fmt.Errorf("natsbroker: read stream %s: %w", b.stream, err)
@@ -287,16 +301,12 @@ func (b *Broker) Start(ctx context.Context, h *hub.Hub) error {
 		return fmt.Errorf("natsbroker: read stream %s: %w", b.stream, err)
 	}
 	b.cons = cc
-	for h.Position().Seq < head {
-		t := time.NewTimer(10 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("natsbroker: read stream %s up to %d: %w", b.stream, head, ctx.Err())
-		case <-t.C:
-		}
+	select {
+	case <-b.caughtUp:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("natsbroker: read stream %s up to %d: %w", b.stream, b.head, ctx.Err())
 	}
-	return nil
 }
 
 // receive delivers an event of another node.
@@ -323,7 +333,12 @@ func (b *Broker) receiveStream(m jetstream.Msg) {
 	if !ok {
 		return
 	}
-	b.deliver(meta.Sequence.Stream, topic, m.Data())
+	seq := meta.Sequence.Stream
+	b.deliver(seq, topic, m.Data())
+	if !b.caught && seq >= b.head {
+		b.caught = true // the handler runs for one message at a time
+		close(b.caughtUp)
+	}
 }
 
 // deliver hands an event to the hub, at seq when it is not 0.
@@ -438,7 +453,7 @@ func (b *Broker) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
 // interrupted tells the hub that events of other nodes may be missing.
 // With JetStream nothing is: the stream has them, in order.
 func (b *Broker) interrupted() {
-	if b.js != nil {
+	if b.jetStream {
 		return
 	}
 	b.mu.Lock()
