@@ -47,9 +47,8 @@ type Directory interface {
 	// Nodes that do not answer in time are left out.
 	Peers(ctx context.Context, topic string) ([]PeerInfo, error)
 
-	// Changed tells the directory that this hub's provided methods, or
-	// whether any of its peers watches presence, changed: it should tell
-	// the other nodes. It must not block.
+	// Changed tells the directory that the methods this hub's peers
+	// provide changed: it should tell the other nodes. It must not block.
 	Changed()
 
 	// PresenceChanged tells the other nodes that a peer of this hub
@@ -311,14 +310,6 @@ outer:
 	}
 }
 
-// Watching reports whether a peer of this hub asked for presence
-// changes, so that the other nodes need to tell it theirs.
-func (h *Hub) Watching() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.watchers.children) > 0 || len(h.watchers.subs) > 0
-}
-
 // ProvidedMethods returns, for each peer of this hub that provides
 // methods, its id, the names and patterns it provides and the forwarded
 // calls in flight to it: what a Directory tells the other nodes.
@@ -347,7 +338,7 @@ type Provider struct {
 	InFlight int      `json:"inflight"`
 }
 
-// changed tells the Directory, if any, that provisions or watchers changed.
+// changed tells the Directory, if any, that provisions changed.
 func (h *Hub) changed() {
 	if d := h.directory(); d != nil {
 		d.Changed()

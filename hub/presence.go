@@ -113,9 +113,6 @@ func (h *Hub) watchLocked(p *Peer, pattern string) {
 	if p.watch[pattern] != nil {
 		return
 	}
-	if len(h.watchers.children) == 0 && len(h.watchers.subs) == 0 {
-		defer h.changed() // the first: the other nodes must tell this one
-	}
 	if p.watch == nil {
 		p.watch = make(map[string]*subscription)
 	}
@@ -127,9 +124,6 @@ func (h *Hub) unwatchLocked(p *Peer, pattern string) {
 	if s := p.watch[pattern]; s != nil {
 		s.remove()
 		delete(p.watch, pattern)
-		if len(h.watchers.children) == 0 && len(h.watchers.subs) == 0 {
-			h.changed() // the last
-		}
 	}
 }
 

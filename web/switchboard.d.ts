@@ -198,6 +198,8 @@ export declare class MissedEvent {
 export interface PeerInfo {
   id: string;
   user?: string;
+  /** In a cluster of hubs, the node the peer is connected to. */
+  node?: string;
 }
 
 /** A peer joining (rpc.join) or leaving (rpc.leave) a subscription's pattern. */

@@ -55,7 +55,6 @@ var _ hub.Directory = sequencer{}
 type Member struct {
 	Node      string         // its name
 	Providers []hub.Provider // its peers that provide methods
-	Watching  bool           // one of its peers watches presence
 }
 
 // Members returns the other nodes this one knows, sorted by name: those
@@ -69,7 +68,7 @@ func (b *Broker) Members() []Member {
 	defer d.mu.Unlock()
 	out := make([]Member, 0, len(d.members))
 	for name, m := range d.members {
-		out = append(out, Member{Node: name, Providers: m.providers, Watching: m.watching})
+		out = append(out, Member{Node: name, Providers: m.providers})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out

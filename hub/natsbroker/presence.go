@@ -12,9 +12,8 @@ import (
 // This file spans presence over the nodes: rpc.presence (and
 // Hub.ClusterPeers) asks every other node on "<prefix>.presence" for its
 // peers and gathers the answers; a node whose peers subscribe or leave
-// tells the others on "<prefix>.presence.changed", when one of them
-// watches presence, and they pass rpc.join and rpc.leave on to their
-// watchers.
+// tells the others on "<prefix>.presence.changed", and they pass
+// rpc.join and rpc.leave on to their watchers.
 
 // presenceWait bounds how long a presence query waits for the other
 // nodes' answers; a node that has not answered by then is left out.
@@ -91,18 +90,11 @@ func (d *directory) onPresence(msg *nats.Msg) {
 	_ = d.b.nc.Publish(msg.Reply, b)
 }
 
-// PresenceChanged implements hub.Directory: it tells the other nodes,
-// when one of them watches presence.
+// PresenceChanged implements hub.Directory: it tells the other nodes.
+// It does so whether or not a peer there watches presence: a node that
+// waited to hear of a watcher first would miss the changes made
+// meanwhile. The nodes without watchers drop the message at once.
 func (d *directory) PresenceChanged(join bool, who hub.PeerInfo, changed, others []string) {
-	d.mu.Lock()
-	watched := false
-	for _, m := range d.members {
-		watched = watched || m.watching
-	}
-	d.mu.Unlock()
-	if !watched {
-		return
-	}
 	b, _ := json.Marshal(presenceChange{Join: join, Peer: who, Changed: changed, Others: others})
 	_ = d.b.nc.Publish(d.b.Subject("presence", "changed"), b)
 }

@@ -16,8 +16,8 @@ import (
 
 // This file makes the peers of every node addressable: the broker is a
 // hub.Directory. The nodes tell each other, on "<prefix>.dir.<node>",
-// which methods their peers provide and whether any of them watches
-// presence, each time that changes and every Options.Heartbeat; a node
+// which methods their peers provide, each time that changes and every
+// Options.Heartbeat; a node
 // not heard from for three heartbeats, or that said goodbye, is gone, and
 // the calls in flight to it end with -32006.
 //
@@ -44,14 +44,12 @@ const cancelWait = 5 * time.Second
 type announcement struct {
 	Node      string         `json:"node"`
 	Providers []hub.Provider `json:"providers,omitempty"`
-	Watching  bool           `json:"watching,omitempty"`
 	Bye       bool           `json:"bye,omitempty"`
 }
 
 // member is another node, as this one knows it.
 type member struct {
 	providers []hub.Provider
-	watching  bool
 	seen      time.Time
 	gone      chan struct{}  // closed when the node is taken for gone
 	ours      map[string]int // calls this node has in flight to each provider there
@@ -177,7 +175,6 @@ func (d *directory) announce(bye bool) {
 	a := announcement{Node: d.b.node, Bye: bye}
 	if !bye {
 		a.Providers = d.h.ProvidedMethods()
-		a.Watching = d.h.Watching()
 	}
 	msg, _ := json.Marshal(a)
 	_ = d.b.nc.Publish(d.b.Subject("dir", d.b.node), msg)
@@ -217,7 +214,7 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 		d.members[a.Node] = m
 		defer d.Changed() // so that it learns about this one at once
 	}
-	m.providers, m.watching, m.seen = a.Providers, a.Watching, time.Now()
+	m.providers, m.seen = a.Providers, time.Now()
 	d.mu.Unlock()
 }
 
