@@ -243,8 +243,10 @@ func (d *directory) Provides(method string) bool {
 }
 
 // choose returns the node to send a call of method to: the one whose
-// least busy provider has the fewest calls in flight, counting those it
-// announced and those this node sent since. It counts the call in.
+// least busy provider has the fewest calls in flight as far as this node
+// knows: the count its node last announced, or the calls this node has in
+// flight to it, whichever is more (the announced count includes this
+// node's calls of that moment). It counts the call in.
 func (d *directory) choose(method string) (node, provider string, m *member) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -254,7 +256,7 @@ func (d *directory) choose(method string) (node, provider string, m *member) {
 			if !provides(p, method) {
 				continue
 			}
-			if n := p.InFlight + mb.ours[p.Peer]; least < 0 || n < least {
+			if n := max(p.InFlight, mb.ours[p.Peer]); least < 0 || n < least {
 				least, node, provider, m = n, name, p.Peer, mb
 			}
 		}
@@ -287,60 +289,86 @@ var (
 	errProviderLost = &peer.Error{Code: peer.CodeProviderLost, Message: "Provider lost"}
 )
 
-// Route implements hub.Directory.
+// Route implements hub.Directory. A call sent to a node that NATS says
+// has no subscriber (it died, and its connection with it) never ran: the
+// node is taken for gone at once, and the call goes to another provider.
 func (d *directory) Route(ctx context.Context, call hub.RemoteCall) (json.RawMessage, error) {
+	for {
+		res, err, gone := d.route(ctx, call)
+		if !gone {
+			return res, err
+		}
+	}
+}
+
+// route sends call to one node and waits for its answer. nodeGone
+// reports that NATS knew no subscriber to the node's subject.
+func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawMessage, _ error, nodeGone bool) {
 	req := callRequest{Method: call.Method, Params: call.Params, Notify: call.Notification, Peer: call.Peer, From: d.b.node}
 	if deadline, ok := ctx.Deadline(); ok {
 		req.Timeout = max(1, time.Until(deadline).Milliseconds())
 	}
-	var subject string
+	var subject, node string
 	var gone <-chan struct{}
+	var recheck <-chan time.Time // a call to a peer: whether every node said no
 	if call.Peer == "" {
-		node, provider, m := d.choose(call.Method)
+		var provider string
+		var m *member
+		node, provider, m = d.choose(call.Method)
 		if m == nil {
-			return nil, errNoProvider
+			return nil, errNoProvider, false
 		}
 		defer d.done(m, provider)
 		subject, gone = d.b.Subject("call", node), m.gone
 	} else {
+		if d.nodes() == 0 {
+			return nil, noPeer(call.Peer), false
+		}
 		subject = d.b.Subject("callpeer")
+		t := time.NewTicker(d.interval)
+		defer t.Stop()
+		recheck = t.C
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return nil, err
+		return nil, err, false
 	}
 	if call.Notification {
 		if err := d.b.nc.Publish(subject, body); err != nil {
-			return nil, errProviderLost
+			return nil, errProviderLost, false
 		}
-		return nil, nil
+		return nil, nil, false
 	}
 
 	inbox := d.b.nc.NewRespInbox()
 	replies := make(chan *nats.Msg, 1024)
 	sub, err := d.b.nc.ChanSubscribe(inbox, replies)
 	if err != nil {
-		return nil, errProviderLost
+		return nil, errProviderLost, false
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := d.b.nc.PublishRequest(subject, inbox, body); err != nil {
-		return nil, errProviderLost
+		return nil, errProviderLost, false
 	}
 
-	noPeer := 0 // nodes that said they do not have call.Peer
+	said := 0 // nodes that said they do not have call.Peer
 	var expired <-chan time.Time
 	done := ctx.Done()
 	for {
 		select {
 		case msg := <-replies:
+			if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" && node != "" { // NATS: no responders
+				d.drop(node)
+				return nil, nil, true
+			}
 			var r callReply
 			if err := json.Unmarshal(msg.Data, &r); err != nil {
 				continue
 			}
 			switch {
 			case r.NoPeer:
-				if noPeer++; gone == nil && noPeer >= d.nodes() {
-					return nil, peer.Errorf(peer.CodeMethodNotFound, "Method not found: no peer %s", call.Peer)
+				if said++; gone == nil && said >= d.nodes() {
+					return nil, noPeer(call.Peer), false
 				}
 			case r.Accepted != "":
 				gone = d.goneOf(r.Accepted)
@@ -349,16 +377,20 @@ func (d *directory) Route(ctx context.Context, call hub.RemoteCall) (json.RawMes
 					call.Progress(r.Progress)
 				}
 			case r.Error != nil:
-				return nil, r.Error
+				return nil, r.Error, false
 			default:
-				return r.Result, nil
+				return r.Result, nil, false
+			}
+		case <-recheck:
+			if gone == nil && said >= d.nodes() {
+				return nil, noPeer(call.Peer), false
 			}
 		case <-gone:
-			return nil, errProviderLost
+			return nil, errProviderLost, false
 		case <-done:
 			_ = d.b.nc.Publish(d.b.Subject("cancel"), []byte(inbox))
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, ctx.Err()
+				return nil, ctx.Err(), false
 			}
 			// Cancelled: the provider's answer, normally -32002, is
 			// the one to pass back.
@@ -367,8 +399,23 @@ func (d *directory) Route(ctx context.Context, call hub.RemoteCall) (json.RawMes
 			defer t.Stop()
 			expired = t.C
 		case <-expired:
-			return nil, ctx.Err()
+			return nil, ctx.Err(), false
 		}
+	}
+}
+
+func noPeer(id string) error {
+	return peer.Errorf(peer.CodeMethodNotFound, "Method not found: no peer %s", id)
+}
+
+// drop takes node for gone: NATS knows no subscriber of it.
+func (d *directory) drop(node string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if m := d.members[node]; m != nil {
+		d.log.Warn("cluster node lost", zap.String("peer_node", node))
+		close(m.gone)
+		delete(d.members, node)
 	}
 }
 
