@@ -31,15 +31,16 @@ type Directory interface {
 	// method the hub does not serve, so it must be quick.
 	Provides(method string) bool
 
-	// Route sends a call (or notification) of method to a peer on
+	// Route sends a call (or notification) of call.Method to a peer on
 	// another node that provides it, the one with the fewest calls in
-	// flight as far as known (or with call.Peer, to that peer), and returns its answer as [peer.Conn.Forward]
-	// does: the raw result, or the provider's *peer.Error. progress
-	// receives the provider's rpc.progress data. When ctx ends the
-	// provider is told to cancel, and Forward still returns its answer
-	// unless the caller is gone. It returns
-	// -32006 when the provider or its node is lost before answering, and
-	// -32601 when no other node provides method (or has the peer) after all.
+	// flight as far as known, or with call.Peer set, to that peer; and
+	// returns its answer as [peer.Conn.Forward] does: the raw result, or
+	// the peer's *peer.Error. call.Progress receives the peer's
+	// rpc.progress data. When ctx is cancelled the peer is sent
+	// rpc.cancel and Route waits a while for its answer (normally
+	// -32002); when ctx's deadline passes it returns at once. It returns
+	// -32006 when the peer or its node is lost before answering, and
+	// -32601 when no other node provides the method (or has the peer).
 	Route(ctx context.Context, call RemoteCall) (json.RawMessage, error)
 
 	// Peers returns the peers of the other nodes that an event on topic

@@ -102,6 +102,14 @@
 // before it is not told it recovered everything. Without a Broker, none of
 // this costs anything. docs/cluster.md describes the guarantees.
 //
+// A broker that is also a [Directory] makes the peers of every node
+// addressable: a call of a method that no peer of this hub provides goes
+// to a provider on another node (a local one is preferred), rpc.presence
+// and rpc.join/rpc.leave cover every node, and [Hub.ClusterPeers] and
+// [Hub.CallPeer] reach the peers of the whole cluster from Go. The hub
+// serves the other nodes' requests through [Hub.ServeRemoteCall] and
+// [Hub.LocalPeers]. docs/routing.md describes it.
+//
 // # Authorization
 //
 // A [Policy] decides who may subscribe to a pattern (and read its
