@@ -106,6 +106,7 @@ type Broker struct {
 	head     uint64        // the stream's last position when Start read it
 	caughtUp chan struct{} // closed once head is delivered
 	caught   bool          // caughtUp is closed
+	read     uint64        // the position of the latest event read from the stream
 
 	mu   sync.Mutex
 	h    *hub.Hub
@@ -288,6 +289,7 @@ func (b *Broker) Start(ctx context.Context, h *hub.Hub) error {
 	// has the history, and what follows is live.
 	state := s.CachedInfo().State
 	b.head, b.caughtUp = state.LastSeq, make(chan struct{})
+	b.read = state.LastSeq // an empty stream goes on after its last position
 	if state.Msgs == 0 {
 		b.caught = true
 		close(b.caughtUp)
@@ -334,6 +336,14 @@ func (b *Broker) receiveStream(m jetstream.Msg) {
 		return
 	}
 	seq := meta.Sequence.Stream
+	if b.caught && seq > b.read+1 {
+		// Every event of the stream is this node's to deliver: past the
+		// start, a gap is events the stream dropped before this node read
+		// them (it fell further behind than the stream's bounds).
+		b.stats.lost.Add(seq - b.read - 1)
+		b.log.Warn("cluster stream events dropped before this node read them", zap.Uint64("after", b.read), zap.Uint64("next", seq))
+	}
+	b.read = seq
 	b.deliver(seq, topic, m.Data())
 	if !b.caught && seq >= b.head {
 		b.caught = true // the handler runs for one message at a time
