@@ -330,3 +330,37 @@ func TestClusterPeersAndCallPeer(t *testing.T) {
 	}
 	wantCode(t, a.h.CallPeer(ctx, "no-such-peer", "svc.echo", nil, nil), peer.CodeMethodNotFound)
 }
+
+// A node whose NATS connection is gone has no subscriber for its calls:
+// NATS says so at once, and the calls go to another node's provider
+// without waiting for the node to miss its heartbeats.
+func TestRouteAroundAGoneNode(t *testing.T) {
+	url := startNATS(t)
+	a := startRouteNode(t, url, "a", nil)
+	b, c := startRouteNode(t, url, "b", nil), startRouteNode(t, url, "c", nil)
+	pb, _ := join(t, b, provider("b", nil, nil), nil)
+	provide(t, pb, "svc.echo")
+	pc, _ := join(t, c, provider("c", nil, nil), nil)
+	provide(t, pc, "svc.echo")
+	caller, _ := join(t, a, nil, nil)
+	eventually(t, "a to know both providers", func() bool {
+		m := a.b.Members()
+		return len(m) == 2 && len(m[0].Providers) == 1 && len(m[1].Providers) == 1
+	})
+	b.b.Conn().Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	for range 10 {
+		var res struct{ By string }
+		if err := caller.Call(ctx, "svc.echo", nil, &res); err != nil || res.By != "c" {
+			t.Fatalf("got %q, %v; want c's provider", res.By, err)
+		}
+	}
+	if d := time.Since(start); d >= missedAfter {
+		t.Fatalf("10 calls took %v: as long as a node's loss takes to notice", d)
+	}
+}
+
+// missedAfter is how long the nodes take to notice a node gone silent.
+const missedAfter = 3 * heartbeat
