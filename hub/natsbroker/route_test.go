@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -348,6 +349,19 @@ func TestRouteAroundAGoneNode(t *testing.T) {
 		return len(m) == 2 && len(m[0].Providers) == 1 && len(m[1].Providers) == 1
 	})
 	b.b.Conn().Close()
+	// Once the NATS server has seen b's connection close, it answers a
+	// request to b's subject with "no responders". Until then a call may
+	// still reach the dying connection, and end in -32006.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := a.b.Conn().Request(b.b.Subject("call", "b"), nil, 50*time.Millisecond)
+		if errors.Is(err, nats.ErrNoResponders) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("NATS still delivers to b: %v", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
