@@ -83,6 +83,7 @@ type directory struct {
 
 	mu      sync.Mutex
 	members map[string]*member
+	updated chan struct{}                 // closed, and replaced, when members change
 	serving map[string]context.CancelFunc // calls from other nodes, by reply subject
 
 	changed chan struct{} // 1-buffered: announce now
@@ -101,6 +102,7 @@ func (b *Broker) startDirectory(h *hub.Hub) error {
 		log:      b.log,
 		members:  make(map[string]*member),
 		serving:  make(map[string]context.CancelFunc),
+		updated:  make(chan struct{}),
 		changed:  make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
@@ -188,8 +190,15 @@ func (d *directory) expire(now time.Time) {
 			d.log.Warn("cluster node lost", zap.String("peer_node", name))
 			close(m.gone)
 			delete(d.members, name)
+			d.updatedLocked()
 		}
 	}
+}
+
+// updatedLocked wakes whoever waits for the members to change; d.mu held.
+func (d *directory) updatedLocked() {
+	close(d.updated)
+	d.updated = make(chan struct{})
 }
 
 // onAnnouncement takes in what another node says about its peers.
@@ -205,6 +214,7 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 		if m != nil {
 			close(m.gone)
 			delete(d.members, a.Node)
+			d.updatedLocked()
 		}
 		d.mu.Unlock()
 		d.log.Info("cluster node left", zap.String("peer_node", a.Node))
@@ -215,6 +225,7 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 		defer d.Changed() // so that it learns about this one at once
 	}
 	m.providers, m.seen = a.Providers, time.Now()
+	d.updatedLocked()
 	d.mu.Unlock()
 }
 
@@ -416,6 +427,7 @@ func (d *directory) drop(node string) {
 		d.log.Warn("cluster node lost", zap.String("peer_node", node))
 		close(m.gone)
 		delete(d.members, node)
+		d.updatedLocked()
 	}
 }
 

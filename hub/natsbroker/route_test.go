@@ -69,16 +69,22 @@ func join(t *testing.T, n *node, mux peer.Router, watch chan<- string) (*peer.Co
 	return c, p.ID()
 }
 
-// eventually checks cond until it holds, for up to 5s: the nodes learn
-// about each other's peers from their announcements.
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventually waits until cond holds for n, checking it each time n hears
+// from another node, for up to 5s: the nodes learn about each other's
+// peers from their announcements.
+func eventually(t *testing.T, n *node, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
+	deadline := time.After(5 * time.Second)
+	for {
+		updated := natsbroker.Updated(n.b)
+		if cond() {
+			return
+		}
+		select {
+		case <-updated:
+		case <-deadline:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond) // polls the other node's state
 	}
 }
 
@@ -135,7 +141,7 @@ func TestRouteToAnotherNode(t *testing.T) {
 	caller, _ := join(t, a, nil, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	eventually(t, "a to know b's provider", func() bool { return a.b.Provides("svc.echo") })
+	eventually(t, a, "a to know b's provider", func() bool { return a.b.Provides("svc.echo") })
 
 	var res struct {
 		By     string
@@ -202,7 +208,7 @@ func TestRoutePrefersLocal(t *testing.T) {
 	pa, _ := join(t, a, provider("a", nil, nil), nil)
 	provide(t, pa, "svc.echo")
 	caller, _ := join(t, a, nil, nil)
-	eventually(t, "a to know b's provider", func() bool { return a.b.Provides("svc.echo") })
+	eventually(t, a, "a to know b's provider", func() bool { return a.b.Provides("svc.echo") })
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	for range 5 {
@@ -229,7 +235,7 @@ func TestRouteProviderLost(t *testing.T) {
 	prov, _ := join(t, b, provider("b", started, nil), nil)
 	provide(t, prov, "svc.wait")
 	caller, _ := join(t, a, nil, nil)
-	eventually(t, "a to know b's provider", func() bool { return a.b.Provides("svc.wait") })
+	eventually(t, a, "a to know b's provider", func() bool { return a.b.Provides("svc.wait") })
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 
@@ -250,7 +256,7 @@ func TestRouteProviderLost(t *testing.T) {
 	if d := time.Since(start); d > 20*heartbeat {
 		t.Errorf("the node's loss took %v to notice", d)
 	}
-	eventually(t, "a to forget b's provider", func() bool { return !a.b.Provides("svc.wait") })
+	eventually(t, a, "a to forget b's provider", func() bool { return !a.b.Provides("svc.wait") })
 	wantCode(t, caller.Call(ctx, "svc.wait", nil, nil), peer.CodeMethodNotFound)
 }
 
@@ -313,7 +319,7 @@ func TestClusterPeersAndCallPeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	var peers []hub.PeerInfo
-	eventually(t, "a to know b", func() bool {
+	eventually(t, a, "a to know b", func() bool {
 		var err error
 		peers, err = a.h.ClusterPeers(ctx)
 		return err == nil && len(peers) == 2
@@ -344,7 +350,7 @@ func TestRouteAroundAGoneNode(t *testing.T) {
 	pc, _ := join(t, c, provider("c", nil, nil), nil)
 	provide(t, pc, "svc.echo")
 	caller, _ := join(t, a, nil, nil)
-	eventually(t, "a to know both providers", func() bool {
+	eventually(t, a, "a to know both providers", func() bool {
 		m := a.b.Members()
 		return len(m) == 2 && len(m[0].Providers) == 1 && len(m[1].Providers) == 1
 	})
