@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 
 // startNATS runs a NATS server on a free port of 127.0.0.1 until the end
 // of the test, with JetStream storing in a temporary directory.
-func startNATS(t *testing.T) string {
+func startNATS(t testing.TB) string {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
 	if err != nil {

@@ -1,10 +1,13 @@
 package natsbroker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -86,6 +89,10 @@ type directory struct {
 	updated chan struct{}                 // closed, and replaced, when members change
 	serving map[string]context.CancelFunc // calls from other nodes, by reply subject
 
+	replies string                  // "<inbox>.": the subjects the answers to this node's calls come on
+	calls   map[string]*pendingCall // this node's calls waiting for answers, by reply subject
+	nextID  atomic.Uint64
+
 	changed chan struct{} // 1-buffered: announce now
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -103,6 +110,8 @@ func (b *Broker) startDirectory(h *hub.Hub) error {
 		members:  make(map[string]*member),
 		serving:  make(map[string]context.CancelFunc),
 		updated:  make(chan struct{}),
+		replies:  b.nc.NewInbox() + ".",
+		calls:    make(map[string]*pendingCall),
 		changed:  make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
@@ -113,6 +122,7 @@ func (b *Broker) startDirectory(h *hub.Hub) error {
 		b.Subject("cancel"):              d.onCancel,
 		b.Subject("presence"):            d.onPresence,
 		b.Subject("presence", "changed"): d.onPresenceChanged,
+		d.replies + "*":                  d.onReply,
 	} {
 		sub, err := b.nc.Subscribe(subject, fn)
 		if err != nil {
@@ -351,13 +361,8 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 		return nil, nil, false
 	}
 
-	inbox := d.b.nc.NewRespInbox()
-	replies := make(chan *nats.Msg, 1024)
-	sub, err := d.b.nc.ChanSubscribe(inbox, replies)
-	if err != nil {
-		return nil, errProviderLost, false
-	}
-	defer func() { _ = sub.Unsubscribe() }()
+	inbox, replies := d.await()
+	defer d.forget(inbox)
 	if err := d.b.nc.PublishRequest(subject, inbox, body); err != nil {
 		return nil, errProviderLost, false
 	}
@@ -412,6 +417,57 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 		case <-expired:
 			return nil, ctx.Err(), false
 		}
+	}
+}
+
+// pendingCall is a call of this node's waiting for its answers.
+type pendingCall struct {
+	replies chan *nats.Msg
+	quit    chan struct{} // closed when the call stops waiting
+}
+
+// await registers a call and returns the subject its answers come on and
+// the channel they arrive on.
+func (d *directory) await() (string, <-chan *nats.Msg) {
+	subject := d.replies + strconv.FormatUint(d.nextID.Add(1), 10)
+	pc := &pendingCall{replies: make(chan *nats.Msg, 64), quit: make(chan struct{})}
+	d.mu.Lock()
+	d.calls[subject] = pc
+	d.mu.Unlock()
+	return subject, pc.replies
+}
+
+func (d *directory) forget(subject string) {
+	d.mu.Lock()
+	pc := d.calls[subject]
+	delete(d.calls, subject)
+	d.mu.Unlock()
+	if pc != nil {
+		close(pc.quit)
+	}
+}
+
+// onReply hands an answer to the call waiting for it. Progress beyond
+// what the call has room for is dropped, as a slow caller's would be;
+// the final answer waits for room, or for the call to stop waiting.
+func (d *directory) onReply(msg *nats.Msg) {
+	d.mu.Lock()
+	pc := d.calls[msg.Subject]
+	d.mu.Unlock()
+	if pc == nil {
+		return
+	}
+	select {
+	case pc.replies <- msg:
+		return
+	default:
+	}
+	if bytes.HasPrefix(msg.Data, []byte(`{"progress":`)) {
+		return
+	}
+	select {
+	case pc.replies <- msg:
+	case <-pc.quit:
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // taken for gone within 3 of them.
 const heartbeat = 50 * time.Millisecond
 
-func startRouteNode(t *testing.T, url, name string, o *hub.Options) *node {
+func startRouteNode(t testing.TB, url, name string, o *hub.Options) *node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -41,7 +41,7 @@ func startRouteNode(t *testing.T, url, name string, o *hub.Options) *node {
 
 // join connects a peer serving mux (nil: nothing) to n, and returns its
 // end and its hub id.
-func join(t *testing.T, n *node, mux peer.Router, watch chan<- string) (*peer.Conn, string) {
+func join(t testing.TB, n *node, mux peer.Router, watch chan<- string) (*peer.Conn, string) {
 	t.Helper()
 	ta, tb := peer.NewPipeTransport()
 	srv := peer.NewConn(tb, &peer.Options{Router: n.h.Router(nil)})
@@ -72,7 +72,7 @@ func join(t *testing.T, n *node, mux peer.Router, watch chan<- string) (*peer.Co
 // eventually waits until cond holds for n, checking it each time n hears
 // from another node, for up to 5s: the nodes learn about each other's
 // peers from their announcements.
-func eventually(t *testing.T, n *node, what string, cond func() bool) {
+func eventually(t testing.TB, n *node, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.After(5 * time.Second)
 	for {
