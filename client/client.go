@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,7 +42,7 @@ var (
 // All methods are safe for concurrent use. Close must be called to release
 // the client's goroutines.
 type Client struct {
-	url    string
+	urls   []string // url of Dial first, then Options.URLs
 	o      Options
 	hc     *http.Client
 	ownHC  bool
@@ -55,6 +56,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	pc     *peer.Conn    // nil while disconnected
+	cur    int           // index in urls of pc, or of the last connection
 	ready  chan struct{} // closed when pc is set or the client closes
 	state  State
 	closed bool
@@ -71,19 +73,21 @@ type Client struct {
 }
 
 // Dial connects to the hub at url (ws:// or wss://, usually ending in
-// /rpc) and returns a connected Client. ctx bounds the first connection
-// only: if it fails, Dial returns the error and does not retry. Later
-// losses of the connection are repaired in the background.
+// /rpc) and returns a connected Client. With Options.URLs, the nodes of a
+// cluster, it tries url and then each of those in turn until one answers.
+// ctx bounds the first connection only: if no URL answers, Dial returns
+// their errors and does not retry. Later losses of the connection are
+// repaired in the background.
 func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	c := &Client{
-		url:     url,
 		o:       opts.withDefaults(),
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
 		subs:    make(map[*Subscription]struct{}),
 		changed: make(chan struct{}, 1),
 	}
-	c.log = c.o.Logger.With(zap.String("url", url))
+	c.urls = urlList(url, c.o.URLs)
+	c.log = c.o.Logger
 	c.hc, c.ownHC = httpClient(c.o.HTTPClient, c.o.TLSConfig)
 	c.router = router{
 		user:     c.o.Router,
@@ -97,31 +101,58 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 
 	c.setState(StateConnecting, nil)
-	cn, err := c.connect(ctx)
-	if err != nil {
-		c.stop()
-		c.setState(StateClosed, err)
-		c.wg.Wait()
-		if c.ownHC {
-			c.hc.CloseIdleConnections()
+	var errs []error
+	for i, u := range c.urls {
+		cn, err := c.connect(ctx, u)
+		if err == nil {
+			c.mu.Lock()
+			c.pc, c.cur = cn, i
+			close(c.ready)
+			c.mu.Unlock()
+			c.setState(StateConnected, nil)
+			c.wg.Go(func() { c.run(cn) })
+			return c, nil
 		}
-		return nil, err
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	c.mu.Lock()
-	c.pc = cn
-	close(c.ready)
-	c.mu.Unlock()
-	c.setState(StateConnected, nil)
-	c.wg.Go(func() { c.run(cn) })
-	return c, nil
+	err := errors.Join(errs...)
+	c.stop()
+	c.setState(StateClosed, err)
+	c.wg.Wait()
+	if c.ownHC {
+		c.hc.CloseIdleConnections()
+	}
+	return nil, err
 }
 
-// connect dials, starts serving, re-subscribes the client's topics and
-// provides its methods again.
-func (c *Client) connect(ctx context.Context) (*peer.Conn, error) {
+// urlList returns url followed by the others, each once.
+func urlList(url string, others []string) []string {
+	urls := []string{url}
+	for _, u := range others {
+		if !slices.Contains(urls, u) {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
+
+// URL returns the URL of the hub the client is connected to or, while it
+// reconnects, was last connected to: url of Dial or one of Options.URLs.
+func (c *Client) URL() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.urls[c.cur]
+}
+
+// connect dials url, starts serving, re-subscribes the client's topics
+// and provides its methods again.
+func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
 		HTTPClient: c.hc,
 		HTTPHeader: c.o.Header,
 	})
@@ -133,7 +164,7 @@ func (c *Client) connect(ctx context.Context) (*peer.Conn, error) {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 			err = statusError(resp, body)
 		}
-		return nil, fmt.Errorf("dial %s: %w", c.url, err)
+		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
 	ws.SetReadLimit(int64(c.o.MaxMessage))
 	pc := peer.NewConn(peer.WebSocket(ws), &peer.Options{
@@ -142,16 +173,16 @@ func (c *Client) connect(ctx context.Context) (*peer.Conn, error) {
 		MaxInFlight: c.o.MaxInFlight,
 		MaxQueue:    c.o.MaxQueue,
 		CallTimeout: -1, // the client applies its own, around any wait
-		Logger:      c.log,
+		Logger:      c.log.With(zap.String("url", url)),
 	})
 	c.wg.Go(func() { _ = pc.Serve(c.ctx) }) // its error is pc.Err, read by run
 	if err := c.resubscribe(ctx, pc); err != nil {
 		_ = pc.Close()
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	if err := c.reprovide(ctx, pc); err != nil {
 		_ = pc.Close()
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	return pc, nil
 }
@@ -185,7 +216,7 @@ func (c *Client) run(pc *peer.Conn) {
 		if !c.markDown(pc, cause) {
 			return
 		}
-		c.log.Info("connection lost", zap.Error(cause))
+		c.log.Info("connection lost", zap.String("url", c.URL()), zap.Error(cause))
 		next, err := c.reconnect(cause)
 		if err != nil {
 			c.shutdown(err)
@@ -199,8 +230,9 @@ func (c *Client) run(pc *peer.Conn) {
 		}
 		c.pc = next
 		close(c.ready)
+		url := c.urls[c.cur]
 		c.mu.Unlock()
-		c.log.Info("reconnected")
+		c.log.Info("reconnected", zap.String("url", url))
 		c.setState(StateConnected, nil)
 		pc = next
 	}
@@ -242,11 +274,16 @@ func (c *Client) markDown(pc *peer.Conn, cause error) bool {
 }
 
 // reconnect dials until it succeeds, the client closes, or it has tried
-// Options.MaxAttempts times.
+// Options.MaxAttempts times. Each attempt goes to the URL after the one
+// before: a node that died is not the first one tried again, and with one
+// URL every attempt goes to it.
 func (c *Client) reconnect(cause error) (*peer.Conn, error) {
 	if c.o.MaxAttempts < 0 {
 		return nil, cause
 	}
+	c.mu.Lock()
+	cur := c.cur
+	c.mu.Unlock()
 	delay := c.o.MinBackoff
 	for attempt := 1; ; attempt++ {
 		if c.o.MaxAttempts > 0 && attempt > c.o.MaxAttempts {
@@ -261,8 +298,12 @@ func (c *Client) reconnect(cause error) (*peer.Conn, error) {
 			return nil, ErrClosed
 		}
 		c.setState(StateConnecting, nil)
-		pc, err := c.connect(c.ctx)
+		i := (cur + attempt) % len(c.urls)
+		pc, err := c.connect(c.ctx, c.urls[i])
 		if err == nil {
+			c.mu.Lock()
+			c.cur = i
+			c.mu.Unlock()
 			return pc, nil
 		}
 		if c.ctx.Err() != nil {

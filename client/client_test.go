@@ -84,10 +84,20 @@ func (l *stateLog) on(s State, _ error) {
 	}
 }
 
-// until waits for state s.
+// until waits for state s, for the test's wait in all: a client that
+// keeps changing state without reaching s fails too.
 func (l *stateLog) until(t *testing.T, s State) {
 	t.Helper()
-	for recv(t, l.ch, "state "+s.String()) != s {
+	deadline := time.After(wait)
+	for {
+		select {
+		case got := <-l.ch:
+			if got == s {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for state %s", s)
+		}
 	}
 }
 

@@ -35,6 +35,13 @@
 // before any waiting call goes through, and keeps serving its Router.
 // Options.OnState sees every change of [State].
 //
+// Options.URLs names the other nodes of a cluster of hubs: Dial tries
+// them after its url, and each reconnection attempt goes to the URL after
+// the last one tried, so that a client whose node died moves to another.
+// Subscriptions resume there from their positions: without loss when the
+// nodes share one event stream (one epoch), and with a Missed event when
+// each node has its own.
+//
 // # Providing methods
 //
 // A client can serve methods to every other peer of the hub, browsers

@@ -229,3 +229,45 @@ func ExampleClient_SubscribeWith() {
 	// 3 orders.new "a3" false
 	// 4 orders.new "a4" false
 }
+
+// A client given the nodes of a cluster moves to another node when its
+// own goes away.
+func ExampleDial_cluster() {
+	url1, stop1 := demoHub()
+	url2, stop2 := demoHub()
+	defer stop2()
+	ws1, ws2 := strings.Replace(url1, "http", "ws", 1), strings.Replace(url2, "http", "ws", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	moved := make(chan struct{}, 1)
+	connected := 0
+	c, err := client.Dial(ctx, ws1, &client.Options{
+		URLs: []string{ws2},
+		OnState: func(s client.State, err error) {
+			if s == client.StateConnected {
+				if connected++; connected == 2 {
+					moved <- struct{}{}
+				}
+			}
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Println("on the first node:", c.URL() == ws1)
+
+	stop1() // the first node goes away
+	<-moved
+	fmt.Println("on the second node:", c.URL() == ws2)
+	var sum float64
+	if err := c.Call(ctx, "add", []float64{1, 2}, &sum); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("add:", sum)
+	// Output:
+	// on the first node: true
+	// on the second node: true
+	// add: 3
+}

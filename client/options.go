@@ -19,6 +19,16 @@ type Options struct {
 	// subscriptions itself.
 	Router peer.Router
 
+	// URLs are further hub URLs, other nodes of the same cluster, to
+	// connect to when url of Dial does not answer and to move to when the
+	// connection drops: each attempt goes to the URL after the last one
+	// tried, in the order url, URLs[0], URLs[1], ... and round again, with
+	// the backoff below between attempts. Subscriptions resume on the new
+	// node from their positions: without loss when the nodes share their
+	// event stream (the same epoch), and otherwise with an Event marked
+	// Missed. Nil: url only.
+	URLs []string
+
 	// Token, if set, is sent as "Authorization: Bearer <Token>" with the
 	// WebSocket handshake (and each reconnection).
 	Token string

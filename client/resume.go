@@ -54,6 +54,7 @@ type PresenceChange struct {
 type PeerInfo struct {
 	ID   string `json:"id"`
 	User string `json:"user,omitempty"`
+	Node string `json:"node,omitempty"` // in a cluster of hubs, the node it is connected to
 }
 
 // eventParams is rpc.event's params. Replay is set on events the hub

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -292,14 +293,36 @@ func (s *MemoryStore) Last() uint64 {
 func (s *MemoryStore) Append(topic string, data []byte) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last++
-	seq := s.last
+	s.append(topic, s.last+1, data)
+	return s.last, nil
+}
+
+// AppendAt keeps an event at a position a stream gave it (a
+// [Sequencer]'s), for a hub of a cluster. Positions must increase from
+// one call to the next; the positions a gap skips count as dropped, so a
+// recovery from before the gap reports that events are missing.
+func (s *MemoryStore) AppendAt(topic string, seq uint64, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq <= s.last {
+		return fmt.Errorf("hub: position %d is not after %d", seq, s.last)
+	}
+	if seq > s.last+1 {
+		s.floor = seq - 1
+	}
+	s.append(topic, seq, data)
+	return nil
+}
+
+// append keeps an event at seq, after s.last; s.mu held.
+func (s *MemoryStore) append(topic string, seq uint64, data []byte) {
+	s.last = seq
 	t := s.topics[topic]
 	if t == nil {
 		r := s.retention(topic)
 		if r.Off {
 			s.unkept = seq
-			return seq, nil
+			return
 		}
 		t = &topicLog{name: strings.Clone(topic), r: r, age: s.ageClass(r.Age)}
 		s.topics[t.name] = t
@@ -324,7 +347,6 @@ func (s *MemoryStore) Append(topic string, data []byte) (uint64, error) {
 	}
 	s.expire(now)
 	s.compact()
-	return seq, nil
 }
 
 // ageClass returns the class of an age bound, nil for none.

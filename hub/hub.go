@@ -55,6 +55,11 @@ type Options struct {
 	// history. Nil means NewMemoryStore(&History).
 	Store Store
 
+	// Broker links the hub to the other hubs of a cluster (see
+	// hub/natsbroker). Nil: the hub is alone. With a [Sequencer], Store
+	// must be nil or a *MemoryStore; the epoch is the Sequencer's.
+	Broker Broker
+
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
 	// it has left, on the goroutine of Hub.Join and Hub.Leave (in a
 	// server, the connection's). OnJoin runs before the connection is
@@ -94,6 +99,9 @@ type Hub struct {
 	watchers node    // the subscriptions that asked for presence changes
 
 	store     Store
+	seqr      Sequencer // Options.Broker, when it gives positions
+	sq        sequenced // its waiters
+	gap       uint64    // events from other nodes may be missing after no position before this
 	epoch     string
 	epochJSON []byte // epoch as a JSON string
 
@@ -134,11 +142,23 @@ func New(opts *Options) *Hub {
 	if h.o.MaxForwards <= 0 {
 		h.o.MaxForwards = DefaultMaxForwards
 	}
+	seqr, _ := h.o.Broker.(Sequencer)
 	if h.o.Store == nil {
-		h.o.Store = NewMemoryStore(&h.o.History)
+		s := NewMemoryStore(&h.o.History)
+		if seqr != nil {
+			s.epoch = seqr.Epoch()
+		}
+		h.o.Store = s
 	}
 	h.store = h.o.Store
 	h.epoch = h.store.Epoch()
+	if seqr != nil {
+		if _, ok := h.store.(positionedStore); !ok {
+			panic("hub: a Sequencer needs a Store that keeps events at its positions, such as MemoryStore")
+		}
+		h.seqr = seqr
+		h.epoch = seqr.Epoch()
+	}
 	h.epochJSON, _ = json.Marshal(h.epoch)
 	h.last = h.store.Last()
 	h.handlers.history = peer.HandlerFunc(h.serveHistory)
@@ -311,8 +331,9 @@ type Stats struct {
 	OverSubscriptions uint64 // subscribes refused: over MaxSubscriptions (-32004)
 	OverTopicLength   uint64 // topic requests refused: longer than MaxTopicLength (-32602)
 
-	Routes RouteStats  // calls forwarded to the peers that provide methods
-	Stream StreamStats // the event stream: history, recoveries
+	Routes  RouteStats   // calls forwarded to the peers that provide methods
+	Stream  StreamStats  // the event stream: history, recoveries
+	Cluster ClusterStats // the node's name and its Broker's counters
 }
 
 // Stats returns the hub's counters.
@@ -335,6 +356,7 @@ func (h *Hub) Stats() Stats {
 		OverTopicLength:   h.stats.overTopicLen.Load(),
 		Routes:            h.routeStats(),
 		Stream:            h.streamStats(),
+		Cluster:           h.clusterStats(),
 	}
 }
 
@@ -344,6 +366,11 @@ func (h *Hub) Stats() Stats {
 // (a json.RawMessage is sent as is). Publish never waits for a subscriber:
 // one whose queue of events is full is closed with 1008 and not counted.
 // Publishing from Go code is not subject to the hub's Policy.
+//
+// In a cluster, the count is of this hub's subscribers; the other nodes'
+// get the event too. With a [Sequencer], Publish appends the event to
+// its stream and waits (up to 5 s, or ctx) for it to come back to this
+// hub, to count them; it fails when the stream is unreachable.
 func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -355,7 +382,7 @@ func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) 
 	if err != nil {
 		return 0, fmt.Errorf("hub: encode data for %s: %w", topic, err)
 	}
-	n, _, err := h.publish(topic, raw)
+	n, _, err := h.publish(ctx, topic, raw)
 	return n, err
 }
 

@@ -26,11 +26,12 @@ import (
 type PeerInfo struct {
 	ID   string `json:"id"`
 	User string `json:"user,omitempty"`
+	Node string `json:"node,omitempty"` // the node it is connected to, in a cluster
 }
 
 // Info returns how presence shows p.
 func (p *Peer) Info() PeerInfo {
-	info := PeerInfo{ID: p.id}
+	info := PeerInfo{ID: p.id, Node: p.h.node()}
 	switch u := p.identity.(type) {
 	case string:
 		info.User = u
@@ -96,15 +97,14 @@ func (h *Hub) servePresence(ctx context.Context, req *peer.Request) (any, error)
 	if err := h.allow(ctx, Presence, *p.Topic); err != nil {
 		return nil, err
 	}
-	peers, err := h.Presence(*p.Topic)
+	peers, err := h.clusterPresence(ctx, *p.Topic)
 	if err != nil {
 		return nil, err
 	}
-	res := presenceResult{Peers: make([]PeerInfo, len(peers))}
-	for i, q := range peers {
-		res.Peers[i] = q.Info()
+	if peers == nil {
+		peers = []PeerInfo{}
 	}
-	return res, nil
+	return presenceResult{Peers: peers}, nil
 }
 
 // watchLocked makes p's subscription to pattern one that gets rpc.join
@@ -133,6 +133,15 @@ func (h *Hub) unwatchLocked(p *Peer, pattern string) {
 // or is no longer, present on its pattern through another subscription.
 // It is called with h.mu held.
 func (h *Hub) presenceChanged(p *Peer, method string, changed ...string) {
+	if d := h.directory(); d != nil && len(changed) > 0 {
+		others := make([]string, 0, len(p.subs))
+		for q := range p.subs {
+			if !contains(changed, q) {
+				others = append(others, q)
+			}
+		}
+		d.PresenceChanged(method == "rpc.join", p.Info(), changed, others)
+	}
 	if len(h.watchers.children) == 0 {
 		return // nobody watches
 	}

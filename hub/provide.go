@@ -41,6 +41,7 @@ func (ph provideHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, 
 	if err := h.provide(p, methods); err != nil {
 		return nil, err
 	}
+	h.changed()
 	return methodsResult{methods}, nil
 }
 
@@ -49,7 +50,11 @@ func (uh unprovideHandler) ServeRPC(ctx context.Context, req *peer.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	return methodsResult{uh.h.unprovide(p, methods)}, nil
+	removed := uh.h.unprovide(p, methods)
+	if len(removed) > 0 {
+		uh.h.changed()
+	}
+	return methodsResult{removed}, nil
 }
 
 // methodsRequest returns the peer making an rpc.provide or rpc.unprovide
@@ -170,6 +175,9 @@ func (h *Hub) unprovideAll(p *Peer) {
 	r := &h.routes
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(p.prov.patterns) > 0 {
+		defer h.changed()
+	}
 	p.prov.left = true
 	for _, s := range p.prov.patterns {
 		s.remove()

@@ -72,7 +72,7 @@ func (h *Hub) lookup(app peer.Router, method string) (peer.Handler, peer.Mode) {
 		return &discoverHandler{h: h, app: app, own: ah}, peer.Concurrent
 	case ah != nil:
 		return ah, mode
-	case h.provided(method):
+	case h.provided(method) || h.remoteProvided(method):
 		return forwardHandler{h}, peer.Concurrent
 	}
 	return nil, peer.Concurrent
@@ -117,6 +117,11 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 	call := !req.IsNotification()
 	p, err := h.pick(req.Method, peer.ConnFromContext(ctx), call)
 	if err != nil {
+		// None of this node's peers can take it: one of another node's,
+		// in a cluster.
+		if d := h.directory(); d != nil && h.remoteProvided(req.Method) {
+			return h.forwardRemote(ctx, d, req)
+		}
 		return nil, err
 	}
 	h.routes.count(req.Method)

@@ -115,7 +115,7 @@ func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) 
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	n, seq, err := h.publish(topic, data)
+	n, seq, err := h.publish(ctx, topic, data)
 	if err != nil {
 		return nil, err
 	}

@@ -111,10 +111,21 @@ func (m held) params() []byte {
 	return m.msg[len(notifyHead)+len(m.method)+len(notifyMid) : len(m.msg)-1]
 }
 
-// publish records the event, gives it its position and fans it out.
-// topic must be valid and data valid JSON.
-func (h *Hub) publish(topic string, data []byte) (delivered int, seq uint64, err error) {
+// publish records the event, gives it its position and fans it out,
+// here and, with a Broker, on the other nodes. topic must be valid and
+// data valid JSON.
+func (h *Hub) publish(ctx context.Context, topic string, data []byte) (delivered int, seq uint64, err error) {
+	if h.seqr != nil {
+		return h.publishSequenced(ctx, topic, data)
+	}
 	h.stats.published.Add(1)
+	return h.deliver(topic, data, 0, h.o.Broker != nil)
+}
+
+// deliver records an event and fans it out to this hub's subscribers. Its
+// position is at, or the next one the store gives when at is 0; forward
+// hands it to the Broker once delivered here.
+func (h *Hub) deliver(topic string, data []byte, at uint64, forward bool) (delivered int, seq uint64, err error) {
 	dropped, slow := 0, 0
 
 	// The message is built outside the lock, but for its position; the
@@ -128,14 +139,24 @@ func (h *Hub) publish(topic string, data []byte) (delivered int, seq uint64, err
 	stored := msg[len(msg)-len(data) : len(msg) : len(msg)]
 
 	h.mu.Lock()
-	seq, err = h.store.Append(topic, stored)
+	if at == 0 {
+		seq, err = h.store.Append(topic, stored)
+	} else {
+		seq, err = at, h.store.(positionedStore).AppendAt(topic, at, stored)
+	}
 	if err != nil {
 		h.mu.Unlock()
 		return 0, 0, fmt.Errorf("hub: record event on %s: %w", topic, err)
 	}
 	h.last = seq
+	if forward {
+		h.o.Broker.Forward(topic, stored)
+	}
 	nodes := h.root.match(h.match[:0], topic)
 	if len(nodes) == 0 {
+		if at != 0 {
+			h.sequencedLocked(seq, 0)
+		}
 		h.mu.Unlock()
 		return 0, seq, nil
 	}
@@ -172,6 +193,9 @@ func (h *Hub) publish(topic string, data []byte) (delivered int, seq uint64, err
 	}
 	clear(nodes)
 	h.match = nodes[:0]
+	if at != 0 {
+		h.sequencedLocked(seq, delivered)
+	}
 	h.mu.Unlock()
 
 	h.stats.delivered.Add(uint64(delivered))
@@ -264,6 +288,11 @@ func (h *Hub) subscribeFrom(p *Peer, sr subscribeRequest) (subscribeResult, erro
 	complete := false
 	if sr.since != nil && sr.since.Epoch == h.epoch {
 		after = sr.since.Seq
+		if h.seqr != nil {
+			// A position another node gave may be ahead of what this
+			// one has read of the stream: wait until it is not.
+			h.waitDelivered(context.Background(), after)
+		}
 		complete = true
 		for _, t := range sr.topics {
 			page, err := h.store.Read(Query{Pattern: t, After: after})
@@ -284,7 +313,10 @@ func (h *Hub) subscribeFrom(p *Peer, sr subscribeRequest) (subscribeResult, erro
 	res.Seq = h.last
 	if sr.since != nil {
 		if after > h.last { // not a position of this stream
-			after = 0
+			after, complete = 0, false
+		}
+		if after < h.gap { // events from other nodes may be missing
+			complete = false
 		}
 		for _, t := range sr.topics {
 			p.rs.jobs = append(p.rs.jobs, replayJob{pattern: t, after: after, head: h.last, promised: complete})

@@ -136,6 +136,8 @@ export declare class StateEvent extends Event {
   readonly attempt?: number;
   /** disconnected: milliseconds until the next attempt. */
   readonly delay?: number;
+  /** connecting: the URL dialed; open: the URL connected to; disconnected: the URL lost or that failed. */
+  readonly url?: string;
 }
 
 /**
@@ -196,6 +198,8 @@ export declare class MissedEvent {
 export interface PeerInfo {
   id: string;
   user?: string;
+  /** In a cluster of hubs, the node the peer is connected to. */
+  node?: string;
 }
 
 /** A peer joining (rpc.join) or leaving (rpc.leave) a subscription's pattern. */
@@ -286,7 +290,7 @@ export interface ClientOptions {
   /** The pause before the first reconnection attempt; it doubles at each failure up to maxBackoff, drawn at random between half and all of it. Defaults 100 and 10000 ms. */
   minBackoff?: number;
   maxBackoff?: number;
-  /** Reconnection attempts in a row before the client gives up and closes. Default Infinity; 0: never reconnect. */
+  /** Reconnection attempts in a row, over all its URLs, before the client gives up and closes. Default Infinity; 0: never reconnect. */
   maxAttempts?: number;
   /** Calls made while disconnected fail at once with a DisconnectedError instead of waiting. Default false. */
   failFast?: boolean;
@@ -324,10 +328,17 @@ export declare class Provision {
  * with exponential backoff whenever the connection drops, re-subscribes its
  * topics before anything else is sent, and reports each change as a "state"
  * event. API, if given, types call, notify and batch (see `rpc gen-ts`).
+ *
+ * Given the URLs of a cluster's nodes, it tries them in turn until one
+ * answers, and each attempt after a loss goes to the URL after the last one
+ * tried; subscriptions resume on the new node from their positions.
  */
 export declare class Client<API extends object = Untyped> extends EventTarget {
-  constructor(url: string | URL, options?: ClientOptions);
+  constructor(url: string | URL | readonly (string | URL)[], options?: ClientOptions);
+  /** The URL of the hub it is connected to, dialing, or was last connected to. */
   readonly url: string;
+  /** The URLs it was given, each once, in the order it tries them. */
+  readonly urls: string[];
   readonly state: State;
   /** The active subscriptions. */
   readonly subscriptions: Subscription[];
@@ -365,10 +376,10 @@ export declare class Client<API extends object = Untyped> extends EventTarget {
 
 /**
  * connect opens a Client and resolves to it once its first connection is
- * open; if that attempt fails, it closes the client and rejects with a
- * ConnectionError saying why.
+ * open, trying each URL once when given several; if none answers, it closes
+ * the client and rejects with a ConnectionError saying why (for each URL).
  */
-export declare function connect<API extends object = Untyped>(url: string | URL, options?: ClientOptions): Promise<Client<API>>;
+export declare function connect<API extends object = Untyped>(url: string | URL | readonly (string | URL)[], options?: ClientOptions): Promise<Client<API>>;
 
 /** matches reports whether topic matches a subscription pattern ("*" one word, a final ">" one or more). */
 export declare function matches(pattern: string, topic: string): boolean;

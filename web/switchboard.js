@@ -88,11 +88,13 @@ export class TimeoutError extends Error {
   }
 }
 
-/** StateEvent ("state") reports a change of the connection's state. */
+/** StateEvent ("state") reports a change of the connection's state. url is
+ * the hub's URL: the one dialed, open, or lost. */
 export class StateEvent extends Event {
-  constructor(state, { code, reason, error, attempt, delay } = {}) {
+  constructor(state, { code, reason, error, attempt, delay, url } = {}) {
     super("state");
     this.state = state;
+    this.url = url;
     this.code = code;
     this.reason = reason ?? "";
     this.error = error;
@@ -157,26 +159,42 @@ let dropSubscription, endSubscription, positionOf, withdrawProvision;
 
 /**
  * connect opens a Client and resolves to it once its first connection is
- * open. If that first attempt fails, the client is closed and connect
+ * open. url is the hub's URL, or an array of the URLs of a cluster's nodes,
+ * tried in turn. If no URL answers, the client is closed and connect
  * rejects with a ConnectionError saying why (for a refused handshake, the
  * hub's HTTP status, found by probing the hub; see options.probe). Later
  * losses of the connection are repaired in the background.
  */
 export function connect(url, options) {
   const client = new Client(url, options);
+  const failures = [];
   return new Promise((resolve, reject) => {
     const onState = (e) => {
       if (e.state === "open") {
         client.removeEventListener("state", onState);
         resolve(client);
-      } else if (e.state === "disconnected" || e.state === "closed") {
+        return;
+      }
+      if (e.state === "disconnected") failures.push(e);
+      if (e.state === "closed" || failures.length >= client.urls.length) {
         client.removeEventListener("state", onState);
         client.close();
-        reject(e.error ?? new ConnectionError(`cannot connect to ${url}: ${describeClose(e.code, e.reason)}`, { closeCode: e.code, closeReason: e.reason }));
+        reject(connectError(e.state === "closed" ? [...failures, e] : failures, client.url));
       }
     };
     client.addEventListener("state", onState);
   });
+}
+
+// connectError says why connect failed: each URL's reason when there are
+// several.
+function connectError(failures, url) {
+  const last = failures[failures.length - 1];
+  const init = { closeCode: last.code, closeReason: last.reason };
+  const tried = failures.filter((f) => f.url !== undefined);
+  if (tried.length <= 1) return last.error ?? new ConnectionError(`cannot connect to ${url}: ${describeClose(last.code, last.reason)}`, init);
+  const each = tried.map((f) => `${f.url}: ${describeClose(f.code, f.reason)}`);
+  return new ConnectionError(`cannot connect to any hub: ${each.join("; ")}`, { ...init, cause: last.error });
 }
 
 /**
@@ -185,10 +203,17 @@ export function connect(url, options) {
  * drops, re-subscribes its topics before anything else is sent, and
  * reports each change as a "state" event: connecting, open, disconnected
  * (with the close code and reason), and closed, for good, last.
+ *
+ * Given an array of URLs, the nodes of a cluster, it tries them in turn
+ * until one answers, and each attempt after a loss goes to the URL after
+ * the last one tried: a client whose node died moves to another.
  */
 export class Client extends EventTarget {
   #o;
   #WS;
+  #urls; // the hub's URLs: one, or a cluster's nodes
+  #at = 0; // index in #urls of the current or last connection
+  #tried = 1; // URLs tried before the first connection opened; then Infinity
   #state = "connecting";
   #conn = null; // {ws, open}: the current socket
   #retries = 0; // reconnection attempts since the last open
@@ -215,7 +240,8 @@ export class Client extends EventTarget {
 
   constructor(url, options = {}) {
     super();
-    this.url = String(url);
+    this.#urls = [...new Set((Array.isArray(url) ? url : [url]).map(String))];
+    if (this.#urls.length === 0) throw new TypeError("switchboard: want a hub URL, or an array of them");
     this.#o = { ...defaults };
     for (const [k, v] of Object.entries(options)) if (v !== undefined) this.#o[k] = v;
     this.#WS = this.#o.WebSocket ?? globalThis.WebSocket;
@@ -232,6 +258,18 @@ export class Client extends EventTarget {
   /** state is "connecting", "open", "disconnected" or "closed". */
   get state() {
     return this.#state;
+  }
+
+  /** url is the URL of the hub the client is connected to, or is dialing,
+   * or was last connected to. */
+  get url() {
+    return this.#urls[this.#at];
+  }
+
+  /** urls lists the hub URLs the client was given, in the order it tries
+   * them. */
+  get urls() {
+    return [...this.#urls];
   }
 
   /** subscriptions lists the active subscriptions. */
@@ -463,7 +501,7 @@ export class Client extends EventTarget {
     if (this.#state === "closed") return;
     this.#retryTimer = noTimer;
     const attempt = this.#retries;
-    this.#setState("connecting", { attempt });
+    this.#setState("connecting", { attempt, url: this.url });
     let token = this.#o.token;
     try {
       if (typeof token === "function") token = await token();
@@ -538,9 +576,10 @@ export class Client extends EventTarget {
     }
     if (conn !== this.#conn) return;
     this.#retries = 0;
+    this.#tried = Infinity;
     this.#pingOut = false;
     if (this.#o.pingInterval > 0) this.#pingTimer = setInterval(() => this.#ping(conn), this.#o.pingInterval);
-    this.#setState("open", {});
+    this.#setState("open", { url: this.url });
     if (conn !== this.#conn) return;
     const waiting = [...this.#waiting];
     this.#waiting.clear();
@@ -606,10 +645,20 @@ export class Client extends EventTarget {
       const msg = this.#o.maxAttempts > 0 ? `gave up after ${this.#retries} attempts` : "connection ended";
       return this.#shutdown(new ClosedError(`${msg}: ${describeClose(code, reason)}`, { closeCode: code, closeReason: reason, cause }));
     }
-    const nominal = Math.min(this.#o.maxBackoff, this.#o.minBackoff * 2 ** this.#retries);
-    const delay = Math.round(nominal / 2 + Math.random() * (nominal / 2));
+    // The next attempt goes to the next URL: one that just failed or went
+    // away is the last to be tried again. Before the first connection, the
+    // URLs not yet tried are tried at once; later attempts wait the backoff.
+    const url = this.url;
+    this.#at = (this.#at + 1) % this.#urls.length;
+    let delay = 0;
+    if (this.#tried < this.#urls.length) {
+      this.#tried++;
+    } else {
+      const nominal = Math.min(this.#o.maxBackoff, this.#o.minBackoff * 2 ** this.#retries);
+      delay = Math.round(nominal / 2 + Math.random() * (nominal / 2));
+    }
     this.#retries++;
-    this.#setState("disconnected", { code, reason, error, attempt: this.#retries, delay });
+    this.#setState("disconnected", { code, reason, error, attempt: this.#retries, delay, url });
     if (this.#state !== "disconnected") return; // closed by a listener
     this.#retryTimer = setTimeout(() => this.#dial(), delay);
   }

@@ -52,6 +52,8 @@ type load struct {
 	dialers     int           // connections opened at once
 
 	neighborConns, neighborWindow int // the heavy neighbor, neighbor
+
+	clusterA, clusterB string // two nodes of a cluster, cluster
 }
 
 var scenarios = []*scenario{
@@ -64,6 +66,7 @@ var scenarios = []*scenario{
 	{name: "client", unit: "calls/s", target: 0.8, run: clientScenario, baseline: seqScenario},
 	{name: "neighbor", unit: "calls/s", run: neighborScenario, baseline: seqScenario},
 	{name: "beside", unit: "calls/s", run: besideScenario},
+	{name: "cluster", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeScenario, baseline: sameNodeScenario},
 }
 
 func dial(ctx context.Context, u string) (*conn, error) {
@@ -368,15 +371,23 @@ func batchScenario(ctx context.Context, l *load, u string) (figure, error) {
 // deliveries per second from the first publish to the last delivery; the
 // percentiles are of the delivery latency.
 func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
-	subs, err := dialMany(ctx, l, u, l.subscribers,
+	f, _, err := fanout(ctx, l, u, u, nil)
+	return f, err
+}
+
+// fanout is fanoutScenario with the publisher connected to pubURL and the
+// subscribers to subURL. With meter, it also returns how much meter grew
+// from the first publish to the last delivery.
+func fanout(ctx context.Context, l *load, pubURL, subURL string, meter func(context.Context) (float64, error)) (_ figure, metered float64, _ error) {
+	subs, err := dialMany(ctx, l, subURL, l.subscribers,
 		[]byte(`{"jsonrpc":"2.0","method":"rpc.subscribe","params":["bench.fanout"],"id":1}`))
 	if err != nil {
-		return figure{}, err
+		return figure{}, 0, err
 	}
 	defer closeAll(subs)
-	pub, err := dial(ctx, u)
+	pub, err := dial(ctx, pubURL)
 	if err != nil {
-		return figure{}, err
+		return figure{}, 0, err
 	}
 	defer pub.close()
 
@@ -402,12 +413,18 @@ func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
 
+	var before float64
+	if meter != nil {
+		if before, err = meter(ctx); err != nil {
+			return figure{}, 0, err
+		}
+	}
 	start := time.Now()
 	for i := range l.events {
 		req := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"bench.fanout","data":{"t":%d}},"id":%d}`,
 			time.Now().UnixNano(), i+1)
 		if _, err := pub.roundTrip(req); err != nil {
-			return figure{}, err
+			return figure{}, 0, err
 		}
 	}
 	select {
@@ -415,20 +432,27 @@ func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
 	case <-time.After(60 * time.Second):
 		closeAll(subs) // ends the readers
 		<-all
-		return figure{}, fmt.Errorf("events missing after 60s")
+		return figure{}, 0, fmt.Errorf("events missing after 60s")
 	}
 	var end time.Time
 	var lat []time.Duration
 	for i := range subs {
 		if len(lats[i]) < l.events {
-			return figure{}, fmt.Errorf("subscriber %d got %d of %d events", i, len(lats[i]), l.events)
+			return figure{}, 0, fmt.Errorf("subscriber %d got %d of %d events", i, len(lats[i]), l.events)
 		}
 		if last[i].After(end) {
 			end = last[i]
 		}
 		lat = append(lat, lats[i]...)
 	}
-	return rate(len(subs)*l.events, end.Sub(start), lat), nil
+	if meter != nil {
+		after, err := meter(ctx)
+		if err != nil {
+			return figure{}, 0, err
+		}
+		metered = after - before
+	}
+	return rate(len(subs)*l.events, end.Sub(start), lat), metered, nil
 }
 
 // sentAt finds the publish time in an event frame: `"t":` and digits.

@@ -143,7 +143,11 @@ client (8 connections with 200 calls in flight on each) in the same
 process, compared with the same calls alone (the "floor" column); the load
 generator's own scheduler, busy with the heavy client, weighs on this one
 as much as the server does; **beside**, the same with the heavy client in
-a process of its own, against the hub and against the floor.
+a process of its own, against the hub and against the floor;
+**cluster**, two hubs joined over NATS: the fanout scenario with the
+publisher on one node and the subscribers on the other, against the same
+with the publisher beside its subscribers (the "floor" column), as the CPU
+time of both hub processes per delivered event (lower is better).
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:
@@ -177,6 +181,7 @@ var scenarioText = map[string]string{
 	"client":   "Go client vs raw frames, sequential",
 	"neighbor": "sequential calls beside a heavy client",
 	"beside":   "the same, heavy client in its own process",
+	"cluster":  "fan-out across two nodes vs on one, CPU per delivery",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's

@@ -71,6 +71,7 @@ func runCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&l.dialers, "dialers", 32, "connections opened at once")
 	fs.IntVar(&l.neighborConns, "neighbor-conns", 8, "connections of the heavy neighbor in neighbor")
 	fs.IntVar(&l.neighborWindow, "neighbor-window", 200, "calls in flight on each of them")
+	clusterURLs := fs.String("cluster", "", "`URLs` of two hubs of one cluster, A,B, for the cluster scenario (with -start, two are started)")
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
 	fs.Usage = func() {
@@ -93,8 +94,27 @@ func runCmd(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("want a hub URL and, optionally, a floor URL, or -start")
 	}
+	if *clusterURLs != "" {
+		if err := parseCluster(*clusterURLs, l); err != nil {
+			return err
+		}
+	}
+	names := strings.Split(*only, ",")
+	if *start != "" && !flagSet(fs, "scenarios") {
+		names = append(names, "cluster") // it can start its two nodes
+	}
+	if slices.Contains(names, "cluster") && l.clusterA == "" {
+		if *start == "" {
+			return errNoCluster
+		}
+		cluster, err := startCluster(ctx, *start, l)
+		if err != nil {
+			return err
+		}
+		defer cluster.stop()
+	}
 	var chosen []*scenario
-	for _, name := range strings.Split(*only, ",") {
+	for _, name := range names {
 		i := slices.IndexFunc(scenarios, func(s *scenario) bool { return s.name == name })
 		if i < 0 {
 			return fmt.Errorf("unknown scenario %q", name)
@@ -281,4 +301,11 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// flagSet reports whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -43,23 +43,32 @@ func startServers(ctx context.Context, hubBinary string, withFloor bool) (*serve
 		urls = append(urls, "http://"+floorAddr+"/metrics")
 		s.floorURL = "ws://" + floorAddr + "/"
 	}
+	s.hubURL = "ws://" + hubAddr + "/rpc"
+	if err := s.launch(ctx, argvs, urls); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts a process for each argv, then waits until each of urls
+// answers HTTP; on failure it stops what it started.
+func (s *servers) launch(ctx context.Context, argvs [][]string, urls []string) error {
 	for _, argv := range argvs {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			s.stop()
-			return nil, err
+			return err
 		}
 		s.procs = append(s.procs, cmd)
 	}
-	s.hubURL = "ws://" + hubAddr + "/rpc"
 	for _, u := range urls {
 		if err := waitHTTP(ctx, u); err != nil {
 			s.stop()
-			return nil, err
+			return err
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // stop ends the processes with SIGTERM, then SIGKILL after 10 s.

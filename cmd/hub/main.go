@@ -60,6 +60,7 @@ type config struct {
 	maxSubs         int
 	limits          limitFlags
 	routes          routeFlags
+	cluster         clusterFlags
 	history         int
 	historyAge      time.Duration
 	historyBytes    int64
@@ -88,6 +89,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "most topic `patterns` one peer may subscribe to")
 	c.limits.register(fs)
 	c.routes.register(fs)
+	c.cluster.register(fs)
 	fs.IntVar(&c.history, "history", hub.DefaultHistoryEvents, "most `events` kept per topic for rpc.history and resuming subscribers (0: keep none)")
 	fs.DurationVar(&c.historyAge, "history-age", hub.DefaultHistoryAge, "the longest `time` an event is kept")
 	fs.Int64Var(&c.historyBytes, "history-bytes", hub.DefaultHistoryTotal, "most `bytes` kept for all topics together")
@@ -145,8 +147,22 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		hubOpts.Policy = hub.AllowAll
 	}
 	c.routes.apply(hubOpts)
+	cl, err := c.cluster.join(ctx, hubOpts, log)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	if cl != nil {
+		log = log.With(zap.String("node", cl.broker.Node()))
+		opts.Logger = log
+	}
 	opts.Router = mux
 	opts.Hub = hub.New(hubOpts)
+	if cl != nil {
+		if err := cl.start(ctx, opts.Hub, c.cluster.timeout); err != nil {
+			return err
+		}
+	}
 	if c.tokenFile != "" {
 		tokens, err := readTokens(c.tokenFile)
 		if err != nil {

@@ -100,7 +100,7 @@ func (statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		descPeers, descSubscriptions, descPublished, descDelivered, descDropped, descSlow, descLimited} {
 		ch <- d
 	}
-	for _, d := range append(routeDescs, streamDescs...) {
+	for _, d := range append(append(routeDescs, streamDescs...), clusterDescs...) {
 		ch <- d
 	}
 }
@@ -126,6 +126,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descSlow, st.Hub.SlowClosed)
 	collectRoutes(ch, st.Hub.Routes)
 	collectStreams(ch, st.Hub.Stream)
+	collectCluster(ch, st.Hub.Cluster)
 	for limit, n := range st.Limited {
 		counter(descLimited, n, limit)
 	}

@@ -31,9 +31,18 @@ async function typed() {
   return [n, s, delivered, wrong];
 }
 
+async function cluster() {
+  const rpc = await connect<API>(["ws://10.0.0.1:8080/rpc", new URL("ws://10.0.0.2:8080/rpc")]);
+  const on: string = rpc.url;
+  const all: string[] = rpc.urls;
+  // @ts-expect-error: urls are strings or URLs
+  new Client([1, 2]);
+  return [on, all, await rpc.call("add", [1, 2])];
+}
+
 async function untyped() {
   const rpc = new Client("ws://127.0.0.1:8080/rpc", { token: () => "t", failFast: true, bigNumbers: true });
-  rpc.addEventListener("state", (e: StateEvent) => console.log(e.state, e.code, e.reason));
+  rpc.addEventListener("state", (e: StateEvent) => console.log(e.state, e.code, e.reason, e.url));
   rpc.addEventListener("error", (e) => e.preventDefault());
   const anything = await rpc.call("whatever", { x: 1 });
   await rpc.notify("update", [1, 2, 3]);

@@ -1,0 +1,249 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// This file links a hub to the other hubs of a cluster. Without a Broker
+// (the default) a hub is alone and publishing is exactly as it always
+// was: the event is numbered by the Store and fanned out, nothing more.
+//
+// A Broker that only relays (hub/natsbroker over core NATS) is handed
+// each event once it has reached this hub's own subscribers, under the
+// publish lock, so that it sends events in the order they were
+// delivered here; it hands the other nodes' events to Hub.Deliver, which
+// fans them out like a local publish, numbered by this hub's Store, and
+// does not send them on. Each node has its own positions and epoch.
+//
+// A Broker that is also a Sequencer (hub/natsbroker with JetStream)
+// numbers events itself: publishing appends the event to its stream and
+// delivers nothing; every node, this one too, reads the stream back and
+// hands each event to Hub.DeliverAt with its position there. Every node
+// then has the same positions and epoch, and the same history, kept in
+// its Store as the events go by.
+
+// A Broker links a hub to the other hubs of a cluster. hub/natsbroker
+// implements it over NATS. Set it as Options.Broker; the broker hands the
+// events of other nodes to the hub through [Hub.Deliver] (or
+// [Hub.DeliverAt], for a [Sequencer]) and tells it of interruptions with
+// [Hub.Interrupted].
+type Broker interface {
+	// Node names this hub in the cluster, for logs and Stats.
+	Node() string
+
+	// Forward sends to the other nodes an event published on this hub,
+	// once this hub has delivered it to its own subscribers. The hub
+	// calls it with its publish lock held, in the order events reach
+	// subscribers here, so it must not block: an event it cannot send
+	// at once (the link is down) stays on this node. The broker may keep
+	// data: the caller does not modify it. A Sequencer's Forward is not
+	// called.
+	Forward(topic string, data []byte)
+
+	// Stats returns the broker's counters, reported in the hub's Stats.
+	Stats() BrokerStats
+}
+
+// A Sequencer is a [Broker] that gives events their positions: it appends
+// them to a stream that every node of the cluster reads back in the same
+// order (hub/natsbroker with JetStream). A hub with a Sequencer delivers
+// an event not when it is published but when the Sequencer hands it back
+// through [Hub.DeliverAt], with its position in the stream; its epoch is
+// the Sequencer's.
+type Sequencer interface {
+	Broker
+
+	// Epoch names the stream. It does not change during the life of the
+	// Sequencer.
+	Epoch() string
+
+	// Sequence appends an event to the stream and returns its position.
+	// It may block, until ctx ends.
+	Sequence(ctx context.Context, topic string, data []byte) (seq uint64, err error)
+}
+
+// BrokerStats are a Broker's counters.
+type BrokerStats struct {
+	Connected   bool   // linked to the other nodes now
+	Sent        uint64 // events sent to the other nodes (appended to the stream, for a Sequencer)
+	Received    uint64 // events received from the other nodes (read from the stream, for a Sequencer)
+	Unsent      uint64 // events that stayed on this node: the link was down or refused them
+	Lost        uint64 // events from other nodes known to be lost (a consumer too slow)
+	Disconnects uint64 // times the link was lost
+}
+
+// ClusterStats describe a hub's place in a cluster, in [Stats].
+type ClusterStats struct {
+	Node string // the node's name; "" for a hub alone
+	BrokerStats
+}
+
+// Cluster timing.
+const (
+	// sequencedWait bounds how long a publish through a Sequencer waits
+	// for its event to come back, to count the subscribers it reached
+	// on this node, and how long a subscription resuming from a
+	// position this node has not read yet waits for it.
+	sequencedWait = 5 * time.Second
+
+	// recentCounts is how many of the latest sequenced events remember
+	// how many subscribers they reached, for a publish whose event came
+	// back before its Sequence call returned.
+	recentCounts = 1024
+)
+
+// sequenced is the state of a hub whose Broker is a Sequencer. Guarded by
+// h.mu.
+type sequenced struct {
+	waiters []*seqWaiter
+	recent  [recentCounts]struct {
+		seq uint64
+		n   int
+	}
+}
+
+// seqWaiter waits for the event at seq to be delivered on this node.
+type seqWaiter struct {
+	seq  uint64
+	n    int // subscribers it reached here, when its seq is exactly seq
+	done chan struct{}
+}
+
+// positionedStore is a Store that can keep events at the positions a
+// Sequencer gave them ([MemoryStore] is one).
+type positionedStore interface {
+	AppendAt(topic string, seq uint64, data []byte) error
+}
+
+// Deliver hands the hub an event published on another node of its
+// cluster: the hub numbers it, keeps it in its history and fans it out to
+// its subscribers as [Hub.Publish] would, but does not forward it, and
+// returns how many subscribers it reached. topic must be a valid topic and
+// data valid JSON, which the hub may keep. A Broker calls it, one event at
+// a time, in the order events should reach subscribers.
+func (h *Hub) Deliver(topic string, data []byte) int {
+	n, _, _ := h.deliver(topic, data, 0, false)
+	return n
+}
+
+// DeliverAt is Deliver for the events of a [Sequencer], with the position
+// the stream gave them: positions must increase from one call to the next
+// (gaps are allowed: what they skip counts as dropped from the history).
+// It returns how many subscribers the event reached here, and an error
+// (and delivers nothing) when seq does not follow the latest position.
+func (h *Hub) DeliverAt(seq uint64, topic string, data []byte) (int, error) {
+	if seq == 0 {
+		return 0, fmt.Errorf("hub: deliver %s at position 0", topic)
+	}
+	n, _, err := h.deliver(topic, data, seq, false)
+	return n, err
+}
+
+// Interrupted tells the hub that events from other nodes may have been
+// lost (the link to them broke, or could not keep up): a subscription
+// resuming from a position before now is told it did not recover
+// everything ("recovered": false), since the hub cannot know what it
+// missed.
+func (h *Hub) Interrupted() {
+	h.mu.Lock()
+	h.gap = h.last
+	h.mu.Unlock()
+}
+
+// publishSequenced publishes through the Sequencer: the event is
+// delivered, here and everywhere, when the stream hands it back. It
+// returns how many subscribers it reached on this node, or 0 when it did
+// not come back within sequencedWait (or ctx): it is in the stream, and
+// its subscribers get it.
+func (h *Hub) publishSequenced(ctx context.Context, topic string, data []byte) (int, uint64, error) {
+	h.stats.published.Add(1)
+	seq, err := h.seqr.Sequence(ctx, topic, data)
+	if err != nil {
+		return 0, 0, peer.Errorf(peer.CodeApplication, "publish on %s: cluster stream unavailable: %v", topic, err)
+	}
+	n, _ := h.waitDelivered(ctx, seq)
+	return n, seq, nil
+}
+
+// waitDelivered waits until the event at seq was delivered on this node,
+// within sequencedWait, and returns how many subscribers it reached here
+// (0 when not known) and whether it was delivered.
+func (h *Hub) waitDelivered(ctx context.Context, seq uint64) (int, bool) {
+	h.mu.Lock()
+	if h.last >= seq {
+		n := h.recentCount(seq)
+		h.mu.Unlock()
+		return n, true
+	}
+	w := &seqWaiter{seq: seq, done: make(chan struct{})}
+	h.sq.waiters = append(h.sq.waiters, w)
+	h.mu.Unlock()
+
+	t := time.NewTimer(sequencedWait)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return w.n, true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, x := range h.sq.waiters {
+		if x == w {
+			h.sq.waiters = append(h.sq.waiters[:i], h.sq.waiters[i+1:]...)
+			break
+		}
+	}
+	select {
+	case <-w.done: // came meanwhile
+		return w.n, true
+	default:
+		return 0, false
+	}
+}
+
+// recentCount returns how many subscribers the event at seq reached, if
+// it is among the latest; h.mu held.
+func (h *Hub) recentCount(seq uint64) int {
+	r := &h.sq.recent[seq%recentCounts]
+	if r.seq == seq {
+		return r.n
+	}
+	return 0
+}
+
+// sequencedLocked records that the event at seq reached n subscribers and
+// wakes whoever waited for it; h.mu held.
+func (h *Hub) sequencedLocked(seq uint64, n int) {
+	r := &h.sq.recent[seq%recentCounts]
+	r.seq, r.n = seq, n
+	if len(h.sq.waiters) == 0 {
+		return
+	}
+	kept := h.sq.waiters[:0]
+	for _, w := range h.sq.waiters {
+		if w.seq > seq {
+			kept = append(kept, w)
+			continue
+		}
+		if w.seq == seq {
+			w.n = n
+		}
+		close(w.done)
+	}
+	clear(h.sq.waiters[len(kept):])
+	h.sq.waiters = kept
+}
+
+// clusterStats returns the node's name and its broker's counters.
+func (h *Hub) clusterStats() ClusterStats {
+	if h.o.Broker == nil {
+		return ClusterStats{}
+	}
+	return ClusterStats{Node: h.o.Broker.Node(), BrokerStats: h.o.Broker.Stats()}
+}

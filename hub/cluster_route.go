@@ -1,0 +1,347 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// This file makes the peers of every node of a cluster addressable from
+// any node: calls of provided methods reach providers on other nodes,
+// presence covers every node, and Go code can list and call the peers of
+// the whole cluster. The hub itself knows nothing of the network: a
+// Broker that is also a [Directory] (hub/natsbroker) does the talking.
+
+// A Directory is a [Broker] that knows the peers of the other nodes of
+// its cluster and carries calls to them. The hub asks it when no peer of
+// its own provides a method, when asked for presence, and for the Go API
+// (ClusterPeers, CallPeer); it tells it when its peers provide or
+// withdraw methods and when their presence changes. A Directory hands the
+// other nodes' requests to the hub through [Hub.ServeRemoteCall],
+// [Hub.LocalPeers] and [Hub.RemotePresenceChanged].
+type Directory interface {
+	Broker
+
+	// Provides reports whether a peer on another node provides method,
+	// as far as the directory knows. It is called for every call of a
+	// method the hub does not serve, so it must be quick.
+	Provides(method string) bool
+
+	// Route sends a call (or notification) of call.Method to a peer on
+	// another node that provides it, the one with the fewest calls in
+	// flight as far as known, or with call.Peer set, to that peer; and
+	// returns its answer as [peer.Conn.Forward] does: the raw result, or
+	// the peer's *peer.Error. call.Progress receives the peer's
+	// rpc.progress data. When ctx is cancelled the peer is sent
+	// rpc.cancel and Route waits a while for its answer (normally
+	// -32002); when ctx's deadline passes it returns at once. It returns
+	// -32006 when the peer or its node is lost before answering, and
+	// -32601 when no other node provides the method (or has the peer).
+	Route(ctx context.Context, call RemoteCall) (json.RawMessage, error)
+
+	// Peers returns the peers of the other nodes that an event on topic
+	// would reach, or with topic "" all of them, each with its Node set.
+	// Nodes that do not answer in time are left out.
+	Peers(ctx context.Context, topic string) ([]PeerInfo, error)
+
+	// Changed tells the directory that the methods this hub's peers
+	// provide changed: it should tell the other nodes. It must not block.
+	Changed()
+
+	// PresenceChanged tells the other nodes that a peer of this hub
+	// joined (or left) the patterns changed, being still subscribed to
+	// others. The hub calls it with a lock held: it must not block.
+	PresenceChanged(join bool, who PeerInfo, changed, others []string)
+}
+
+// RemoteCall is a call that crosses nodes: to a provider of Method on
+// another node, or with Peer set, to that peer wherever it is.
+type RemoteCall struct {
+	Method       string
+	Params       json.RawMessage
+	Notification bool
+	Peer         string                     // a peer's id, or "" for any provider of Method
+	Progress     func(data json.RawMessage) // the callee's rpc.progress data; may be nil
+}
+
+// directory returns the hub's Broker as a Directory, or nil.
+func (h *Hub) directory() Directory {
+	d, _ := h.o.Broker.(Directory)
+	return d
+}
+
+// node returns the name of the hub's node, "" for a hub alone.
+func (h *Hub) node() string {
+	if h.o.Broker == nil {
+		return ""
+	}
+	return h.o.Broker.Node()
+}
+
+// remoteProvided reports whether a peer on another node provides method.
+func (h *Hub) remoteProvided(method string) bool {
+	d := h.directory()
+	return d != nil && h.forwardable(method) && d.Provides(method)
+}
+
+// forwardRemote forwards a call that no peer of this hub can take to a
+// provider on another node.
+func (h *Hub) forwardRemote(ctx context.Context, d Directory, req *peer.Request) (any, error) {
+	call := RemoteCall{Method: req.Method, Params: req.Params, Notification: req.IsNotification()}
+	if !call.Notification {
+		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) }
+	}
+	fctx := ctx
+	if h.o.ForwardTimeout > 0 {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, h.o.ForwardTimeout)
+		defer cancel()
+	}
+	h.routes.count(req.Method)
+	h.routes.inflight.Add(1)
+	res, err := d.Route(fctx, call)
+	h.routes.inflight.Add(-1)
+	if err == nil {
+		return res, nil
+	}
+	var e *peer.Error
+	switch {
+	case errors.As(err, &e):
+		if e.Code == peer.CodeProviderLost {
+			h.routes.lost.Add(1)
+		}
+		return nil, e
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, errForwardTimeout
+	}
+	h.routes.lost.Add(1)
+	return nil, errProviderLost
+}
+
+// ServeRemoteCall serves a call that another node of the cluster sends to
+// this hub: to a peer of this hub that provides call.Method (the one with
+// the fewest forwarded calls in flight), or, with call.Peer set, to that
+// peer. It returns the peer's answer unchanged: the raw result, or its
+// *peer.Error. Its own answers are -32601 (no such provider or peer
+// here), -32004 (every provider at Options.MaxForwards), -32006 (the peer
+// disconnected before answering) and -32002 (ctx was cancelled: the peer
+// was sent rpc.cancel). A Directory calls it; ctx carries the caller's
+// cancellation and deadline.
+func (h *Hub) ServeRemoteCall(ctx context.Context, call RemoteCall) (json.RawMessage, error) {
+	var p *Peer
+	if call.Peer != "" {
+		if p = h.Peer(call.Peer); p == nil {
+			return nil, peer.Errorf(peer.CodeMethodNotFound, "Method not found: no peer %s", call.Peer)
+		}
+	} else {
+		var err error
+		if p, err = h.pick(call.Method, nil, !call.Notification); err != nil {
+			return nil, err
+		}
+		h.routes.count(call.Method)
+		if !call.Notification {
+			defer func() {
+				p.prov.inflight.Add(-1)
+				h.routes.inflight.Add(-1)
+			}()
+		}
+	}
+	var params any
+	if len(call.Params) > 0 {
+		params = call.Params
+	}
+	if call.Notification {
+		return nil, p.conn.Notify(ctx, call.Method, params)
+	}
+	if call.Progress != nil {
+		ctx = peer.WithProgress(ctx, call.Progress)
+	}
+	var res json.RawMessage
+	err := p.conn.Call(ctx, call.Method, params, &res)
+	var e *peer.Error
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &e):
+		return nil, e
+	case errors.Is(err, peer.ErrClosed):
+		h.routes.lost.Add(1)
+		return nil, errProviderLost
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, errForwardTimeout
+	case errors.Is(err, context.Canceled):
+		return nil, &peer.Error{Code: peer.CodeCancelled, Message: "Request cancelled"}
+	}
+	return nil, errInvalidAnswer
+}
+
+// LocalPeers returns how this hub's peers show in presence, with their
+// node: those an event on topic would reach, or with topic "" all of
+// them. A Directory calls it to answer the other nodes.
+func (h *Hub) LocalPeers(topic string) []PeerInfo {
+	var peers []*Peer
+	if topic == "" {
+		peers = h.Peers()
+	} else {
+		var err error
+		if peers, err = h.Presence(topic); err != nil {
+			return nil
+		}
+	}
+	out := make([]PeerInfo, len(peers))
+	for i, p := range peers {
+		out[i] = p.Info()
+	}
+	return out
+}
+
+// ClusterPeers returns the peers of every node of the cluster, this one's
+// first, each with its node; a hub alone returns its own. Nodes that do
+// not answer within ctx (or the Directory's own bound) are left out.
+func (h *Hub) ClusterPeers(ctx context.Context) ([]PeerInfo, error) {
+	return h.clusterPresence(ctx, "")
+}
+
+// ClusterPresence is [Hub.Presence] over every node of the cluster: the
+// peers an event published on topic would reach, wherever they are
+// connected, sorted by node and id.
+func (h *Hub) ClusterPresence(ctx context.Context, topic string) ([]PeerInfo, error) {
+	if !validTopic(topic, false, h.o.MaxTopicLength) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidTopic, topic)
+	}
+	return h.clusterPresence(ctx, topic)
+}
+
+func (h *Hub) clusterPresence(ctx context.Context, topic string) ([]PeerInfo, error) {
+	local := h.LocalPeers(topic)
+	d := h.directory()
+	if d == nil {
+		return local, nil
+	}
+	remote, err := d.Peers(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	all := append(local, remote...)
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Node != all[j].Node {
+			return all[i].Node < all[j].Node
+		}
+		return all[i].ID < all[j].ID
+	})
+	return all, nil
+}
+
+// CallPeer calls method on the peer with the given id, connected to this
+// node or, in a cluster, to any other, and decodes its result into result
+// (a pointer; nil discards it). It returns the peer's *peer.Error when it
+// answers with one, -32601 when no node has that peer, and -32006 when
+// the peer or its node is lost before it answers. When ctx ends, the peer
+// is sent rpc.cancel. A ctx made with [peer.WithProgress] receives the
+// rpc.progress notifications of a peer of this node.
+func (h *Hub) CallPeer(ctx context.Context, id, method string, params, result any) error {
+	if p := h.Peer(id); p != nil {
+		return p.conn.Call(ctx, method, params, result)
+	}
+	d := h.directory()
+	if d == nil {
+		return peer.Errorf(peer.CodeMethodNotFound, "Method not found: no peer %s", id)
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("hub: encode params of %s: %w", method, err)
+	}
+	if params == nil {
+		raw = nil
+	}
+	res, err := d.Route(ctx, RemoteCall{Method: method, Params: raw, Peer: id})
+	if err != nil {
+		return err
+	}
+	if result == nil {
+		return nil
+	}
+	if r, ok := result.(*json.RawMessage); ok {
+		*r = append((*r)[:0], res...)
+		return nil
+	}
+	if err := json.Unmarshal(res, result); err != nil {
+		return fmt.Errorf("hub: decode result of %s: %w", method, err)
+	}
+	return nil
+}
+
+// RemotePresenceChanged tells this hub's peers that watch presence that a
+// peer of another node joined (or left) the patterns changed, being still
+// subscribed to others (so present on whatever they overlap). A Directory
+// calls it for the other nodes' PresenceChanged.
+func (h *Hub) RemotePresenceChanged(join bool, who PeerInfo, changed, others []string) {
+	method := "rpc.leave"
+	if join {
+		method = "rpc.join"
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.watchers.children) == 0 {
+		return
+	}
+	var watchers []*subscription
+	for _, q := range changed {
+		watchers = h.watchers.overlapping(watchers, q)
+	}
+	told := make(map[*subscription]bool, len(watchers))
+outer:
+	for _, w := range watchers {
+		if told[w] {
+			continue
+		}
+		for _, q := range others {
+			if overlap(q, w.pattern) {
+				continue outer
+			}
+		}
+		told[w] = true
+		_ = h.post(w.p, method, presenceMessage(method, w.pattern, who))
+	}
+}
+
+// ProvidedMethods returns, for each peer of this hub that provides
+// methods, its id, the names and patterns it provides and the forwarded
+// calls in flight to it: what a Directory tells the other nodes.
+func (h *Hub) ProvidedMethods() []Provider {
+	r := &h.routes
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Provider, 0, len(r.providers))
+	for p := range r.providers {
+		pr := Provider{Peer: p.id, InFlight: int(p.prov.inflight.Load())}
+		for m := range p.prov.patterns {
+			pr.Methods = append(pr.Methods, m)
+		}
+		sort.Strings(pr.Methods)
+		out = append(out, pr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Peer < out[j].Peer })
+	return out
+}
+
+// Provider is a peer that provides methods, as the nodes of a cluster
+// tell each other.
+type Provider struct {
+	Peer     string   `json:"peer"`
+	Methods  []string `json:"methods"`
+	InFlight int      `json:"inflight"`
+}
+
+// changed tells the Directory, if any, that provisions changed.
+func (h *Hub) changed() {
+	if d := h.directory(); d != nil {
+		d.Changed()
+	}
+}

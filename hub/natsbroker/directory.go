@@ -1,0 +1,75 @@
+package natsbroker
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+
+	"github.com/switchboard-rpc/switchboard/hub"
+)
+
+// The broker as a hub.Directory: until Start, it knows no other node.
+
+// Provides implements hub.Directory.
+func (b *Broker) Provides(method string) bool {
+	d := b.dir.Load()
+	return d != nil && d.Provides(method)
+}
+
+// Route implements hub.Directory.
+func (b *Broker) Route(ctx context.Context, call hub.RemoteCall) (json.RawMessage, error) {
+	d := b.dir.Load()
+	if d == nil {
+		return nil, errNoProvider
+	}
+	return d.Route(ctx, call)
+}
+
+// Peers implements hub.Directory.
+func (b *Broker) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, error) {
+	d := b.dir.Load()
+	if d == nil {
+		return nil, nil
+	}
+	return d.Peers(ctx, topic)
+}
+
+// Changed implements hub.Directory.
+func (b *Broker) Changed() {
+	if d := b.dir.Load(); d != nil {
+		d.Changed()
+	}
+}
+
+// PresenceChanged implements hub.Directory.
+func (b *Broker) PresenceChanged(join bool, who hub.PeerInfo, changed, others []string) {
+	if d := b.dir.Load(); d != nil {
+		d.PresenceChanged(join, who, changed, others)
+	}
+}
+
+var _ hub.Directory = (*Broker)(nil)
+var _ hub.Directory = sequencer{}
+
+// Member is another node of the cluster, as this one last heard of it.
+type Member struct {
+	Node      string         // its name
+	Providers []hub.Provider // its peers that provide methods
+}
+
+// Members returns the other nodes this one knows, sorted by name: those
+// it heard from within the last three heartbeats.
+func (b *Broker) Members() []Member {
+	d := b.dir.Load()
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Member, 0, len(d.members))
+	for name, m := range d.members {
+		out = append(out, Member{Node: name, Providers: m.providers})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}

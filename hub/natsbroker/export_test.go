@@ -1,0 +1,11 @@
+package natsbroker
+
+// Updated returns a channel closed when b next hears from another node,
+// or takes one for gone: for tests that wait for the nodes to learn about
+// each other.
+func Updated(b *Broker) <-chan struct{} {
+	d := b.dir.Load()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.updated
+}

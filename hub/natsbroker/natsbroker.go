@@ -1,0 +1,509 @@
+// Package natsbroker links the hubs of a Switchboard cluster over NATS: an
+// event published on any node reaches the subscribers of every node.
+//
+//	b, err := natsbroker.Connect(ctx, &natsbroker.Options{URLs: "nats://a:4222,nats://b:4222"})
+//	...
+//	h := hub.New(&hub.Options{Broker: b.HubBroker()})
+//	if err := b.Start(ctx, h); err != nil { ... }
+//	defer b.Close()
+//
+// Without JetStream, each node delivers the events published on it to its
+// own subscribers and sends them on core NATS (subject
+// "<prefix>.ev.<node>.<topic>"); every node receives the others' and
+// delivers them, numbered by its own store. NATS keeps the order of one
+// connection's messages, so events reach every node in the order of
+// their node of origin; a node gives its positions and epoch to the
+// events it delivers, and a subscriber that resumes on another node
+// starts a new epoch there. While NATS is unreachable, each node
+// delivers its own events only; those are not sent later.
+//
+// With JetStream (Options.JetStream), publishing appends the event to a
+// stream (subject "<prefix>.js.<topic>") and every node, the publishing
+// one too, delivers what it reads back from the stream, with the stream
+// sequence as the event's position and the stream (its name and creation
+// time) as the epoch: every node has the same positions, and a subscriber
+// can resume on any node. Publishing fails while the stream is
+// unreachable.
+//
+// Topics map to NATS subjects one to one: the topic syntax (words of
+// letters, digits, '_', '-' and ':', separated by dots) is a subset of a
+// subject's. Anything else, such as a NATS wildcard, is escaped.
+//
+// docs/cluster.md describes the guarantees and their limits.
+package natsbroker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/switchboard-rpc/switchboard/hub"
+	"go.uber.org/zap"
+)
+
+// Options configures a Broker. A nil *Options connects to
+// nats://127.0.0.1:4222 without JetStream.
+type Options struct {
+	// URLs are the NATS servers, comma-separated. Default nats.DefaultURL.
+	URLs string
+
+	// Node names this hub in the cluster: one word of letters, digits,
+	// '_' and '-'. Default: 8 random hex digits.
+	Node string
+
+	// Prefix begins every subject the cluster uses. Default "switchboard".
+	Prefix string
+
+	// JetStream gives events positions, history and recovery that span
+	// the cluster, from a JetStream stream (see the package doc).
+	JetStream bool
+
+	// Stream names the JetStream stream. Default "SWITCHBOARD".
+	Stream string
+
+	// Retention bounds the stream: its events per topic, age and bytes
+	// (all topics together). Zero fields take the hub's defaults;
+	// negative ones lift the bound. Memory keeps the stream in the NATS
+	// server's memory rather than on its disk.
+	Retention hub.Retention
+	MaxBytes  int64
+	Memory    bool
+
+	// Heartbeat is how often the node tells the others about its peers
+	// (the methods they provide); a node not heard from for three
+	// heartbeats is taken for gone, and calls in flight to it end with
+	// -32006. Default [DefaultHeartbeat].
+	Heartbeat time.Duration
+
+	// Logger logs the link's transitions (lost, restored). Default: none.
+	Logger *zap.Logger
+}
+
+// Broker links a hub to the others over one NATS connection. Its methods
+// are safe for concurrent use.
+type Broker struct {
+	nc     *nats.Conn
+	node   string
+	prefix string
+	evPub  string // "<prefix>.ev.<node>.", the subject of this node's events before the topic
+	evSub  string // "<prefix>.ev.", before the node
+	log    *zap.Logger
+
+	jetStream bool // set before connecting: the callbacks read it
+	js        jetstream.JetStream
+	stream    string
+	epoch     string
+
+	head     uint64        // the stream's last position when Start read it
+	caughtUp chan struct{} // closed once head is delivered
+	caught   bool          // caughtUp is closed
+	read     uint64        // the position of the latest event read from the stream
+
+	mu   sync.Mutex
+	h    *hub.Hub
+	sub  *nats.Subscription
+	cons jetstream.ConsumeContext
+
+	heartbeat time.Duration
+	dir       atomic.Pointer[directory] // set by Start (route.go)
+
+	connected atomic.Bool
+	closing   atomic.Bool // Close was called: the link going down is no news
+	stats     struct{ sent, received, unsent, lost, disconnects atomic.Uint64 }
+}
+
+// Connect connects to NATS and, with JetStream, creates or updates the
+// stream (which it needs: then it fails when NATS cannot be reached before
+// ctx ends). Without JetStream, a node may start while NATS is down: it
+// delivers its own events until NATS is reachable.
+func Connect(ctx context.Context, o *Options) (*Broker, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.URLs == "" {
+		opts.URLs = nats.DefaultURL
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "switchboard"
+	}
+	if opts.Stream == "" {
+		opts.Stream = "SWITCHBOARD"
+	}
+	if opts.Node == "" {
+		var r [4]byte
+		_, _ = rand.Read(r[:])
+		opts.Node = hex.EncodeToString(r[:])
+	}
+	if !validNode(opts.Node) {
+		return nil, fmt.Errorf("natsbroker: node name %q: want letters, digits, '_' and '-'", opts.Node)
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	b := &Broker{
+		node:   opts.Node,
+		prefix: opts.Prefix,
+		evPub:  opts.Prefix + ".ev." + opts.Node + ".",
+		evSub:  opts.Prefix + ".ev.",
+		log:    opts.Logger.With(zap.String("node", opts.Node)),
+		stream: opts.Stream,
+
+		jetStream: opts.JetStream,
+	}
+	b.heartbeat = opts.Heartbeat
+	if b.heartbeat <= 0 {
+		b.heartbeat = DefaultHeartbeat
+	}
+	nc, err := nats.Connect(opts.URLs,
+		nats.Name("switchboard hub "+opts.Node),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		// While NATS is unreachable, events stay on their node rather
+		// than reach the others late.
+		nats.ReconnectBufSize(-1),
+		nats.ConnectHandler(func(c *nats.Conn) { b.up(c, "cluster link up") }),
+		nats.ReconnectHandler(func(c *nats.Conn) { b.up(c, "cluster link restored") }),
+		nats.DisconnectErrHandler(b.down),
+		nats.ErrorHandler(b.asyncError),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("natsbroker: connect to %s: %w", opts.URLs, err)
+	}
+	b.nc = nc
+	if nc.IsConnected() {
+		b.up(nc, "cluster link up")
+	}
+	if opts.JetStream {
+		if err := b.openStream(ctx, &opts); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// openStream waits for the connection and creates or updates the stream.
+func (b *Broker) openStream(ctx context.Context, o *Options) error {
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return fmt.Errorf("natsbroker: %w", err)
+	}
+	r := o.Retention
+	cfg := jetstream.StreamConfig{
+		Name:              o.Stream,
+		Subjects:          []string{o.Prefix + ".js.>"},
+		Discard:           jetstream.DiscardOld,
+		MaxMsgsPerSubject: limit(int64(r.Events), hub.DefaultHistoryEvents),
+		MaxAge:            time.Duration(limit(int64(r.Age), int64(hub.DefaultHistoryAge))),
+		MaxBytes:          limit(o.MaxBytes, hub.DefaultHistoryTotal),
+		MaxMsgSize:        -1,
+		Storage:           jetstream.FileStorage,
+	}
+	if cfg.MaxAge < 0 {
+		cfg.MaxAge = 0 // no bound
+	}
+	if o.Memory {
+		cfg.Storage = jetstream.MemoryStorage
+	}
+	for {
+		var s jetstream.Stream
+		s, err = js.CreateOrUpdateStream(ctx, cfg)
+		if err == nil {
+			info := s.CachedInfo()
+			b.js = js
+			b.epoch = fmt.Sprintf("%s-%x", info.Config.Name, info.Created.UnixNano())
+			return nil
+		}
+		// Not connected yet, or JetStream not ready: try again until ctx ends.
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("natsbroker: open stream %s: %w", o.Stream, err)
+		case <-t.C:
+		}
+	}
+}
+
+// limit turns a Retention field into a JetStream limit: 0 takes def,
+// negative means none (-1).
+func limit(v, def int64) int64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return -1
+	}
+	return v
+}
+
+// Start hands h the events of the other nodes: it subscribes to them (or,
+// with JetStream, reads the stream) and calls h.Deliver (h.DeliverAt) for
+// each. With JetStream, it returns once h has read the stream up to where
+// it ended when Start began, so that the hub serves its clients with its
+// history in place; it fails when ctx ends first. h must have been made
+// with b.HubBroker() as its Options.Broker.
+func (b *Broker) Start(ctx context.Context, h *hub.Hub) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.h != nil {
+		return errors.New("natsbroker: started twice")
+	}
+	b.h = h
+	if err := b.startDirectory(h); err != nil {
+		return fmt.Errorf("natsbroker: %w", err)
+	}
+	if b.js == nil {
+		sub, err := b.nc.Subscribe(b.evSub+">", b.receive)
+		if err != nil {
+			return fmt.Errorf("natsbroker: subscribe: %w", err)
+		}
+		// A hub keeps up with far more than NATS sends it; what a burst
+		// leaves pending must not be dropped for a lower default.
+		_ = sub.SetPendingLimits(1<<20, 1<<30)
+		b.sub = sub
+		// Once the server has the subscription, this node misses nothing
+		// published after Start; while NATS is down, it has it when the
+		// link is restored.
+		if b.nc.IsConnected() {
+			_ = b.nc.FlushWithContext(ctx)
+		}
+		return nil
+	}
+	s, err := b.js.Stream(ctx, b.stream)
+	if err != nil {
+		return fmt.Errorf("natsbroker: stream %s: %w", b.stream, err)
+	}
+	// The stream's last event at start: once it is delivered, the hub
+	// has the history, and what follows is live.
+	state := s.CachedInfo().State
+	b.head, b.caughtUp = state.LastSeq, make(chan struct{})
+	b.read = state.LastSeq // an empty stream goes on after its last position
+	if state.Msgs == 0 {
+		b.caught = true
+		close(b.caughtUp)
+	}
+	cons, err := b.js.OrderedConsumer(ctx, b.stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return fmt.Errorf("natsbroker: read stream %s: %w", b.stream, err)
+	}
+	cc, err := cons.Consume(b.receiveStream)
+	if err != nil {
+		return fmt.Errorf("natsbroker: read stream %s: %w", b.stream, err)
+	}
+	b.cons = cc
+	select {
+	case <-b.caughtUp:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("natsbroker: read stream %s up to %d: %w", b.stream, b.head, ctx.Err())
+	}
+}
+
+// receive delivers an event of another node.
+func (b *Broker) receive(m *nats.Msg) {
+	rest, ok := strings.CutPrefix(m.Subject, b.evSub)
+	if !ok {
+		return
+	}
+	node, topic, ok := strings.Cut(rest, ".")
+	if !ok || node == b.node {
+		return // this node's own, delivered here already
+	}
+	b.deliver(0, topic, m.Data)
+}
+
+// receiveStream delivers an event read back from the stream.
+func (b *Broker) receiveStream(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		b.log.Warn("cluster stream message without metadata", zap.Error(err))
+		return
+	}
+	topic, ok := strings.CutPrefix(m.Subject(), b.prefix+".js.")
+	if !ok {
+		return
+	}
+	seq := meta.Sequence.Stream
+	if b.caught && seq > b.read+1 {
+		// Every event of the stream is this node's to deliver: past the
+		// start, a gap is events the stream dropped before this node read
+		// them (it fell further behind than the stream's bounds).
+		b.stats.lost.Add(seq - b.read - 1)
+		b.log.Warn("cluster stream events dropped before this node read them", zap.Uint64("after", b.read), zap.Uint64("next", seq))
+	}
+	b.read = seq
+	b.deliver(seq, topic, m.Data())
+	if !b.caught && seq >= b.head {
+		b.caught = true // the handler runs for one message at a time
+		close(b.caughtUp)
+	}
+}
+
+// deliver hands an event to the hub, at seq when it is not 0.
+func (b *Broker) deliver(seq uint64, subjectTopic string, data []byte) {
+	topic, ok := decodeTopic(subjectTopic)
+	if !ok || !json.Valid(data) {
+		b.stats.lost.Add(1)
+		b.log.Warn("cluster event dropped: not a topic and JSON data", zap.String("subject_topic", subjectTopic))
+		return
+	}
+	b.stats.received.Add(1)
+	if seq == 0 {
+		b.h.Deliver(topic, data)
+		return
+	}
+	if _, err := b.h.DeliverAt(seq, topic, data); err != nil {
+		b.log.Warn("cluster stream event dropped", zap.Error(err))
+	}
+}
+
+// HubBroker returns what to set as hub.Options.Broker: b itself, or with
+// JetStream, a hub.Sequencer over b's stream.
+func (b *Broker) HubBroker() hub.Broker {
+	if b.js != nil {
+		return sequencer{b}
+	}
+	return b
+}
+
+// Node returns the node's name. It implements hub.Broker.
+func (b *Broker) Node() string { return b.node }
+
+// Conn returns the NATS connection, for other traffic between the nodes
+// (use subjects under Subject, not under "<prefix>.ev" or "<prefix>.js").
+func (b *Broker) Conn() *nats.Conn { return b.nc }
+
+// Subject returns the cluster's subject made of words, under its prefix:
+// Subject("route", "x") is "switchboard.route.x".
+func (b *Broker) Subject(words ...string) string {
+	return b.prefix + "." + strings.Join(words, ".")
+}
+
+// Forward sends an event published on this node to the others. It
+// implements hub.Broker: it does not wait for the network, only for room
+// in the connection's buffer; an event NATS refuses (the link is down)
+// is counted as unsent.
+func (b *Broker) Forward(topic string, data []byte) {
+	if err := b.nc.Publish(b.evPub+encodeTopic(topic), data); err != nil {
+		b.stats.unsent.Add(1)
+		return
+	}
+	b.stats.sent.Add(1)
+}
+
+// Stats implements hub.Broker.
+func (b *Broker) Stats() hub.BrokerStats {
+	return hub.BrokerStats{
+		Connected:   b.connected.Load(),
+		Sent:        b.stats.sent.Load(),
+		Received:    b.stats.received.Load(),
+		Unsent:      b.stats.unsent.Load(),
+		Lost:        b.stats.lost.Load(),
+		Disconnects: b.stats.disconnects.Load(),
+	}
+}
+
+// Close stops reading events and closes the connection.
+func (b *Broker) Close() error {
+	b.closing.Store(true)
+	if d := b.dir.Load(); d != nil {
+		d.close()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cons != nil {
+		b.cons.Stop()
+		<-b.cons.Closed()
+	}
+	if b.sub != nil {
+		_ = b.sub.Unsubscribe()
+	}
+	b.nc.Close()
+	return nil
+}
+
+// up and down log the link's transitions, once each.
+func (b *Broker) up(nc *nats.Conn, msg string) {
+	if b.connected.CompareAndSwap(false, true) {
+		b.log.Info(msg, zap.String("url", nc.ConnectedUrlRedacted()))
+		b.interrupted()
+	}
+}
+
+func (b *Broker) down(_ *nats.Conn, err error) {
+	if b.connected.CompareAndSwap(true, false) && !b.closing.Load() {
+		b.stats.disconnects.Add(1)
+		b.log.Warn("cluster link lost: delivering this node's events only", zap.Error(err))
+		b.interrupted()
+	}
+}
+
+// asyncError logs what NATS reports out of band: a subscription too slow
+// for its events loses some.
+func (b *Broker) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrSlowConsumer) {
+		b.stats.lost.Add(1)
+		b.interrupted()
+	}
+	b.log.Warn("cluster link error", zap.Error(err))
+}
+
+// interrupted tells the hub that events of other nodes may be missing.
+// With JetStream nothing is: the stream has them, in order.
+func (b *Broker) interrupted() {
+	if b.jetStream {
+		return
+	}
+	b.mu.Lock()
+	h := b.h
+	b.mu.Unlock()
+	if h != nil {
+		h.Interrupted()
+	}
+}
+
+// sequencer is a Broker with JetStream, as a hub.Sequencer.
+type sequencer struct{ *Broker }
+
+// Epoch implements hub.Sequencer: the stream's name and creation time.
+func (s sequencer) Epoch() string { return s.epoch }
+
+// Sequence implements hub.Sequencer: it appends the event to the stream.
+func (s sequencer) Sequence(ctx context.Context, topic string, data []byte) (uint64, error) {
+	ack, err := s.js.Publish(ctx, s.prefix+".js."+encodeTopic(topic), data)
+	if err != nil {
+		s.stats.unsent.Add(1)
+		return 0, err
+	}
+	s.stats.sent.Add(1)
+	return ack.Sequence, nil
+}
+
+// Forward implements hub.Broker; a hub never calls it on a Sequencer.
+func (s sequencer) Forward(string, []byte) {}
+
+// validNode reports whether a node name is one subject word of letters,
+// digits, '_' and '-'.
+func validNode(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !plainByte(s[i]) || s[i] == ':' {
+			return false
+		}
+	}
+	return true
+}
