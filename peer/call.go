@@ -241,13 +241,26 @@ type ctxKey struct{}
 
 type progressKey struct{}
 
+// reqInfo is what a handler's context knows of its request. It is also
+// the context that carries it to the handler: one allocation, where
+// context.WithValue would make a second.
 type reqInfo struct {
+	context.Context // the parent
+
 	c    *Conn
 	id   ID
 	slot bool // the handler holds an in-flight slot (see Conn.lend)
 	// reader is the reader state (enterHandler's) of the handler while it
 	// runs on its connection's reader, 0 when it does not (see leaveReader).
 	reader atomic.Uint64
+}
+
+// Value returns ri for ctxKey, and the parent's values otherwise.
+func (ri *reqInfo) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return ri
+	}
+	return ri.Context.Value(key)
 }
 
 // ConnFromContext returns the connection a handler's request arrived on,

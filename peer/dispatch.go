@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"go.uber.org/zap"
 )
@@ -19,7 +20,13 @@ import (
 // serial ones and batches on workers. It reports whether the caller still
 // holds the reader role.
 func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
-	f, ok := parseFrame(c.msgs, frame, c.o.MaxBatch, c.o.MaxDepth)
+	buf := c.msgs
+	if len(frame) > 0 && frame[0] == '[' {
+		if p, ok := batchMsgs.Get().(*[]message); ok {
+			buf = *p
+		}
+	}
+	f, ok := parseFrame(buf, frame, c.o.MaxBatch, c.o.MaxDepth)
 	kept := false
 	defer func() {
 		if !kept {
@@ -93,18 +100,28 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 	return true
 }
 
-// keepMsgs keeps the array of msgs for the reader's next frame, emptied
-// so that it holds on to no frame, unless it has grown large.
+// keepMsgs keeps the array of msgs, emptied so that it holds on to no
+// frame, for the reader's next frame when it is small, else for the next
+// batch of any connection.
 func (c *Conn) keepMsgs(msgs []message) {
 	clear(msgs)
 	if cap(msgs) <= keptMsgs {
 		c.msgs = msgs[:0]
+		return
 	}
+	msgs = msgs[:0]
+	batchMsgs.Put(&msgs)
 }
 
 // keptMsgs is the most decoded messages whose room a reader keeps from one
-// frame to the next (a message is about 128 bytes).
-const keptMsgs = 128
+// frame to the next (a message is 136 bytes). The arrays of larger batches
+// are shared by all connections, through batchMsgs: a connection that
+// once sent a batch of a thousand does not keep 136 KB for its life.
+const keptMsgs = 16
+
+// batchMsgs holds *[]message arrays of more than keptMsgs messages, for
+// the batches of every connection.
+var batchMsgs sync.Pool
 
 // startBatch runs the calls of a batch on a worker, which sends the
 // replies (those given and the calls') as one array. The batch takes as

@@ -53,6 +53,11 @@ type funcHandler[P, R any] struct {
 }
 
 func (f *funcHandler[P, R]) ServeRPC(ctx context.Context, req *Request) (any, error) {
+	if f.bind.kind == bindRaw {
+		// P is json.RawMessage: no value of P to allocate for the binder.
+		p, _ := any(req.Params).(P)
+		return f.fn(ctx, p)
+	}
 	var p P
 	if err := f.bind.bind(req.Params, &p); err != nil {
 		return nil, invalidParams(err)

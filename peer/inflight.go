@@ -75,8 +75,8 @@ func (c *Conn) register(ctx context.Context, cl *call) context.Context {
 // registerInfo is register, and also returns the request's information
 // that the handler's context carries.
 func (c *Conn) registerInfo(ctx context.Context, cl *call) (context.Context, *reqInfo) {
-	ri := &reqInfo{c: c, id: cl.req.ID, slot: true}
-	hctx := context.WithValue(ctx, ctxKey{}, ri)
+	ri := &reqInfo{Context: ctx, c: c, id: cl.req.ID, slot: true}
+	var hctx context.Context = ri
 	if cl.req.IsNotification() {
 		return hctx, ri
 	}
@@ -106,7 +106,7 @@ func (c *Conn) unregister(cl *call) {
 // inlineContext is the context of an inline handler: no slot, and no
 // cancellation of its own, since rpc.cancel cannot arrive while it runs.
 func (c *Conn) inlineContext(ctx context.Context, cl *call) context.Context {
-	return context.WithValue(ctx, ctxKey{}, &reqInfo{c: c, id: cl.req.ID})
+	return &reqInfo{Context: ctx, c: c, id: cl.req.ID}
 }
 
 // lend gives back the slot of the handler behind ctx, if it is one of this

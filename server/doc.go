@@ -2,8 +2,11 @@
 // a WebSocket or as an HTTP POST, plus /healthz.
 //
 // A [Server] is an http.Handler. Each WebSocket becomes a [peer.Conn]
-// served on its request's goroutine and joins the server's [hub.Hub], so
-// both sides can call each other and the peer can subscribe to topics.
+// and joins the server's [hub.Hub], so both sides can call each other and
+// the peer can subscribe to topics. The connection is served on a
+// goroutine of its own, with the request context's values but not its
+// cancellation: ServeHTTP returns once the connection is upgraded, and
+// Server.Shutdown, not http.Server.Shutdown, closes it.
 // An HTTP POST body is answered in the response, with no connection:
 //
 //	mux := peer.NewMux()

@@ -285,11 +285,18 @@ func ExampleNewListener() {
 	}
 	fmt.Println("first:", resp.Status)
 
-	resp, err = http.Get("http://" + ln.Addr().String() + "/healthz")
+	// The second is answered at once, before it sends a request (an
+	// http.Client could find the answer on a connection it had not used
+	// yet, and drop it).
+	second, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp.Body.Close()
+	defer second.Close()
+	resp, err = http.ReadResponse(bufio.NewReader(second), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("second:", resp.Status)
 	// Output:
 	// first: 200 OK

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -13,18 +14,21 @@ import (
 )
 
 // serveWebSocket upgrades the request and serves the connection, as a
-// peer of the hub, on this goroutine until it ends.
+// peer of the hub, on a goroutine of its own: it returns once the
+// connection is hijacked. The HTTP server's goroutine has grown its stack
+// on the way through the handshake, and keeps the request's state while
+// it runs: an idle connection parked on it would keep both for its life.
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	identity, ok, done := s.handshake(w, r)
-	defer done()
 	if !ok {
+		done()
 		return
 	}
 	if !s.begin() {
+		done()
 		plain(w, http.StatusServiceUnavailable, "shutting down\n")
 		return
 	}
-	defer s.end()
 
 	mode := websocket.CompressionDisabled
 	if s.o.Compression {
@@ -36,13 +40,24 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		Subprotocols:       []string{Subprotocol}, // chosen only when offered
 	})
 	if err != nil {
+		done()
+		s.end()
 		s.log.Debug("websocket upgrade failed", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		return // Accept has answered
 	}
 	ws.SetReadLimit(int64(s.o.MaxMessage))
+	// The request's context ends when this handler returns; its values
+	// (an identity a middleware put there, say) stay.
+	ctx := hub.WithIdentity(context.WithoutCancel(r.Context()), identity)
+	go s.servePeer(ctx, ws, r.RemoteAddr, identity)
+}
 
+// servePeer serves ws, accepted from remote, until the connection ends;
+// it ends what serveWebSocket's begin started.
+func (s *Server) servePeer(ctx context.Context, ws *websocket.Conn, remote string, identity any) {
+	defer s.end()
 	id := uuid.NewString()
-	who := []zap.Field{zap.String("peer", id), zap.String("remote", r.RemoteAddr)}
+	who := []zap.Field{zap.String("peer", id), zap.String("remote", remote)}
 	// The connection's own diagnostics are rare: its logger encodes who
 	// it is only if it ever logs, not for every idle connection.
 	conn := peer.NewConn(peer.WebSocket(ws), s.peerOptions(s.log.WithLazy(who...)))
@@ -66,7 +81,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("peer connected", who...)
 	}
 
-	err = conn.Serve(hub.WithIdentity(r.Context(), identity))
+	err := conn.Serve(ctx)
 
 	s.hub.Leave(p)
 	s.untrack(conn)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -406,4 +407,42 @@ func timeout(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// The HTTP handler returns once the WebSocket is upgraded, so that an
+// idle connection keeps neither the HTTP server's goroutine nor the
+// request; the connection goes on serving, and its handlers still see
+// the values a middleware put in the request's context.
+func TestWebSocketOutlivesHTTPHandler(t *testing.T) {
+	type key struct{}
+	router := routerFunc(func(method string) (peer.Handler, peer.Mode) {
+		return peer.HandlerFunc(func(ctx context.Context, _ *peer.Request) (any, error) {
+			return ctx.Value(key{}), ctx.Err()
+		}), peer.Concurrent
+	})
+	srv := server.New(&server.Options{Router: router})
+	returned := make(chan struct{}, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), key{}, "from middleware")))
+		returned <- struct{}{}
+	}))
+	defer ts.Close()
+	defer func() {
+		if err := srv.Shutdown(timeout(t)); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
+
+	ws, _, err := websocket.Dial(timeout(t), "ws"+strings.TrimPrefix(ts.URL, "http")+"/rpc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	select {
+	case <-returned:
+	case <-timeout(t).Done():
+		t.Fatal("the HTTP handler did not return after the upgrade")
+	}
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"from middleware","id":1}`,
+		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"value","id":1}`))
 }

@@ -16,6 +16,8 @@ package prom
 
 import (
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +34,18 @@ type Metrics struct {
 	handler http.Handler
 	calls   *prometheus.CounterVec
 	latency *prometheus.HistogramVec
+
+	// methods holds each method's "ok" counter and latency, so that a call
+	// served costs a map lookup, not the hashing and locking of
+	// WithLabelValues. It is copied on write, once per method.
+	methods atomic.Pointer[map[string]methodMetrics]
+	mu      sync.Mutex // serializes writers of methods
+}
+
+// methodMetrics are the metrics Observe records for one method.
+type methodMetrics struct {
+	ok      prometheus.Counter
+	latency prometheus.Observer
 }
 
 // New returns Metrics holding the call counters and latencies that
@@ -60,10 +74,46 @@ func New() *Metrics {
 // Observe records one request served. It has the shape of
 // server.Options.OnServe (and peer.Options.OnServe).
 func (m *Metrics) Observe(method string, code peer.Code, elapsed time.Duration) {
-	m.calls.WithLabelValues(method, outcome(code)).Inc()
-	if method != "" {
-		m.latency.WithLabelValues(method).Observe(elapsed.Seconds())
+	if method == "" {
+		m.calls.WithLabelValues(method, outcome(code)).Inc()
+		return
 	}
+	mm := m.method(method)
+	if code == 0 {
+		mm.ok.Inc()
+	} else {
+		m.calls.WithLabelValues(method, outcome(code)).Inc()
+	}
+	mm.latency.Observe(elapsed.Seconds())
+}
+
+// method returns the metrics of method, adding them on its first call.
+func (m *Metrics) method(method string) methodMetrics {
+	if p := m.methods.Load(); p != nil {
+		if mm, ok := (*p)[method]; ok {
+			return mm
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var old map[string]methodMetrics
+	if p := m.methods.Load(); p != nil {
+		old = *p
+	}
+	if mm, ok := old[method]; ok {
+		return mm
+	}
+	mm := methodMetrics{
+		ok:      m.calls.WithLabelValues(method, outcome(0)),
+		latency: m.latency.WithLabelValues(method),
+	}
+	next := make(map[string]methodMetrics, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[method] = mm
+	m.methods.Store(&next)
+	return mm
 }
 
 // Watch adds s's counters ([server.Server.Stats]), read at each scrape.
