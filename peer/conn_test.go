@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 )
 
@@ -727,5 +728,26 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// A notification whose handler fails has nobody to answer: the failure is
+// logged at debug level, so that one refused for a missing param is not
+// dropped unseen.
+func TestFailedNotificationIsLogged(t *testing.T) {
+	logged := make(chan zapcore.Entry, 1)
+	debug, _ := observer.New(zap.DebugLevel)
+	core := zapcore.RegisterHooks(debug, func(e zapcore.Entry) error {
+		if e.Message == "notification failed" {
+			logged <- e
+		}
+		return nil
+	})
+	p := newRawPeer(t, &Options{Router: specMux(), Logger: zap.New(core)})
+	p.write(`{"jsonrpc":"2.0","method":"subtract","params":{"minuend":42}}`)
+	select {
+	case <-logged:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no log line for a notification refused with -32602")
 	}
 }

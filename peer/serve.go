@@ -94,6 +94,14 @@ func run(ctx context.Context, o *Options, c *call) []byte {
 		code = e.Code
 		if !c.req.IsNotification() {
 			out = appendError(nil, []byte(c.req.ID.raw), e)
+		} else if o.Logger.Core().Enabled(zap.DebugLevel) {
+			// A notification has nobody to tell: say it here, so that a
+			// handler refusing its params (a missing required field)
+			// does not drop notifications unseen.
+			o.Logger.Debug("notification failed",
+				zap.String("method", c.req.Method),
+				zap.Int("code", int(e.Code)),
+				zap.String("error", e.Message))
 		}
 	}
 	if o.OnServe != nil {
