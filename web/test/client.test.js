@@ -16,29 +16,12 @@ import {
   matches,
   bigNumbersSupported,
 } from "../switchboard.js";
-import { FakeNet, states } from "./fakews.js";
+import { FakeNet, states, open as openClient, reply } from "./fakews.js";
 
 const URL = "ws://hub.test/rpc";
 
-// open starts a client on a fake network and completes its first handshake.
-async function open(t, options = {}) {
-  const net = new FakeNet();
-  const client = new Client(URL, { WebSocket: net.WebSocket, probe: false, pingInterval: 0, minBackoff: 1, maxBackoff: 1, ...options });
-  t.after(() => client.close());
-  const st = states(client);
-  const peer = await net.next();
-  const opened = st.until("open");
-  peer.accept();
-  await opened;
-  return { net, client, peer, st };
-}
+const open = (t, options) => openClient(t, URL, options);
 
-// reply answers the next request the client sent with result.
-async function reply(peer, result) {
-  const req = await peer.read();
-  peer.send({ jsonrpc: "2.0", id: req.id, result });
-  return req;
-}
 
 test("call sends a request and resolves to its result", async (t) => {
   const { client, peer } = await open(t);

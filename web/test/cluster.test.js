@@ -4,30 +4,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, connect, ConnectionError, MissedEvent } from "../switchboard.js";
-import { FakeNet, states } from "./fakews.js";
+import { FakeNet, states, open, reply } from "./fakews.js";
 
 const A = "ws://a.test/rpc";
 const B = "ws://b.test/rpc";
 const C = "ws://c.test/rpc";
 
-// open starts a client on the URLs and accepts its first socket.
-async function open(t, urls, options = {}) {
-  const net = new FakeNet();
-  const client = new Client(urls, { WebSocket: net.WebSocket, probe: false, pingInterval: 0, minBackoff: 1, maxBackoff: 1, ...options });
-  t.after(() => client.close());
-  const st = states(client);
-  const peer = await net.next();
-  const opened = st.until("open");
-  peer.accept();
-  await opened;
-  return { net, client, peer, st };
-}
 
-async function reply(peer, result) {
-  const req = await peer.read();
-  peer.send({ jsonrpc: "2.0", id: req.id, result });
-  return req;
-}
 
 test("urls lists the URLs once each, in order; url is the current one", async (t) => {
   const { client } = await open(t, [A, B, A, new URL(C)]);

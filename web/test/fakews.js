@@ -2,6 +2,8 @@
 // opens is handed to the test as a Peer, the hub's end, which accepts or
 // refuses the handshake, reads what the client sent and answers.
 
+import { Client } from "../switchboard.js";
+
 export class FakeNet {
   #peers = [];
   #waiters = [];
@@ -152,4 +154,27 @@ export function states(client) {
     /** until resolves with the next "state" event of that state. */
     until: (state) => new Promise((resolve) => waiters.push({ state, resolve })),
   };
+}
+
+/**
+ * open starts a client on the URL (or URLs) over a fake network, completes
+ * its first handshake and closes it when the test ends.
+ */
+export async function open(t, urls, options = {}) {
+  const net = new FakeNet();
+  const client = new Client(urls, { WebSocket: net.WebSocket, probe: false, pingInterval: 0, minBackoff: 1, maxBackoff: 1, ...options });
+  t.after(() => client.close());
+  const st = states(client);
+  const peer = await net.next();
+  const opened = st.until("open");
+  peer.accept();
+  await opened;
+  return { net, client, peer, st };
+}
+
+/** reply answers the next request the client sent with result. */
+export async function reply(peer, result) {
+  const req = await peer.read();
+  peer.send({ jsonrpc: "2.0", id: req.id, result });
+  return req;
 }

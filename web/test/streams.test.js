@@ -4,28 +4,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, RPCError, ErrorCode, MissedEvent } from "../switchboard.js";
-import { FakeNet, states } from "./fakews.js";
+import { FakeNet, states, open as openClient, reply } from "./fakews.js";
 
 const URL = "ws://hub.test/rpc";
 const E = "e1";
 
-async function open(t, options = {}) {
-  const net = new FakeNet();
-  const client = new Client(URL, { WebSocket: net.WebSocket, probe: false, pingInterval: 0, minBackoff: 1, maxBackoff: 1, ...options });
-  t.after(() => client.close());
-  const st = states(client);
-  const peer = await net.next();
-  const opened = st.until("open");
-  peer.accept();
-  await opened;
-  return { net, client, peer, st };
-}
+const open = (t, options) => openClient(t, URL, options);
 
-async function reply(peer, result) {
-  const req = await peer.read();
-  peer.send({ jsonrpc: "2.0", id: req.id, result });
-  return req;
-}
 
 const event = (topic, data, seq, extra = {}) => ({ jsonrpc: "2.0", method: "rpc.event", params: { topic, data, seq, epoch: E, ...extra } });
 
