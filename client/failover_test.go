@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -119,13 +118,7 @@ func TestFailoverSharedStream(t *testing.T) {
 	waitFor(t, downAt, "half the events published")
 	wait()
 
-	for i := range n {
-		ev := recv(t, rec.ch, fmt.Sprint("event ", i))
-		if ev.Missed || string(ev.Data) != fmt.Sprint(i) || ev.Seq != start.Seq+uint64(i)+1 || ev.Epoch != start.Epoch {
-			t.Fatalf("event %d: %+v", i, ev)
-		}
-	}
-	noMore(t, sub, rec)
+	wantRun(t, sub, rec, n, start)
 	if sub.URL() != b.URL() {
 		t.Fatalf("on %s, want %s", sub.URL(), b.URL())
 	}

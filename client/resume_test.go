@@ -200,19 +200,26 @@ func TestResumeAfterKill(t *testing.T) {
 	px.Up()
 	wait()
 
-	for i := range n {
-		ev := recv(t, rec.ch, fmt.Sprint("event ", i))
-		if ev.Missed || string(ev.Data) != fmt.Sprint(i) || ev.Seq != start.Seq+uint64(i)+1 || ev.Epoch != start.Epoch {
-			t.Fatalf("event %d: %+v", i, ev)
-		}
-	}
-	noMore(t, sub, rec)
+	wantRun(t, sub, rec, n, start)
 	if got := s.Position(); got.Seq != start.Seq+n {
 		t.Fatalf("Position %v after the last event", got)
 	}
 	if st := h.Hub().Stats().Stream; st.Recovered == 0 || st.Unrecovered != 0 {
 		t.Fatalf("Stats = %+v", st)
 	}
+}
+
+// wantRun checks that events 0 to n-1 arrive in order, each with the
+// position after start's, none missed, and nothing after them.
+func wantRun(t *testing.T, c *Client, rec *recorder, n int, start Position) {
+	t.Helper()
+	for i := range n {
+		ev := recv(t, rec.ch, fmt.Sprint("event ", i))
+		if ev.Missed || string(ev.Data) != fmt.Sprint(i) || ev.Seq != start.Seq+uint64(i)+1 || ev.Epoch != start.Epoch {
+			t.Fatalf("event %d: %+v", i, ev)
+		}
+	}
+	noMore(t, c, rec)
 }
 
 // noMore checks that nothing else arrives: a round trip through the hub
