@@ -58,6 +58,21 @@ type Directory interface {
 	PresenceChanged(join bool, who PeerInfo, changed, others []string)
 }
 
+// A Describer is a [Directory] that also describes the methods the peers
+// of the other nodes provide, so that rpc.discover on any node lists the
+// methods of the whole cluster. Each node answers with
+// [Hub.DescribeProvided].
+type Describer interface {
+	Directory
+
+	// DescribeRemote returns the method objects (of OpenRPC documents,
+	// each with its "name") of the methods the peers of the other nodes
+	// provide, as their providers describe them. The methods of a node
+	// that does not answer in time, or before ctx ends, are left out, as
+	// those of a provider that does not answer rpc.discover are.
+	DescribeRemote(ctx context.Context) []json.RawMessage
+}
+
 // RemoteCall is a call that crosses nodes: to a provider of Method on
 // another node, or with Peer set, to that peer wherever it is.
 type RemoteCall struct {

@@ -51,12 +51,67 @@ func (d *discoverHandler) ServeRPC(ctx context.Context, req *peer.Request) (any,
 }
 
 // describeProvided returns the descriptions of the methods peers provide,
-// as each provider's rpc.discover gives them: those of its methods that
-// match the names and patterns it provides, that app does not serve
-// itself, and that the Policy lets the caller behind ctx call. A provider
-// is asked once for what it provides, and again after it provides more;
-// one that does not answer within discoverTimeout describes nothing.
+// on this node and, in a cluster, on the others, as their providers
+// describe them: those that app does not serve itself and that the Policy
+// lets the caller behind ctx call. A method provided both here and on
+// another node is described by the provider here.
 func (h *Hub) describeProvided(ctx context.Context, app peer.Router) []describedMethod {
+	var remote []json.RawMessage
+	var wg sync.WaitGroup
+	if d, ok := h.o.Broker.(Describer); ok {
+		wg.Go(func() { remote = d.DescribeRemote(ctx) })
+	}
+	local := h.describeLocal(ctx)
+	wg.Wait()
+	for _, raw := range remote {
+		var m struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.Name != "" {
+			local = append(local, describedMethod{Name: m.Name, JSON: raw})
+		}
+	}
+
+	var out []describedMethod
+	seen := make(map[string]bool)
+	for _, m := range local {
+		if seen[m.Name] || !h.forwardable(m.Name) {
+			continue
+		}
+		if app != nil {
+			if own, _ := app.Lookup(m.Name); own != nil {
+				continue // the server's own method: never forwarded
+			}
+		}
+		if h.o.Policy(ctx, Call, m.Name) != nil {
+			continue
+		}
+		seen[m.Name] = true
+		out = append(out, m)
+	}
+	return out
+}
+
+// DescribeProvided returns the method objects (of OpenRPC documents) of
+// the methods this hub's peers provide, as each provider's rpc.discover
+// describes them: those of its methods that match the names and patterns
+// it provides. A Describer calls it to answer the other nodes; the Policy
+// and the application's own methods are the asking node's to apply.
+func (h *Hub) DescribeProvided(ctx context.Context) []json.RawMessage {
+	local := h.describeLocal(ctx)
+	out := make([]json.RawMessage, len(local))
+	for i, m := range local {
+		out[i] = m.JSON
+	}
+	return out
+}
+
+// describeLocal returns the methods this hub's peers provide, as each
+// provider's rpc.discover gives them, each name once: those of its
+// methods that match the names and patterns it provides. A provider is
+// asked once for what it provides, and again after it provides more; one
+// that does not answer within discoverTimeout describes nothing.
+func (h *Hub) describeLocal(ctx context.Context) []describedMethod {
 	r := &h.routes
 	type provider struct {
 		p       *Peer
@@ -93,15 +148,7 @@ func (h *Hub) describeProvided(ctx context.Context, app peer.Router) []described
 	seen := make(map[string]bool)
 	for _, pr := range ps {
 		for _, m := range pr.methods {
-			if seen[m.Name] || !h.forwardable(m.Name) || !h.providedBy(pr.p, m.Name) {
-				continue
-			}
-			if app != nil {
-				if own, _ := app.Lookup(m.Name); own != nil {
-					continue // the server's own method: never forwarded
-				}
-			}
-			if h.o.Policy(ctx, Call, m.Name) != nil {
+			if seen[m.Name] || !h.providedBy(pr.p, m.Name) {
 				continue
 			}
 			seen[m.Name] = true

@@ -48,8 +48,17 @@ func (b *Broker) PresenceChanged(join bool, who hub.PeerInfo, changed, others []
 	}
 }
 
-var _ hub.Directory = (*Broker)(nil)
-var _ hub.Directory = sequencer{}
+// DescribeRemote implements hub.Describer.
+func (b *Broker) DescribeRemote(ctx context.Context) []json.RawMessage {
+	d := b.dir.Load()
+	if d == nil {
+		return nil
+	}
+	return d.DescribeRemote(ctx)
+}
+
+var _ hub.Describer = (*Broker)(nil)
+var _ hub.Describer = sequencer{}
 
 // Member is another node of the cluster, as this one last heard of it.
 type Member struct {

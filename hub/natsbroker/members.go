@@ -87,6 +87,7 @@ func (b *Broker) startDirectory(h *hub.Hub) error {
 		b.Subject("cancel"):              d.onCancel,
 		b.Subject("presence"):            d.onPresence,
 		b.Subject("presence", "changed"): d.onPresenceChanged,
+		b.Subject("discover"):            d.onDiscover,
 		d.replies + "*":                  d.onReply,
 	} {
 		sub, err := b.nc.Subscribe(subject, fn)
