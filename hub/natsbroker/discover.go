@@ -95,30 +95,12 @@ func (d *directory) onDiscover(msg *nats.Msg) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(q.Timeout)*time.Millisecond*3/4)
-	d.mu.Lock()
-	select {
-	case <-d.stop:
-		d.mu.Unlock()
-		cancel()
-		return
-	default:
-	}
-	d.serving[msg.Reply] = cancel // close cancels it
-	d.wg.Add(1)
-	d.mu.Unlock()
-	go func() {
-		defer d.wg.Done()
-		defer func() {
-			d.mu.Lock()
-			delete(d.serving, msg.Reply)
-			d.mu.Unlock()
-			cancel()
-		}()
+	d.serve(msg.Reply, cancel, func() {
 		methods := d.h.DescribeProvided(ctx)
 		if methods == nil {
 			methods = []json.RawMessage{}
 		}
 		b, _ := json.Marshal(discoverAnswer{Node: d.b.node, Methods: methods})
 		_ = d.b.nc.Publish(msg.Reply, b)
-	}()
+	})
 }

@@ -233,28 +233,7 @@ func (d *directory) onCall(msg *nats.Msg) {
 		cancel()
 		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(req.Timeout)*time.Millisecond)
 	}
-	d.mu.Lock()
-	select {
-	case <-d.stop:
-		d.mu.Unlock()
-		cancel()
-		d.reply(msg.Reply, callReply{Error: errProviderLost})
-		return
-	default:
-	}
-	if msg.Reply != "" {
-		d.serving[msg.Reply] = cancel
-	}
-	d.wg.Add(1)
-	d.mu.Unlock()
-	go func() {
-		defer d.wg.Done()
-		defer func() {
-			d.mu.Lock()
-			delete(d.serving, msg.Reply)
-			d.mu.Unlock()
-			cancel()
-		}()
+	served := d.serve(msg.Reply, cancel, func() {
 		call := hub.RemoteCall{Method: req.Method, Params: req.Params, Notification: req.Notify || msg.Reply == "", Peer: req.Peer}
 		if !call.Notification {
 			call.Progress = func(data json.RawMessage) { d.reply(msg.Reply, callReply{Progress: data}) }
@@ -271,7 +250,42 @@ func (d *directory) onCall(msg *nats.Msg) {
 			res = json.RawMessage("null")
 		}
 		d.reply(msg.Reply, callReply{Result: res})
+	})
+	if !served {
+		d.reply(msg.Reply, callReply{Error: errProviderLost})
+	}
+}
+
+// serve runs fn on a goroutine of its own, counted in d.wg, to answer a
+// request whose reply subject is reply (none for a notification): close,
+// and rpc.cancel naming reply, end it through cancel, which is called
+// when fn returns. It reports false, having called cancel, when the
+// directory is closing.
+func (d *directory) serve(reply string, cancel context.CancelFunc, fn func()) bool {
+	d.mu.Lock()
+	select {
+	case <-d.stop:
+		d.mu.Unlock()
+		cancel()
+		return false
+	default:
+	}
+	if reply != "" {
+		d.serving[reply] = cancel
+	}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go func() {
+		defer d.wg.Done()
+		defer func() {
+			d.mu.Lock()
+			delete(d.serving, reply)
+			d.mu.Unlock()
+			cancel()
+		}()
+		fn()
 	}()
+	return true
 }
 
 func (d *directory) reply(subject string, r callReply) {
