@@ -118,32 +118,41 @@ func typeOf(s map[string]any) string {
 			}
 			return "object"
 		}
-		required := map[string]bool{}
-		if rs, ok := s["required"].([]any); ok {
-			for _, r := range rs {
-				if name, ok := r.(string); ok {
-					required[name] = true
-				}
-			}
-		}
-		names := make([]string, 0, len(props))
-		for name := range props {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		fields := make([]string, len(names))
-		for i, name := range names {
-			ps, _ := props[name].(map[string]any)
+		var fields []string
+		eachProperty(s, func(name string, ps map[string]any, required bool) {
 			opt := "?"
-			if required[name] {
+			if required {
 				opt = ""
 			}
-			fields[i] = name + opt + ": " + typeOf(ps)
-		}
+			fields = append(fields, name+opt+": "+typeOf(ps))
+		})
 		return "{" + strings.Join(fields, ", ") + "}"
 	}
 	if f, ok := s["format"].(string); ok {
 		return t + " (" + f + ")"
 	}
 	return t
+}
+
+// eachProperty calls fn for each property of the object schema s, in name
+// order, with its schema and whether s lists it as required.
+func eachProperty(s map[string]any, fn func(name string, ps map[string]any, required bool)) {
+	props, _ := s["properties"].(map[string]any)
+	required := map[string]bool{}
+	if rs, ok := s["required"].([]any); ok {
+		for _, r := range rs {
+			if name, ok := r.(string); ok {
+				required[name] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ps, _ := props[name].(map[string]any)
+		fn(name, ps, required[name])
+	}
 }

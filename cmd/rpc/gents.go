@@ -268,25 +268,11 @@ func typeOfKind(kind string, s schema, indent string) string {
 			}
 			return "{ [key: string]: unknown }"
 		}
-		required := map[string]bool{}
-		if rs, ok := s["required"].([]any); ok {
-			for _, r := range rs {
-				if n, ok := r.(string); ok {
-					required[n] = true
-				}
-			}
-		}
-		names := make([]string, 0, len(props))
-		for n := range props {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		fields := make([]string, len(names))
-		for i, n := range names {
-			ps, _ := props[n].(schema)
+		var fields []string
+		eachProperty(s, func(n string, ps schema, required bool) {
 			desc, _ := ps["description"].(string)
-			fields[i] = field(n, !required[n], tsType(ps, indent+"  "), desc)
-		}
+			fields = append(fields, field(n, !required, tsType(ps, indent+"  "), desc))
+		})
 		return object(fields, indent)
 	}
 	return "unknown"
