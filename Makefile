@@ -4,6 +4,9 @@ GO          ?= go
 ADDR        ?= 127.0.0.1:8080
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 10s
+# Minimizing each new interesting input may otherwise take up to a minute,
+# during which nothing else is fuzzed: a 10 s run could spend all of it there.
+FUZZMINTIME ?= 2s
 BENCHTIME   ?= 1s
 
 SOAK        ?= 10m
@@ -74,10 +77,10 @@ FUZZ_TARGETS := ./peer:FuzzRespond ./peer:FuzzConn ./peer:FuzzBind ./hub:FuzzTop
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "$(GO) test -run='^$$' -fuzz='^$$name$$' -fuzztime=$(FUZZTIME) $$pkg"; \
-		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || \
+		echo "$(GO) test -run='^$$' -fuzz='^$$name$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINTIME) $$pkg"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINTIME) $$pkg || \
 		{ echo "fuzz: $$name failed; once more"; \
-		  $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; }; \
+		  $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINTIME) $$pkg; }; \
 	done
 
 ## bench: the Go micro-benchmarks and the load generator against the hub
