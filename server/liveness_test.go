@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
-	"strings"
+	"errors"
+	"io"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +68,14 @@ func TestPingClosesSilentPeer(t *testing.T) {
 	for err == nil {
 		_, _, err = silent.Read(timeout(t))
 	}
-	if websocket.CloseStatus(err) != websocket.StatusGoingAway && !strings.Contains(err.Error(), "EOF") {
+	// Reading at last, the silent peer meets the pings queued before the
+	// close and answers them; once the hub has closed the TCP connection
+	// that answer fails, so the close frame may never be reached. Either
+	// way the connection is gone; the code the hub chose is checked in
+	// its log below.
+	gone := websocket.CloseStatus(err) == websocket.StatusGoingAway ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+	if !gone {
 		t.Fatalf("silent peer: %v", err)
 	}
 	// The line is written once the connection's goroutine is done, after
