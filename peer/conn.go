@@ -72,6 +72,10 @@ type Conn struct {
 	tail     chan struct{} // done channel of the last serial call; the reader's
 	away     atomic.Bool   // Serve's goroutine no longer reads (see Serve), for tests
 	msgs     []message     // the reader's decoding buffer, reused from frame to frame
+	// The reader's standing in Options.Share (see share.go): reads in a
+	// row that did not wait, and whether it holds a turn.
+	streak int
+	turn   bool
 
 	// For Ping: messages read, and the reader's waits (see pause).
 	reads  atomic.Uint64

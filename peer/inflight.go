@@ -136,10 +136,14 @@ func (c *Conn) lend(ctx context.Context) (takeBack func()) {
 }
 
 // pause records that the reader waits (for a slot, or for room for its
-// replies) and so reads nothing, for Ping.
+// replies) and so reads nothing, for Ping, and gives back its turn of
+// the Share for the wait.
 func (c *Conn) pause(waiting bool) {
 	if waiting {
 		c.pauses.Add(1)
+		if c.o.Share != nil {
+			c.giveTurn() // see share.go
+		}
 	}
 	c.paused.Store(waiting)
 }

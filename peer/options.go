@@ -78,6 +78,14 @@ type Options struct {
 	// connection errors. Nil discards them.
 	Logger *zap.Logger
 
+	// Share, if set, is shared by the connections of a server: it caps
+	// how many busy connections (those whose next message is always
+	// already there, such as a client keeping many calls in flight) are
+	// read at once, so that they cannot keep every core busy and delay
+	// the messages of every other connection. See [NewShare]. Nil sets no
+	// cap.
+	Share *Share
+
 	// OnServe, if set, is called after each request this side served, with
 	// the method (or "" when no handler was found), the error code sent
 	// back (0 for a result) and the time the handler took. It must be fast:

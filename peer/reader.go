@@ -55,11 +55,13 @@ func (c *Conn) readLoop() {
 	c.readers.Add(1)
 	defer c.readers.Add(-1)
 	for {
+		began := c.readStart()
 		msg, err := c.t.Read(c.rctx)
 		if err != nil {
 			c.readFailed(err)
 			break
 		}
+		c.readEnd(began)
 		c.reads.Add(1)
 		if len(msg) > c.o.MaxMessage {
 			c.limit(LimitMessage)
@@ -70,6 +72,7 @@ func (c *Conn) readLoop() {
 			return // another goroutine reads now
 		}
 	}
+	c.giveTurn()
 	close(c.readDone)
 }
 

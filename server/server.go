@@ -87,6 +87,15 @@ type Options struct {
 	Rate                                      float64
 	Burst                                     int
 
+	// BusyReaders caps how many busy WebSocket connections are read at
+	// once: those whose next message is always already there, such as a
+	// client keeping hundreds of calls in flight. The others wait their
+	// turn, message by message, so that busy connections cannot keep
+	// every core busy and delay every other connection's calls (see
+	// [peer.Share]). Default 0: one less than the processors Go uses
+	// (GOMAXPROCS), at least one; negative: no cap.
+	BusyReaders int
+
 	// PingInterval is how often the server sends each WebSocket peer a
 	// ping, and PingTimeout how long the pong may take: a peer that sends
 	// nothing at all for that long (no pong, no message) is closed with
@@ -147,6 +156,7 @@ type Server struct {
 	log      *zap.Logger
 	mux      *http.ServeMux
 	counters counters
+	share    *peer.Share // BusyReaders; nil: no cap
 
 	mu       sync.Mutex
 	closing  bool
@@ -179,6 +189,9 @@ func New(opts *Options) *Server {
 	}
 	if s.o.Logger == nil {
 		s.o.Logger = zap.NewNop()
+	}
+	if s.o.BusyReaders >= 0 {
+		s.share = peer.NewShare(s.o.BusyReaders)
 	}
 	s.hub = s.o.Hub
 	s.log = s.o.Logger
@@ -306,6 +319,7 @@ func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
 		Logger:      log,
 		OnServe:     s.o.OnServe,
 		OnLimit:     s.counters.limit,
+		Share:       s.share,
 	}
 }
 

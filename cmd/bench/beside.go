@@ -91,12 +91,21 @@ func heavyCmd(ctx context.Context, args []string) error {
 	}
 	defer closeAll(conns)
 	fmt.Println("ready")
-	stop := time.Now().Add(*duration)
+	start := time.Now()
+	stop := start.Add(*duration)
 	var wg sync.WaitGroup
 	errs := make([]error, len(conns))
+	done := make([]int, len(conns))
 	for i, c := range conns {
-		wg.Go(func() { _, errs[i] = pipeline(ctx, c, *window, stop) })
+		wg.Go(func() { done[i], errs[i] = pipeline(ctx, c, *window, stop) })
 	}
 	wg.Wait()
+	total := 0
+	for _, n := range done {
+		total += n
+	}
+	// On stderr, which the beside scenario passes on: what the heavy
+	// client got while the light one was measured.
+	fmt.Fprintf(os.Stderr, "heavy: %d calls/s on %d connections\n", int(float64(total)/time.Since(start).Seconds()), len(conns))
 	return errors.Join(errs...)
 }

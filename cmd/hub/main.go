@@ -130,6 +130,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		WriteStall:     c.limits.writeStall,
 		Rate:           c.limits.rate,
 		Burst:          c.limits.burst,
+		BusyReaders:    c.limits.busyReaders,
 		PingInterval:   c.limits.pingInterval,
 		PingTimeout:    c.limits.pingTimeout,
 		Compression:    c.compression,
@@ -237,6 +238,7 @@ type limitFlags struct {
 	rate                      float64
 	burst, maxDepth           int
 	maxTopicLen               int
+	busyReaders               int
 	writeStall                time.Duration
 	pingInterval, pingTimeout time.Duration
 }
@@ -244,6 +246,7 @@ type limitFlags struct {
 func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&l.rate, "rate", 0, "the `number` of requests per second one peer may send, batch elements each counting (0: no limit; over it, -32004)")
 	fs.IntVar(&l.burst, "burst", 0, "the `number` of requests one peer may send at once under -rate (default: one second's worth)")
+	fs.IntVar(&l.busyReaders, "busy-readers", 0, "how many busy connections (their next message always waiting, as with many calls in flight) are read at once, so that they leave the others a core (0: one less than the cores Go uses, at least 1; negative: no cap)")
 	fs.IntVar(&l.maxDepth, "max-depth", peer.DefaultMaxDepth, "deepest `nesting` of arrays and objects in a message (over it, -32600)")
 	fs.IntVar(&l.maxTopicLen, "max-topic-len", hub.DefaultMaxTopicLength, "longest topic or pattern, in `bytes` (over it, -32602)")
 	fs.DurationVar(&l.writeStall, "write-stall", peer.DefaultWriteStall, "how long writes to a peer may make no progress before it is closed (1008)")
