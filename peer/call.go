@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // This file holds the calling side of a Conn: Call, Notify and Batch, and
@@ -19,52 +21,217 @@ import (
 //
 // Call returns an *Error when the other side answered with one. If ctx
 // ends first, Call sends rpc.cancel for the call and returns ctx.Err().
-// A ctx without a deadline gets Options.CallTimeout. When the connection
-// closes, Call returns an error wrapping ErrClosed; the call may or may
-// not have run on the other side.
+// A ctx without a deadline gets Options.CallTimeout: when it passes, Call
+// sends rpc.cancel and returns context.DeadlineExceeded. When the
+// connection closes, Call returns an error wrapping ErrClosed; the call
+// may or may not have run on the other side.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
 	b, err := marshalParams(params)
 	if err != nil {
 		return err
 	}
+	p := getPendingCall()
+	p.progress = progressFunc(ctx)
 	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.o.CallTimeout)
-		defer cancel()
+		if ctx.Done() != nil {
+			// A ctx that can end without a deadline: the timeout must end
+			// the waits that ctx ends, and a context is what can.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.o.CallTimeout)
+			defer cancel()
+		} else {
+			// A ctx that never ends (Background, say): the connection's
+			// timer fails the call when its time is up, and p stands in
+			// for ctx, ending when it does. No timer or context per call.
+			p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
+			ctx = p
+		}
 	}
-	p := &pendingCall{ch: make(chan reply, 1), progress: progressFunc(ctx)}
 	c.mu.Lock()
 	if c.closed {
 		err := c.cause
 		c.mu.Unlock()
+		putPendingCall(p)
 		return err
 	}
 	c.nextID++
 	id := c.nextID
 	c.pending[id] = p
+	if p.deadline != 0 {
+		c.timeouts.addLocked(c, p.deadline)
+	}
 	c.mu.Unlock()
 
 	var idBuf [20]byte
 	idText := strconv.AppendUint(idBuf[:0], id, 10)
 	if err := c.send(ctx, appendRequest(nil, idText, method, b)); err != nil {
-		c.forget(id)
+		c.forget(id) // if it was not pending any more, its reply is in p.ch: p cannot be reused
 		return err
 	}
 	defer c.lend(ctx)()
+	var r reply
+	if ctx == p {
+		r = <-p.ch // the timer sends the timeout's reply
+	} else {
+		select {
+		case r = <-p.ch:
+		case <-ctx.Done():
+			if c.forget(id) {
+				c.cancelRemote(idText)
+			}
+			return ctx.Err()
+		}
+	}
+	if r.expired {
+		c.cancelRemote(idText)
+		return context.DeadlineExceeded
+	}
+	if r.read {
+		// The reader is done with p: it delivered this reply, and p is
+		// pending no more. No one else holds it.
+		defer putPendingCall(p)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if err := unmarshalResult(r.result, result); err != nil {
+		return fmt.Errorf("peer: decode result of %s: %w", method, err)
+	}
+	return nil
+}
+
+// pendingCall is a call made on this side and waiting for its reply.
+type pendingCall struct {
+	// ch receives the reply, once: whoever removes the call from
+	// Conn.pending (with Conn.mu held) sends it.
+	ch       chan reply
+	progress func(json.RawMessage)
+
+	// A call of Conn.Call whose ctx never ends, and which CallTimeout
+	// bounds, is its own context while it waits to be sent: it embeds the
+	// caller's ctx for its values and ends (done is closed) when the
+	// connection's timer expires it at deadline.
+	context.Context
+	deadline int64         // on monotime's clock; 0: CallTimeout does not apply
+	done     chan struct{} // closed when expired, made once per pendingCall
+	expired  bool          // set with Conn.mu held, before done is closed
+}
+
+// reply is the outcome of a call.
+type reply struct {
+	result  []byte
+	err     error
+	read    bool // delivered by the reader, which is done with the call
+	expired bool // the call's CallTimeout passed (see timeouts)
+}
+
+var pendingCalls = sync.Pool{New: func() any {
+	return &pendingCall{ch: make(chan reply, 1), done: make(chan struct{})}
+}}
+
+// getPendingCall returns a pendingCall with an empty channel, reused when
+// possible: Call takes one per call.
+func getPendingCall() *pendingCall { return pendingCalls.Get().(*pendingCall) }
+
+// putPendingCall gives back p, whose reply has been received and which
+// nothing refers to any more; an expired one, whose done is closed, is
+// left to the garbage collector.
+func putPendingCall(p *pendingCall) {
+	if p.expired {
+		return
+	}
+	p.progress, p.Context, p.deadline = nil, nil, 0
+	pendingCalls.Put(p)
+}
+
+// Deadline, Done and Err make p the context of its call while the caller's
+// has neither deadline nor end: see Call.
+func (p *pendingCall) Deadline() (time.Time, bool) {
+	return monoEpoch.Add(time.Duration(p.deadline)), true
+}
+
+func (p *pendingCall) Done() <-chan struct{} { return p.done }
+
+func (p *pendingCall) Err() error {
 	select {
-	case r := <-p.ch:
-		if r.err != nil {
-			return r.err
-		}
-		if err := unmarshalResult(r.result, result); err != nil {
-			return fmt.Errorf("peer: decode result of %s: %w", method, err)
-		}
+	case <-p.done:
+		return context.DeadlineExceeded
+	default:
 		return nil
-	case <-ctx.Done():
-		if c.forget(id) {
-			c.cancelRemote(idText)
+	}
+}
+
+// expireLocked fails p, which the caller has just removed from
+// Conn.pending, for its CallTimeout.
+func (p *pendingCall) expireLocked() {
+	p.expired = true
+	close(p.done)
+	p.ch <- reply{expired: true}
+}
+
+// monoEpoch is the origin of monotime.
+var monoEpoch = time.Now()
+
+// monotime returns the time on the monotonic clock, in nanoseconds since
+// monoEpoch: a deadline that fits in an int64 and compares cheaply.
+func monotime() int64 { return int64(time.Since(monoEpoch)) }
+
+// timeouts enforces the CallTimeout of a connection's pending calls with
+// one timer, armed for the earliest deadline among them, instead of a
+// timer per call. Deadlines come from one CallTimeout and grow with time,
+// so under a steady flow of calls the timer is armed once and fires once
+// per CallTimeout, when the earliest call is due (or, more often, done).
+// Its fields are guarded by Conn.mu.
+type timeouts struct {
+	timer *time.Timer
+	at    int64 // the deadline the timer is armed for; 0: not armed
+}
+
+// addLocked makes sure the timer fires by deadline.
+func (t *timeouts) addLocked(c *Conn, deadline int64) {
+	if t.at != 0 && t.at <= deadline {
+		return
+	}
+	t.at = deadline
+	d := time.Duration(deadline - monotime())
+	if t.timer == nil {
+		t.timer = time.AfterFunc(d, c.expireCalls)
+	} else {
+		t.timer.Reset(d)
+	}
+}
+
+// stop stops the timer of a closing connection, with Conn.mu held.
+func (t *timeouts) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	t.at = 0
+}
+
+// expireCalls is the timer's function: it fails the pending calls whose
+// deadline has passed and arms the timer for the earliest one left.
+func (c *Conn) expireCalls() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timeouts.at = 0
+	if c.closed {
+		return
+	}
+	now := monotime()
+	var next int64
+	for id, p := range c.pending {
+		switch {
+		case p.deadline == 0:
+		case p.deadline <= now:
+			delete(c.pending, id)
+			p.expireLocked()
+		case next == 0 || p.deadline < next:
+			next = p.deadline
 		}
-		return ctx.Err()
+	}
+	if next != 0 {
+		c.timeouts.addLocked(c, next)
 	}
 }
 
