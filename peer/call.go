@@ -32,26 +32,21 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	}
 	p := getPendingCall()
 	p.progress = progressFunc(ctx)
+	reuse := false
+	defer func() { p.release(reuse) }()
+	orig, caller := ctx, ctx.Done() // caller: nil for a ctx that never ends
 	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
-		if ctx.Done() != nil {
-			// A ctx that can end without a deadline: the timeout must end
-			// the waits that ctx ends, and a context is what can.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.o.CallTimeout)
-			defer cancel()
-		} else {
-			// A ctx that never ends (Background, say): the connection's
-			// timer fails the call when its time is up, and p stands in
-			// for ctx, ending when it does. No timer or context per call.
-			p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
-			ctx = p
-		}
+		// The connection's timer fails the call when its time is up (no
+		// timer or context per call), and p stands in for ctx, ending
+		// when either does.
+		p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
+		ctx = p
 	}
 	c.mu.Lock()
 	if c.closed {
 		err := c.cause
 		c.mu.Unlock()
-		putPendingCall(p)
+		reuse = true
 		return err
 	}
 	c.nextID++
@@ -70,27 +65,25 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	}
 	defer c.lend(ctx)()
 	var r reply
-	if ctx == p {
+	if caller == nil {
 		r = <-p.ch // the timer sends the timeout's reply
 	} else {
 		select {
 		case r = <-p.ch:
-		case <-ctx.Done():
+		case <-caller:
 			if c.forget(id) {
 				c.cancelRemote(idText)
 			}
-			return ctx.Err()
+			return orig.Err()
 		}
 	}
 	if r.expired {
 		c.cancelRemote(idText)
 		return context.DeadlineExceeded
 	}
-	if r.read {
-		// The reader is done with p: it delivered this reply, and p is
-		// pending no more. No one else holds it.
-		defer putPendingCall(p)
-	}
+	// The reader is done with p once it has delivered its reply: p is
+	// pending no more, and no one else holds it.
+	reuse = r.read
 	if r.err != nil {
 		return r.err
 	}
@@ -107,14 +100,16 @@ type pendingCall struct {
 	ch       chan reply
 	progress func(json.RawMessage)
 
-	// A call of Conn.Call whose ctx never ends, and which CallTimeout
-	// bounds, is its own context while it waits to be sent: it embeds the
-	// caller's ctx for its values and ends (done is closed) when the
-	// connection's timer expires it at deadline.
+	// A call of Conn.Call whose ctx has no deadline, when CallTimeout
+	// bounds it, is its own context while it waits to be sent: it embeds
+	// the caller's ctx, and ends (done is closed) when the connection's
+	// timer expires it at deadline or when the caller's ctx ends.
 	context.Context
 	deadline int64         // on monotime's clock; 0: CallTimeout does not apply
-	done     chan struct{} // closed when expired, made once per pendingCall
-	expired  bool          // set with Conn.mu held, before done is closed
+	done     chan struct{} // made once per pendingCall, closed by end
+	ended    atomic.Bool   // done is closed, or about to be: p is not reused
+	err      error         // why done was closed; set before
+	stop     func() bool   // unties done from the caller's ctx (see Done)
 }
 
 // reply is the outcome of a call.
@@ -133,39 +128,56 @@ var pendingCalls = sync.Pool{New: func() any {
 // possible: Call takes one per call.
 func getPendingCall() *pendingCall { return pendingCalls.Get().(*pendingCall) }
 
-// putPendingCall gives back p, whose reply has been received and which
-// nothing refers to any more; an expired one, whose done is closed, is
-// left to the garbage collector.
-func putPendingCall(p *pendingCall) {
-	if p.expired {
+// release ends Call's use of p, and gives it back for another call if
+// reuse (its reply has been received, and nothing else refers to it) and
+// done is still open.
+func (p *pendingCall) release(reuse bool) {
+	if p.stop != nil && !p.stop() {
+		return // the caller's ctx has ended: done is closed, or about to be
+	}
+	if !reuse || p.ended.Load() {
 		return
 	}
-	p.progress, p.Context, p.deadline = nil, nil, 0
+	p.progress, p.Context, p.deadline, p.stop = nil, nil, 0, nil
 	pendingCalls.Put(p)
 }
 
-// Deadline, Done and Err make p the context of its call while the caller's
-// has neither deadline nor end: see Call.
+// Deadline, Done and Err make p the context of its call: see Call.
 func (p *pendingCall) Deadline() (time.Time, bool) {
 	return monoEpoch.Add(time.Duration(p.deadline)), true
 }
 
-func (p *pendingCall) Done() <-chan struct{} { return p.done }
+// Done returns the channel closed when the call expires or the caller's
+// ctx ends. Only a call that has to wait for room in the queue asks for
+// it: tying it to the caller's ctx costs a registration, made then.
+func (p *pendingCall) Done() <-chan struct{} {
+	if p.stop == nil && p.Context.Done() != nil {
+		p.stop = context.AfterFunc(p.Context, func() { p.end(p.Context.Err()) })
+	}
+	return p.done
+}
 
 func (p *pendingCall) Err() error {
 	select {
 	case <-p.done:
-		return context.DeadlineExceeded
+		return p.err
 	default:
 		return nil
+	}
+}
+
+// end closes done, once, for err.
+func (p *pendingCall) end(err error) {
+	if p.ended.CompareAndSwap(false, true) {
+		p.err = err
+		close(p.done)
 	}
 }
 
 // expireLocked fails p, which the caller has just removed from
 // Conn.pending, for its CallTimeout.
 func (p *pendingCall) expireLocked() {
-	p.expired = true
-	close(p.done)
+	p.end(context.DeadlineExceeded)
 	p.ch <- reply{expired: true}
 }
 

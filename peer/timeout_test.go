@@ -105,10 +105,64 @@ func TestCallTimeoutRearms(t *testing.T) {
 }
 
 // A call that cannot even be queued (the queue is full and the other side
-// reads nothing) is bounded by CallTimeout too, and is not cancelled at the
-// other side, which never got it.
+// reads nothing) is bounded by CallTimeout too, or ends with its ctx, and
+// is not cancelled at the other side, which never got it.
 func TestCallTimeoutWhileQueued(t *testing.T) {
-	p := newRawPeer(t, &Options{CallTimeout: 30 * time.Millisecond, MaxQueue: 1})
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelled, cancelNow := context.WithCancel(context.Background())
+	defer cancelNow()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"ctx that never ends", context.Background(), context.DeadlineExceeded},
+		{"cancellable ctx", cancellable, context.DeadlineExceeded},
+		{"ctx cancelled meanwhile", cancelled, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			timeout := 30 * time.Millisecond
+			if tc.want == context.Canceled { //nolint:errorlint // the table's own value
+				timeout = time.Hour
+			}
+			p := newRawPeer(t, &Options{CallTimeout: timeout, MaxQueue: 1})
+			filled := fillQueue(t, p)
+			errc := callAsync(p.c, tc.ctx, "slow")
+			if tc.want == context.Canceled { //nolint:errorlint
+				waitFor(t, "the call to wait for room", func() bool {
+					p.c.out.mu.Lock()
+					defer p.c.out.mu.Unlock()
+					return p.c.out.room != nil
+				})
+				cancelNow()
+			}
+			if err := within(t, errc); !errors.Is(err, tc.want) {
+				t.Fatalf("Call returned %v, want %v", err, tc.want)
+			}
+			p.c.mu.Lock()
+			pending := len(p.c.pending)
+			p.c.mu.Unlock()
+			if pending != 0 {
+				t.Fatalf("%d calls pending after the call ended", pending)
+			}
+			for range 18 {
+				if msg := p.read(); msg != `{"jsonrpc":"2.0","method":"fill"}` {
+					t.Fatalf("got %s, want only the notifications", msg)
+				}
+			}
+			if err := <-filled; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// fillQueue sends notifications on p's Conn until a write blocks and the
+// queue (MaxQueue 1) is full: 18 of them. The channel returned receives
+// the outcome of the blocked one.
+func fillQueue(t *testing.T, p *rawPeer) <-chan error {
+	t.Helper()
 	// The pipe holds 16 messages; the 17th write blocks, and one more
 	// message fills the queue.
 	filled := make(chan error, 1)
@@ -129,23 +183,7 @@ func TestCallTimeoutWhileQueued(t *testing.T) {
 	if err := p.c.Notify(context.Background(), "fill", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.c.Call(context.Background(), "slow", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Call returned %v, want DeadlineExceeded", err)
-	}
-	p.c.mu.Lock()
-	pending := len(p.c.pending)
-	p.c.mu.Unlock()
-	if pending != 0 {
-		t.Fatalf("%d calls pending after the timeout", pending)
-	}
-	for range 18 {
-		if msg := p.read(); msg != `{"jsonrpc":"2.0","method":"fill"}` {
-			t.Fatalf("got %s, want only the notifications", msg)
-		}
-	}
-	if err := <-filled; err != nil {
-		t.Fatal(err)
-	}
+	return filled
 }
 
 // A call whose context can be cancelled but has no deadline gets
