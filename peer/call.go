@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,7 +27,7 @@ import (
 // connection closes, Call returns an error wrapping ErrClosed; the call
 // may or may not have run on the other side.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	b, err := marshalParams(params)
+	enc, b, err := encodeParams(params)
 	if err != nil {
 		return err
 	}
@@ -47,6 +48,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		err := c.cause
 		c.mu.Unlock()
 		reuse = true
+		enc.release()
 		return err
 	}
 	c.nextID++
@@ -59,7 +61,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 
 	var idBuf [20]byte
 	idText := strconv.AppendUint(idBuf[:0], id, 10)
-	if err := c.send(ctx, appendRequest(nil, idText, method, b)); err != nil {
+	msg := appendRequest(nil, idText, method, b)
+	enc.release()
+	if err := c.send(ctx, msg); err != nil {
 		c.forget(id) // if it was not pending any more, its reply is in p.ch: p cannot be reused
 		return err
 	}
@@ -91,6 +95,57 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		return fmt.Errorf("peer: decode result of %s: %w", method, err)
 	}
 	return nil
+}
+
+// paramsEncoder encodes a call's params into a buffer of its own, reused:
+// the request frame is then the only allocation of the encoding.
+type paramsEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var paramsEncoders = sync.Pool{New: func() any {
+	e := new(paramsEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+// maxPooledParams is the largest buffer kept for reuse: one large call
+// must not keep its memory for good.
+const maxPooledParams = 16 << 10
+
+// encodeParams is marshalParams for Call: the params it returns are in
+// enc's buffer, valid until enc.release (a nil enc's release does
+// nothing).
+func encodeParams(params any) (enc *paramsEncoder, b []byte, err error) {
+	switch params.(type) {
+	case nil, json.RawMessage:
+		b, err = marshalParams(params)
+		return nil, b, err
+	}
+	enc = paramsEncoders.Get().(*paramsEncoder)
+	if err := enc.enc.Encode(params); err != nil {
+		enc.release()
+		return nil, nil, err
+	}
+	b = enc.buf.Bytes()
+	b = b[:len(b)-1] // Encode ends the value with a newline
+	if len(b) == 0 || (b[0] != '[' && b[0] != '{') {
+		enc.release()
+		return nil, nil, errParamsType
+	}
+	return enc, b, nil
+}
+
+func (e *paramsEncoder) release() {
+	if e == nil {
+		return
+	}
+	if e.buf.Cap() > maxPooledParams {
+		return
+	}
+	e.buf.Reset()
+	paramsEncoders.Put(e)
 }
 
 // pendingCall is a call made on this side and waiting for its reply.
