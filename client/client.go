@@ -172,7 +172,10 @@ func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 		MaxMessage:  c.o.MaxMessage,
 		MaxInFlight: c.o.MaxInFlight,
 		MaxQueue:    c.o.MaxQueue,
-		CallTimeout: -1, // the client applies its own, around any wait
+		// A call made on a live connection is bounded by the connection
+		// (one timer for all calls); one that waits for a connection gets
+		// a deadline from withTimeout first, around that wait too.
+		CallTimeout: c.o.CallTimeout,
 		Logger:      c.log.With(zap.String("url", url)),
 	})
 	c.wg.Go(func() { _ = pc.Serve(c.ctx) }) // its error is pc.Err, read by run
@@ -427,6 +430,18 @@ func (c *Client) conn(ctx context.Context) (*peer.Conn, error) {
 	}
 }
 
+// live returns the connection if it is up, and nil if a call would have
+// to wait for one (or fail): then Call takes the way of conn.
+func (c *Client) live() *peer.Conn {
+	c.mu.Lock()
+	pc := c.pc
+	c.mu.Unlock()
+	if pc == nil || pc.Err() != nil {
+		return nil
+	}
+	return pc
+}
+
 // withTimeout applies Options.CallTimeout to a ctx without a deadline.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
@@ -462,11 +477,15 @@ func (c *Client) lost(err error) error {
 // A ctx without a deadline gets Options.CallTimeout, and a ctx made with
 // [peer.WithProgress] receives the hub's rpc.progress notifications.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	pc, err := c.conn(ctx)
-	if err != nil {
-		return err
+	pc := c.live()
+	if pc == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = c.withTimeout(ctx)
+		defer cancel()
+		var err error
+		if pc, err = c.conn(ctx); err != nil {
+			return err
+		}
 	}
 	return c.lost(pc.Call(ctx, method, params, result))
 }

@@ -640,6 +640,24 @@ func TestCallCancelled(t *testing.T) {
 	}
 }
 
+// Options.CallTimeout bounds a call made on a live connection, whose ctx
+// has no deadline, without a deadline of the client's own.
+func TestCallTimeoutLive(t *testing.T) {
+	h := hubtest.Start(t, nil)
+	c := dial(t, h.WS(), &Options{CallTimeout: 100 * time.Millisecond})
+	start := time.Now()
+	if err := c.Call(context.Background(), "sleep", map[string]int{"ms": 5000}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("sleep: %v", err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("call returned after %v, want about 100ms", d)
+	}
+	var sum float64
+	if err := c.Call(context.Background(), "add", []int{1, 2}, &sum); err != nil || sum != 3 {
+		t.Fatalf("add after the timeout = %v, %v", sum, err)
+	}
+}
+
 func TestTLS(t *testing.T) {
 	h := hubtest.Start(t, &hubtest.Options{TLS: true})
 	roots := x509.NewCertPool()

@@ -51,7 +51,9 @@ type Options struct {
 	DialTimeout time.Duration
 
 	// CallTimeout bounds a call (including any wait for a reconnection)
-	// whose context has no deadline. Default [peer.DefaultCallTimeout];
+	// whose context has no deadline, and also a call that a handler of
+	// Options.Router makes back to the hub on its connection
+	// ([peer.ConnFromContext]). Default [peer.DefaultCallTimeout];
 	// negative means no bound.
 	CallTimeout time.Duration
 

@@ -1,11 +1,14 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // This file holds the calling side of a Conn: Call, Notify and Batch, and
@@ -19,52 +22,283 @@ import (
 //
 // Call returns an *Error when the other side answered with one. If ctx
 // ends first, Call sends rpc.cancel for the call and returns ctx.Err().
-// A ctx without a deadline gets Options.CallTimeout. When the connection
-// closes, Call returns an error wrapping ErrClosed; the call may or may
-// not have run on the other side.
+// A ctx without a deadline gets Options.CallTimeout: when it passes, Call
+// sends rpc.cancel and returns context.DeadlineExceeded. When the
+// connection closes, Call returns an error wrapping ErrClosed; the call
+// may or may not have run on the other side.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	b, err := marshalParams(params)
+	enc, b, err := encodeParams(params)
 	if err != nil {
 		return err
 	}
+	p := getPendingCall()
+	p.progress = progressFunc(ctx)
+	reuse := false
+	defer func() { p.release(reuse) }()
+	orig, caller := ctx, ctx.Done() // caller: nil for a ctx that never ends
 	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.o.CallTimeout)
-		defer cancel()
+		// The connection's timer fails the call when its time is up (no
+		// timer or context per call), and p stands in for ctx, ending
+		// when either does.
+		p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
+		ctx = p
 	}
-	p := &pendingCall{ch: make(chan reply, 1), progress: progressFunc(ctx)}
 	c.mu.Lock()
 	if c.closed {
 		err := c.cause
 		c.mu.Unlock()
+		reuse = true
+		enc.release()
 		return err
 	}
 	c.nextID++
 	id := c.nextID
 	c.pending[id] = p
+	if p.deadline != 0 {
+		c.timeouts.addLocked(c, p.deadline)
+	}
 	c.mu.Unlock()
 
 	var idBuf [20]byte
 	idText := strconv.AppendUint(idBuf[:0], id, 10)
-	if err := c.send(ctx, appendRequest(nil, idText, method, b)); err != nil {
-		c.forget(id)
+	msg := appendRequest(nil, idText, method, b)
+	enc.release()
+	if err := c.send(ctx, msg); err != nil {
+		c.forget(id) // if it was not pending any more, its reply is in p.ch: p cannot be reused
 		return err
 	}
 	defer c.lend(ctx)()
+	var r reply
+	if caller == nil {
+		r = <-p.ch // the timer sends the timeout's reply
+	} else {
+		select {
+		case r = <-p.ch:
+		case <-caller:
+			if c.forget(id) {
+				c.cancelRemote(idText)
+			}
+			return orig.Err()
+		}
+	}
+	if r.expired {
+		c.cancelRemote(idText)
+		return context.DeadlineExceeded
+	}
+	// The reader is done with p once it has delivered its reply: p is
+	// pending no more, and no one else holds it.
+	reuse = r.read
+	if r.err != nil {
+		return r.err
+	}
+	if err := unmarshalResult(r.result, result); err != nil {
+		return fmt.Errorf("peer: decode result of %s: %w", method, err)
+	}
+	return nil
+}
+
+// paramsEncoder encodes a call's params into a buffer of its own, reused:
+// the request frame is then the only allocation of the encoding.
+type paramsEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var paramsEncoders = sync.Pool{New: func() any {
+	e := new(paramsEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+// maxPooledParams is the largest buffer kept for reuse: one large call
+// must not keep its memory for good.
+const maxPooledParams = 16 << 10
+
+// encodeParams is marshalParams for Call: the params it returns are in
+// enc's buffer, valid until enc.release (a nil enc's release does
+// nothing).
+func encodeParams(params any) (enc *paramsEncoder, b []byte, err error) {
+	switch params.(type) {
+	case nil, json.RawMessage:
+		b, err = marshalParams(params)
+		return nil, b, err
+	}
+	enc = paramsEncoders.Get().(*paramsEncoder)
+	if err := enc.enc.Encode(params); err != nil {
+		enc.release()
+		return nil, nil, err
+	}
+	b = enc.buf.Bytes()
+	b = b[:len(b)-1] // Encode ends the value with a newline
+	if len(b) == 0 || (b[0] != '[' && b[0] != '{') {
+		enc.release()
+		return nil, nil, errParamsType
+	}
+	return enc, b, nil
+}
+
+func (e *paramsEncoder) release() {
+	if e == nil {
+		return
+	}
+	if e.buf.Cap() > maxPooledParams {
+		return
+	}
+	e.buf.Reset()
+	paramsEncoders.Put(e)
+}
+
+// pendingCall is a call made on this side and waiting for its reply.
+type pendingCall struct {
+	// ch receives the reply, once: whoever removes the call from
+	// Conn.pending (with Conn.mu held) sends it.
+	ch       chan reply
+	progress func(json.RawMessage)
+
+	// A call of Conn.Call whose ctx has no deadline, when CallTimeout
+	// bounds it, is its own context while it waits to be sent: it embeds
+	// the caller's ctx, and ends (done is closed) when the connection's
+	// timer expires it at deadline or when the caller's ctx ends.
+	context.Context
+	deadline int64         // on monotime's clock; 0: CallTimeout does not apply
+	done     chan struct{} // made once per pendingCall, closed by end
+	ended    atomic.Bool   // done is closed, or about to be: p is not reused
+	err      error         // why done was closed; set before
+	stop     func() bool   // unties done from the caller's ctx (see Done)
+}
+
+// reply is the outcome of a call.
+type reply struct {
+	result  []byte
+	err     error
+	read    bool // delivered by the reader, which is done with the call
+	expired bool // the call's CallTimeout passed (see timeouts)
+}
+
+var pendingCalls = sync.Pool{New: func() any {
+	return &pendingCall{ch: make(chan reply, 1), done: make(chan struct{})}
+}}
+
+// getPendingCall returns a pendingCall with an empty channel, reused when
+// possible: Call takes one per call.
+func getPendingCall() *pendingCall { return pendingCalls.Get().(*pendingCall) }
+
+// release ends Call's use of p, and gives it back for another call if
+// reuse (its reply has been received, and nothing else refers to it) and
+// done is still open.
+func (p *pendingCall) release(reuse bool) {
+	if p.stop != nil && !p.stop() {
+		return // the caller's ctx has ended: done is closed, or about to be
+	}
+	if !reuse || p.ended.Load() {
+		return
+	}
+	p.progress, p.Context, p.deadline, p.stop = nil, nil, 0, nil
+	pendingCalls.Put(p)
+}
+
+// Deadline, Done and Err make p the context of its call: see Call.
+func (p *pendingCall) Deadline() (time.Time, bool) {
+	return monoEpoch.Add(time.Duration(p.deadline)), true
+}
+
+// Done returns the channel closed when the call expires or the caller's
+// ctx ends. Only a call that has to wait for room in the queue asks for
+// it: tying it to the caller's ctx costs a registration, made then.
+func (p *pendingCall) Done() <-chan struct{} {
+	if p.stop == nil && p.Context.Done() != nil {
+		p.stop = context.AfterFunc(p.Context, func() { p.end(p.Context.Err()) })
+	}
+	return p.done
+}
+
+func (p *pendingCall) Err() error {
 	select {
-	case r := <-p.ch:
-		if r.err != nil {
-			return r.err
-		}
-		if err := unmarshalResult(r.result, result); err != nil {
-			return fmt.Errorf("peer: decode result of %s: %w", method, err)
-		}
+	case <-p.done:
+		return p.err
+	default:
 		return nil
-	case <-ctx.Done():
-		if c.forget(id) {
-			c.cancelRemote(idText)
+	}
+}
+
+// end closes done, once, for err.
+func (p *pendingCall) end(err error) {
+	if p.ended.CompareAndSwap(false, true) {
+		p.err = err
+		close(p.done)
+	}
+}
+
+// expireLocked fails p, which the caller has just removed from
+// Conn.pending, for its CallTimeout.
+func (p *pendingCall) expireLocked() {
+	p.end(context.DeadlineExceeded)
+	p.ch <- reply{expired: true}
+}
+
+// monoEpoch is the origin of monotime.
+var monoEpoch = time.Now()
+
+// monotime returns the time on the monotonic clock, in nanoseconds since
+// monoEpoch: a deadline that fits in an int64 and compares cheaply.
+func monotime() int64 { return int64(time.Since(monoEpoch)) }
+
+// timeouts enforces the CallTimeout of a connection's pending calls with
+// one timer, armed for the earliest deadline among them, instead of a
+// timer per call. Deadlines come from one CallTimeout and grow with time,
+// so under a steady flow of calls the timer is armed once and fires once
+// per CallTimeout, when the earliest call is due (or, more often, done).
+// Its fields are guarded by Conn.mu.
+type timeouts struct {
+	timer *time.Timer
+	at    int64 // the deadline the timer is armed for; 0: not armed
+}
+
+// addLocked makes sure the timer fires by deadline.
+func (t *timeouts) addLocked(c *Conn, deadline int64) {
+	if t.at != 0 && t.at <= deadline {
+		return
+	}
+	t.at = deadline
+	d := time.Duration(deadline - monotime())
+	if t.timer == nil {
+		t.timer = time.AfterFunc(d, c.expireCalls)
+	} else {
+		t.timer.Reset(d)
+	}
+}
+
+// stop stops the timer of a closing connection, with Conn.mu held.
+func (t *timeouts) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	t.at = 0
+}
+
+// expireCalls is the timer's function: it fails the pending calls whose
+// deadline has passed and arms the timer for the earliest one left.
+func (c *Conn) expireCalls() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timeouts.at = 0
+	if c.closed {
+		return
+	}
+	now := monotime()
+	var next int64
+	for id, p := range c.pending {
+		switch {
+		case p.deadline == 0:
+		case p.deadline <= now:
+			delete(c.pending, id)
+			p.expireLocked()
+		case next == 0 || p.deadline < next:
+			next = p.deadline
 		}
-		return ctx.Err()
+	}
+	if next != 0 {
+		c.timeouts.addLocked(c, next)
 	}
 }
 

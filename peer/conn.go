@@ -2,7 +2,6 @@ package peer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -90,6 +89,7 @@ type Conn struct {
 	localClose  bool               // closed by Close, CloseWith or Shutdown
 	nextID      uint64
 	pending     map[uint64]*pendingCall
+	timeouts    timeouts         // the CallTimeout of calls in pending (call.go)
 	inflight    map[string]*call // calls being served, by raw request id
 	running     int              // in-flight slots taken, for MaxInFlight
 	lent        int              // slots lent by handlers waiting on their caller
@@ -97,16 +97,6 @@ type Conn struct {
 	forwards    int              // calls of Forward waiting for their answer
 	draining    bool             // Shutdown called: refuse new calls
 	idle        chan struct{}    // closed when draining and nothing is left
-}
-
-type pendingCall struct {
-	ch       chan reply
-	progress func(json.RawMessage)
-}
-
-type reply struct {
-	result []byte
-	err    error
 }
 
 // NewConn returns a connection over t. Call [Conn.Serve] to start it.
@@ -297,6 +287,7 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	}
 	pending := c.pending
 	c.pending = nil
+	c.timeouts.stop()
 	// Closed under c.mu, before the closer is added to c.wg: the outbox
 	// starts no writer after this.
 	c.out.close(c.cause)

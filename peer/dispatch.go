@@ -327,7 +327,9 @@ func (c *Conn) deliver(m *message) {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
 		return
 	}
-	p.ch <- decodeReply(m)
+	r := decodeReply(m)
+	r.read = true
+	p.ch <- r
 }
 
 func decodeReply(m *message) reply {

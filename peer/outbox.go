@@ -110,7 +110,11 @@ func (o *outbox) postEvent(b []byte) error {
 // (replies).
 func (o *outbox) send(ctx context.Context, b []byte) error {
 	o.mu.Lock()
-	if err := o.waitRoomLocked(ctx.Done(), nil); err != nil {
+	var done <-chan struct{}
+	if len(o.queue) >= o.limit {
+		done = ctx.Done() // only when it must wait: a Call's is made then
+	}
+	if err := o.waitRoomLocked(done, nil); err != nil {
 		o.mu.Unlock()
 		if err == errNoRoom { //nolint:errorlint // our own sentinel
 			return ctx.Err()
