@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/server"
@@ -32,6 +33,7 @@ type listenConfig struct {
 	maxConns         int
 	maxConnsPerAddr  int
 	metricsAddr      string
+	pprof            bool
 }
 
 func (c *listenConfig) flags(fs *flag.FlagSet) {
@@ -43,6 +45,7 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "most `connections` open at once; more are answered 503 and closed (0: no limit)")
 	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", defaultMaxConnsPerAddr, "most `connections` open at once from one IP address, or IPv6 /64 (0: no limit; use 0 behind a reverse proxy)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, where -token-file applies to it)")
+	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/: CPU, heap, allocations, goroutines) on -metrics-addr, which it needs")
 }
 
 // listen listens on addr with the connection limits, and TLS when a
@@ -114,9 +117,12 @@ func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Requ
 }
 
 // serveMetrics serves /metrics and /healthz of h on -metrics-addr, if
-// set, until stop is called.
+// set, and Go's profiles with -pprof, until stop is called.
 func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
 	if c.metricsAddr == "" {
+		if c.pprof {
+			return nil, errors.New("-pprof needs -metrics-addr: profiles are not served on -addr")
+		}
 		return func(context.Context) error { return nil }, nil
 	}
 	ln, err := net.Listen("tcp", c.metricsAddr)
@@ -126,6 +132,13 @@ func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
 	mux.Handle("/healthz", h)
+	if c.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index) // and the named profiles: heap, allocs, goroutine...
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
 	log.Info("metrics listening", zap.String("addr", ln.Addr().String()))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {

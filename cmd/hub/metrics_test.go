@@ -51,7 +51,30 @@ func TestMetricsAddr(t *testing.T) {
 	if status, _ := rawRequest(t, admin, "/rpc", "Bearer "+tokens[0]); status != 404 {
 		t.Errorf("/rpc on -metrics-addr: %d, want 404", status)
 	}
+	if status, _ := rawRequest(t, admin, "/debug/pprof/", ""); status != 404 {
+		t.Errorf("/debug/pprof/ on -metrics-addr without -pprof: %d, want 404", status)
+	}
 	p.Stop(t)
+}
+
+// TestPprof: -pprof serves Go's profiles on -metrics-addr, and nowhere
+// else; without -metrics-addr it is refused.
+func TestPprof(t *testing.T) {
+	p := startProc(t, "-metrics-addr", "127.0.0.1:0", "-pprof")
+	addr, admin := p.Addr(t, "hub listening"), p.Addr(t, "metrics listening")
+	if status, body := rawRequest(t, admin, "/debug/pprof/heap?debug=1", ""); status != 200 || !strings.Contains(body, "heap profile") {
+		t.Errorf("heap profile on -metrics-addr: %d %.80q", status, body)
+	}
+	if status, body := rawRequest(t, admin, "/debug/pprof/goroutine?debug=1", ""); status != 200 || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("goroutine profile on -metrics-addr: %d %.80q", status, body)
+	}
+	if status, _ := rawRequest(t, addr, "/debug/pprof/heap", ""); status == 200 {
+		t.Errorf("heap profile on -addr: %d", status)
+	}
+	p.Stop(t)
+	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-pprof"}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "-pprof needs -metrics-addr") {
+		t.Errorf("-pprof without -metrics-addr: %v", err)
+	}
 }
 
 // rawRequest sends GET path as written, with an Authorization header
