@@ -31,8 +31,14 @@ func (t wsTransport) Read(ctx context.Context) ([]byte, error) {
 	return b, nil
 }
 
-func (t wsTransport) Write(ctx context.Context, msg []byte) error {
-	return t.ws.Write(ctx, websocket.MessageText, msg)
+// Write does not watch ctx: coder/websocket would register a
+// context.AfterFunc, and stop it, for every message, which costs more than
+// the rest of the write but its system call. A Conn's writes must end when
+// the connection closes, before ctx ends, and they do: Close ends a write
+// in progress (it closes the network connection once the close frame
+// could not be written for 5 s).
+func (t wsTransport) Write(_ context.Context, msg []byte) error {
+	return t.ws.Write(context.Background(), websocket.MessageText, msg)
 }
 
 // Ping sends a WebSocket ping and waits for the pong, which the reader
