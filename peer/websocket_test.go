@@ -59,6 +59,26 @@ func TestWebSocketTransport(t *testing.T) {
 	}
 }
 
+// Messages are read whole, whatever their size against the buffer they
+// are read into, and each one is the reader's own: calls in flight at
+// once, small and large, get their own params back.
+func TestWebSocketReadsWholeMessages(t *testing.T) {
+	c := wsPair(t, &Options{Router: specMux()})
+	var wg sync.WaitGroup
+	for i, size := range []int{1, 60, 4095, 4097, 70_000, 200_000} {
+		for j := range 4 {
+			wg.Go(func() {
+				want := strings.Repeat(string(rune('a'+i*4+j)), size)
+				var got []string
+				if err := c.Call(t.Context(), "echo", []string{want}, &got); err != nil || len(got) != 1 || got[0] != want {
+					t.Errorf("echo of %d bytes: %d strings, %v", size, len(got), err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
 // A WebSocket write stuck because the other side reads nothing ends when
 // the connection closes, although the transport's writes do not watch a
 // context: the peer is closed with 1008 after WriteStall, and Serve
