@@ -111,7 +111,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 		inflight: make(map[string]*call),
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
-	c.pool = workers{wg: &c.wg, quit: c.closing, tasks: make(chan func())}
+	c.pool = workers{wg: &c.wg}
 	c.out = outbox{
 		t:       t,
 		ctx:     c.life,
@@ -293,6 +293,7 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	c.out.close(c.cause)
 	c.wakeLocked()
 	close(c.closing)
+	c.pool.close()
 	serving := c.serving
 	if c.cancelServe != nil {
 		c.cancelServe()

@@ -35,6 +35,7 @@ type outbox struct {
 	pause   func(bool)      // told when the reader starts and stops waiting for room
 
 	written atomic.Uint64 // messages written, for the watchdog
+	writer  func()        // o.writeQueued, made once: a method value is an allocation
 
 	mu      sync.Mutex
 	closed  bool
@@ -179,7 +180,7 @@ func (o *outbox) enqueueLocked(b []byte, post, inline bool) {
 	}
 	// Spawned under o.mu, while open: close, which the connection calls
 	// before it waits for its goroutines, cannot have happened yet.
-	o.spawn(o.writeQueued)
+	o.spawnWriterLocked()
 	o.mu.Unlock()
 }
 
@@ -222,12 +223,20 @@ func (o *outbox) write(inline bool) {
 			o.spare = batch[:0]
 		}
 		if inline && !o.closed && len(o.queue) > 0 {
-			o.spawn(o.writeQueued)
+			o.spawnWriterLocked()
 			o.mu.Unlock()
 			return
 		}
 		o.mu.Unlock()
 	}
+}
+
+// spawnWriterLocked starts a writer goroutine, with o.mu held.
+func (o *outbox) spawnWriterLocked() {
+	if o.writer == nil {
+		o.writer = o.writeQueued
+	}
+	o.spawn(o.writer)
 }
 
 // writeQueued is the task of a writer goroutine.

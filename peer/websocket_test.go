@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -54,6 +56,71 @@ func TestWebSocketTransport(t *testing.T) {
 	var ce *CloseError
 	if !errors.Is(err, ErrClosed) || !errors.As(err, &ce) || ce.Code != CloseTooBig {
 		t.Fatalf("got %v, want a close with 1009", err)
+	}
+}
+
+// Messages are read whole, whatever their size against the buffer they
+// are read into, and each one is the reader's own: calls in flight at
+// once, small and large, get their own params back.
+func TestWebSocketReadsWholeMessages(t *testing.T) {
+	c := wsPair(t, &Options{Router: specMux()})
+	var wg sync.WaitGroup
+	for i, size := range []int{1, 60, 4095, 4097, 70_000, 200_000} {
+		for j := range 4 {
+			wg.Go(func() {
+				want := strings.Repeat(string(rune('a'+i*4+j)), size)
+				var got []string
+				if err := c.Call(t.Context(), "echo", []string{want}, &got); err != nil || len(got) != 1 || got[0] != want {
+					t.Errorf("echo of %d bytes: %d strings, %v", size, len(got), err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// A WebSocket write stuck because the other side reads nothing ends when
+// the connection closes, although the transport's writes do not watch a
+// context: the peer is closed with 1008 after WriteStall, and Serve
+// returns, its writer gone. (The WebSocket library waits 5 s for the
+// close frame's turn before it closes the network connection.)
+func TestWebSocketStalledWriteEnds(t *testing.T) {
+	big := strings.Repeat("x", 1<<16)
+	mux := NewMux()
+	mux.Handle("big", Func(func(context.Context, json.RawMessage) (string, error) { return big, nil }))
+	served := make(chan error, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			served <- err
+			return
+		}
+		c := NewConn(WebSocket(ws), &Options{Router: mux, WriteStall: 200 * time.Millisecond, MaxQueue: 4})
+		served <- c.Serve(context.Background())
+	}))
+	defer ts.Close()
+	ws, _, err := websocket.Dial(t.Context(), "ws://"+ts.Listener.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caller sync.WaitGroup
+	defer caller.Wait()
+	defer ws.CloseNow() // ends the caller's writes, if the server has not
+	caller.Go(func() {  // calls and never reads the replies
+		for {
+			if ws.Write(context.Background(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"big","id":1}`)) != nil {
+				return
+			}
+		}
+	})
+	select {
+	case err := <-served:
+		ce, ok := errors.AsType[*CloseError](err)
+		if !ok || ce.Code != ClosePolicy || !errors.Is(err, ErrTooSlow) {
+			t.Fatalf("Serve returned %v, want 1008 with ErrTooSlow", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve has not returned: a stuck write did not end")
 	}
 }
 

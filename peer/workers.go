@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,11 +17,28 @@ import (
 // worker already has the stack it needs. A worker ends once a whole
 // workerIdle has passed without a task, or when the connection closes, so
 // an idle connection has no workers left.
+//
+// A parked worker waits on a channel of its own, and on nothing else: a
+// hub's fan-out wakes a subscriber's writer for every event, and a select
+// that also watched the connection's end and an idle timer cost 8% of
+// the hub's CPU under fanout (locking three channels, and moving the
+// timer in and out of the runtime's heap at each wait). Its idle timer is
+// a time.AfterFunc instead, armed once per period.
 type workers struct {
 	wg    *sync.WaitGroup // the connection's: Serve waits for it
-	quit  <-chan struct{} // closed when the connection starts closing
-	tasks chan func()     // hands a task to a parked worker
 	count atomic.Int32    // workers alive, parked ones included
+
+	mu     sync.Mutex
+	closed bool      // the connection is closing: no worker parks
+	parked []*worker // the last one parked is the first one handed a task
+}
+
+// worker is one worker goroutine, seen from the pool.
+type worker struct {
+	tasks chan func() // one task at a time; nil: end
+	idle  *time.Timer // retires the worker; guarded by workers.mu
+	busy  bool        // a task ran in this period; guarded by workers.mu
+	ended bool        // guarded by workers.mu
 }
 
 // workerIdle is the period a worker must spend without a task to end.
@@ -32,43 +50,91 @@ const workerIdle = time.Second
 // or under a lock that is also held when the connection starts closing,
 // having checked that it has not.
 func (w *workers) spawn(fn func()) {
-	select {
-	case w.tasks <- fn:
+	w.mu.Lock()
+	if n := len(w.parked); n > 0 {
+		k := w.parked[n-1]
+		w.parked[n-1] = nil
+		w.parked = w.parked[:n-1]
+		w.mu.Unlock()
+		k.tasks <- fn // taken off parked: no one else sends, and there is room
 		return
-	default:
 	}
+	w.mu.Unlock()
 	w.wg.Add(1)
 	go w.run(fn)
 }
 
 // run is a worker goroutine: it runs fn, then whatever tasks it is
-// handed, until a period of workerIdle passes without one or the
-// connection closes. The timer is armed once per period, not once per
-// task: arming a timer can wake the runtime's network poller, a system
-// call.
+// handed, until it is retired after a period of workerIdle without one or
+// the connection closes.
 func (w *workers) run(fn func()) {
 	w.count.Add(1)
 	defer w.wg.Done()
 	defer w.count.Add(-1)
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	busy := false // a task ran in this period
-	for {
-		if fn != nil {
-			fn()
-			fn = nil // let the task's captures go while parked
-			busy = true
-		}
-		select {
-		case fn = <-w.tasks:
-		case <-idle.C:
-			if !busy {
-				return
-			}
-			busy = false
-			idle.Reset(workerIdle)
-		case <-w.quit:
+	k := &worker{tasks: make(chan func(), 1)}
+	w.mu.Lock()
+	k.idle = time.AfterFunc(workerIdle, func() { w.retire(k) })
+	w.mu.Unlock()
+	defer w.end(k)
+	for fn != nil {
+		fn()
+		fn = nil // let the task's captures go while parked
+		if !w.park(k) {
 			return
 		}
+		fn = <-k.tasks
 	}
+}
+
+// park puts k on the parked list, unless the connection is closing.
+func (w *workers) park(k *worker) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	k.busy = true
+	w.parked = append(w.parked, k)
+	return true
+}
+
+// retire is k's idle timer: it ends k if k is parked and ran no task in
+// the period that ends, and otherwise waits for another period.
+func (w *workers) retire(k *worker) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if k.ended {
+		return
+	}
+	if !k.busy {
+		for i, p := range w.parked {
+			if p == k {
+				w.parked = slices.Delete(w.parked, i, i+1)
+				k.tasks <- nil
+				return
+			}
+		}
+	}
+	k.busy = false // or k runs a task: it is busy once it parks
+	k.idle.Reset(workerIdle)
+}
+
+// end is called by a worker that ends.
+func (w *workers) end(k *worker) {
+	w.mu.Lock()
+	k.ended = true
+	k.idle.Stop()
+	w.mu.Unlock()
+}
+
+// close ends the parked workers, and the others once their task is done.
+// The connection calls it when it starts closing.
+func (w *workers) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for _, k := range w.parked {
+		k.tasks <- nil
+	}
+	w.parked = nil
 }
