@@ -291,10 +291,7 @@ func marshalResult(v any) ([]byte, error) {
 	case nil:
 		return nullJSON, nil
 	case json.RawMessage:
-		if !validJSON(r) {
-			return nil, errInvalidRaw
-		}
-		return r, nil
+		return marshalRaw(r)
 	case int:
 		return strconv.AppendInt(nil, int64(r), 10), nil
 	case int64:
@@ -305,6 +302,14 @@ func marshalResult(v any) ([]byte, error) {
 		return strconv.AppendBool(nil, r), nil
 	}
 	return json.Marshal(v)
+}
+
+// marshalRaw checks a handler's raw JSON result.
+func marshalRaw(r json.RawMessage) ([]byte, error) {
+	if !validJSON(r) {
+		return nil, errInvalidRaw
+	}
+	return r, nil
 }
 
 var errInvalidRaw = &Error{Code: CodeInternalError, Message: "handler returned invalid JSON"}
@@ -320,4 +325,27 @@ func unmarshalResult(raw []byte, v any) error {
 		return nil
 	}
 	return json.Unmarshal(raw, v)
+}
+
+// frameText makes the strings a request needs (its method and id) out of
+// one string copy of the frame they are in: a batch's hundred methods and
+// ids cost one allocation, not one each. With no copy (s empty), each
+// string is allocated on its own, as suits a single message, whose params
+// may be large.
+type frameText struct {
+	b []byte // the frame
+	s string // its copy, or ""
+}
+
+// str returns p, a part of the frame, as a string.
+func (t frameText) str(p []byte) string {
+	if t.s == "" || len(p) == 0 {
+		return string(p)
+	}
+	// p is t.b[off:off+len(p)]: its capacity tells where it starts.
+	off := cap(t.b) - cap(p)
+	if off < 0 || off+len(p) > len(t.b) || &t.b[off] != &p[0] {
+		return string(p) // not a part of the frame after all
+	}
+	return t.s[off : off+len(p)]
 }
