@@ -68,7 +68,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 		c.post(appendError(nil, nullJSON, errInvalidRequest()))
 		return true
 	}
-	t := frameText{b: frame, s: string(frame)}
+	t := frameText{b: frame, s: string(frame), cache: new(lookup)}
 	b := newBatch(&c.o, ctx, c, len(f.msgs), len(frame))
 	for i := range f.msgs {
 		m := &f.msgs[i]

@@ -41,7 +41,7 @@ func prepare(o *Options, m *message, t frameText, cl *call) (*call, []byte) {
 		}
 		return nil, appendResult(nil, m.id, emptyObject)
 	}
-	h, mode := o.Router.Lookup(method)
+	h, mode := t.lookup(o.Router, method)
 	if h == nil {
 		if o.OnServe != nil {
 			o.OnServe("", CodeMethodNotFound, 0)
@@ -340,7 +340,7 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	case len(f.msgs) == 0:
 		return appendError(nil, nullJSON, errInvalidRequest())
 	}
-	t := frameText{b: body, s: string(body)}
+	t := frameText{b: body, s: string(body), cache: new(lookup)}
 	b := newBatch(&o, ctx, nil, len(f.msgs), len(body))
 	for i := range f.msgs {
 		c, reply := prepareNoConn(&o, &f.msgs[i], t, b.slot())
