@@ -274,3 +274,57 @@ func TestHandlerContext(t *testing.T) {
 		assertJSONEqual(t, want, p.read())
 	}
 }
+
+// Over HTTP POST too, helpers join a batch whose element takes long: the
+// slow element here waits for one behind it.
+func TestRespondBatchHelpers(t *testing.T) {
+	ran := make(chan struct{})
+	m := NewMux()
+	m.HandleFunc("first", func(context.Context, *Request) (any, error) {
+		select {
+		case <-ran:
+			return "after second", nil
+		case <-time.After(5 * time.Second):
+			return nil, errors.New("the second element did not run meanwhile")
+		}
+	})
+	m.HandleFunc("second", func(context.Context, *Request) (any, error) {
+		close(ran)
+		return "ran", nil
+	})
+	out := Respond(t.Context(), []byte(batchOf(
+		`{"jsonrpc":"2.0","method":"first","id":1}`,
+		`{"jsonrpc":"2.0","method":"second","id":2}`,
+	)), &Options{Router: m})
+	assertJSONEqual(t, batchOf(
+		`{"jsonrpc":"2.0","result":"after second","id":1}`,
+		`{"jsonrpc":"2.0","result":"ran","id":2}`,
+	), string(out))
+}
+
+// A handler's context ends once the handler returned, whichever of its
+// end, a cancel and a first look at Done comes first.
+func TestHandlerContextRaces(t *testing.T) {
+	parent, stop := context.WithCancel(t.Context())
+	defer stop()
+	for range 1000 {
+		var h handlerCtx
+		h.init(parent, nil, ID{"1"}, true)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			h.cancel(errCancelled)
+		}()
+		go h.Done()
+		h.end()
+		<-done
+		select {
+		case <-h.Done():
+		default:
+			t.Fatal("Done is open after the handler returned")
+		}
+		if h.Err() == nil {
+			t.Fatal("Err is nil after the handler returned")
+		}
+	}
+}

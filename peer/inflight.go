@@ -240,11 +240,11 @@ func (h *handlerCtx) scoped() *cancelScope {
 		return s
 	}
 	ctx, cancel := context.WithCancelCause(h.Context)
-	s := &cancelScope{ctx, cancel}
-	h.scope.Store(s)
 	if !h.state.CompareAndSwap(hcLive, hcScoped) {
 		cancel(nil) // the handler returned: nothing is to wait on it
 	}
+	s := &cancelScope{ctx, cancel}
+	h.scope.Store(s) // after the cancel: a scope seen after end is done
 	return s
 }
 
