@@ -69,7 +69,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 		return true
 	}
 	t := frameText{b: frame, s: string(frame), cache: new(lookup)}
-	b := newBatch(&c.o, ctx, c, len(f.msgs), len(frame))
+	b := newBatch(ctx, &c.o, c, len(f.msgs), len(frame))
 	for i := range f.msgs {
 		m := &f.msgs[i]
 		if m.isResponse() {

@@ -182,7 +182,7 @@ type batch struct {
 
 // newBatch returns a batch with room for n calls and a reply array sized
 // for a reply about as long as the request, size bytes.
-func newBatch(o *Options, ctx context.Context, conn *Conn, n, size int) *batch {
+func newBatch(ctx context.Context, o *Options, conn *Conn, n, size int) *batch {
 	out := make([]byte, 1, size+1)
 	out[0] = '['
 	return &batch{o: o, ctx: ctx, conn: conn, calls: make([]call, 0, n), out: out}
@@ -341,7 +341,7 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 		return appendError(nil, nullJSON, errInvalidRequest())
 	}
 	t := frameText{b: body, s: string(body), cache: new(lookup)}
-	b := newBatch(&o, ctx, nil, len(f.msgs), len(body))
+	b := newBatch(ctx, &o, nil, len(f.msgs), len(body))
 	for i := range f.msgs {
 		c, reply := prepareNoConn(&o, &f.msgs[i], t, b.slot())
 		switch {
