@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func benchMux() *Mux {
@@ -96,6 +99,81 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, ok := parseFrame(nil, msg, 1000, DefaultMaxDepth); !ok {
 			b.Fatal("parse failed")
+		}
+	}
+}
+
+// loopTransport feeds a Conn the same frame each time the benchmark asks
+// for it, and tells the benchmark when a reply is written: the server's
+// side of the load generator's round trips, without a network.
+type loopTransport struct {
+	frame   []byte
+	in      chan struct{} // one frame to read
+	written chan []byte   // what was written
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func newLoopTransport(frame []byte) *loopTransport {
+	return &loopTransport{frame: frame, in: make(chan struct{}), written: make(chan []byte, 1), closed: make(chan struct{})}
+}
+
+func (t *loopTransport) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case <-t.in:
+		// A fresh buffer, as a WebSocket's Read returns.
+		return append([]byte(nil), t.frame...), nil
+	case <-t.closed:
+		return nil, &CloseError{Code: CloseNormal}
+	}
+}
+
+func (t *loopTransport) Write(ctx context.Context, msg []byte) error {
+	select {
+	case t.written <- msg:
+		return nil
+	case <-t.closed:
+		return &CloseError{Code: CloseNormal}
+	}
+}
+
+func (t *loopTransport) Close(int, string) error {
+	t.once.Do(func() { close(t.closed) })
+	return nil
+}
+
+// batchFrame is a batch of n calls of method with params, ids 1 to n, as
+// the load generator sends them.
+func batchFrame(n int, method, params string) []byte {
+	var sb strings.Builder
+	sb.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"jsonrpc":"2.0","method":"` + method + `","params":` + params + `,"id":` + strconv.Itoa(i+1) + `}`)
+	}
+	sb.WriteByte(']')
+	return []byte(sb.String())
+}
+
+// BenchmarkServeBatch100 measures a connection's serving side alone, as
+// the hub runs it under the load generator's batch scenario: reading a
+// batch of 100 echo calls, running them, and writing the reply array,
+// with an OnServe hook set.
+func BenchmarkServeBatch100(b *testing.B) {
+	t := newLoopTransport(batchFrame(100, "echo", "[1]"))
+	var served atomic.Int64
+	c := NewConn(t, &Options{Router: benchMux(), OnServe: func(string, Code, time.Duration) { served.Add(1) }})
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(context.Background()) }()
+	defer func() { c.Close(); <-done }()
+	b.SetBytes(int64(len(t.frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		t.in <- struct{}{}
+		if r := <-t.written; len(r) < 100*len(`{"jsonrpc":"2.0","id":1,"result":[1]}`) {
+			b.Fatalf("short reply: %s", r)
 		}
 	}
 }

@@ -91,6 +91,7 @@ type Conn struct {
 	pending     map[uint64]*pendingCall
 	timeouts    timeouts         // the CallTimeout of calls in pending (call.go)
 	inflight    map[string]*call // calls being served, by raw request id
+	batches     []*batch         // batches being served (their calls are not in inflight)
 	running     int              // in-flight slots taken, for MaxInFlight
 	lent        int              // slots lent by handlers waiting on their caller
 	slotFreed   chan struct{}    // closed when a slot is freed, for the reader

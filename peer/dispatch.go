@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -16,8 +17,8 @@ import (
 // goroutine. It waits only for the connection's own limits: for room in
 // the outbound queue for its immediate replies, and for in-flight slots
 // for the calls it starts (backpressure: meanwhile, nothing more is read).
-// Concurrent handlers of single calls run on the reader (see reader.go),
-// serial ones and batches on workers. It reports whether the caller still
+// Concurrent handlers of single calls and batches run on the reader (see
+// reader.go), serial ones on workers. It reports whether the caller still
 // holds the reader role.
 func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 	buf := c.msgs
@@ -47,7 +48,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 			c.deliver(m)
 			return true
 		}
-		call, reply := c.prepare(m, nil)
+		call, reply := c.prepare(m, frameText{}, nil)
 		// The message is done with: its buffer goes back to the reader
 		// now, since start may run a handler past the moment this
 		// goroutine stops being the reader.
@@ -67,35 +68,36 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 		c.post(appendError(nil, nullJSON, errInvalidRequest()))
 		return true
 	}
-	calls := make([]*call, 0, len(f.msgs))
-	spare := make([]call, len(f.msgs))
-	var replies [][]byte
+	t := frameText{b: frame, s: string(frame), cache: new(lookup)}
+	b := newBatch(ctx, &c.o, c, len(f.msgs), len(frame))
 	for i := range f.msgs {
 		m := &f.msgs[i]
 		if m.isResponse() {
 			c.deliver(m)
 			continue
 		}
-		call, reply := c.prepare(m, &spare)
-		if reply != nil {
-			replies = append(replies, reply)
-		}
-		if call == nil {
-			continue
-		}
-		if call.mode == Inline {
+		cl, reply := c.prepare(m, t, b.slot())
+		switch {
+		case cl == nil:
+			b.unslot()
+			b.add(reply)
+		case cl.mode == Inline:
 			// Inline elements run here, in order, like single messages.
-			if out := run(c.inlineContext(ctx, call), &c.o, call); out != nil {
-				replies = append(replies, out)
-			}
-			continue
+			b.runInline(c.inlineContext(ctx, cl), cl)
+			cl.ctx.end()
+		default:
+			cl.ctx.init(ctx, c, cl.req.ID, true)
+			b.pending++
 		}
-		calls = append(calls, call)
 	}
-	if len(calls) > 0 {
-		c.startBatch(ctx, calls, replies)
-	} else if len(replies) > 0 {
-		c.post(appendBatch(nil, replies))
+	// As for a single call, the messages are done with.
+	c.keepMsgs(f.msgs)
+	kept = true
+	if b.pending > 0 {
+		return c.startBatch(b)
+	}
+	if out := b.reply(); out != nil {
+		c.post(out)
 	}
 	return true
 }
@@ -123,39 +125,73 @@ const keptMsgs = 16
 // the batches of every connection.
 var batchMsgs sync.Pool
 
-// startBatch runs the calls of a batch on a worker, which sends the
-// replies (those given and the calls') as one array. The batch takes as
-// many in-flight slots as it runs calls at once; the reader waits for
-// them.
-func (c *Conn) startBatch(ctx context.Context, calls []*call, replies [][]byte) {
-	n := min(len(calls), c.o.BatchWorkers, c.o.MaxInFlight)
+// startBatch runs the calls of a batch once it has its in-flight slots,
+// which the reader waits for: as many as it runs calls at once. The batch
+// runs on the reader, as a concurrent single call does, unless it takes
+// long: then the watchdog starts another reader and startBatch reports
+// that the caller no longer holds the reader role. While the connection
+// has slow handlers (see start), a batch runs on a worker. While it runs,
+// its calls can be cancelled with rpc.cancel (see batchCall).
+func (c *Conn) startBatch(b *batch) bool {
+	n := min(b.pending, c.o.BatchWorkers, c.o.MaxInFlight)
 	if !c.takeSlots(n) {
-		for _, cl := range calls {
-			if out := c.refusal(cl); out != nil {
-				replies = append(replies, out)
+		for i := range b.calls {
+			if cl := &b.calls[i]; cl.mode != Inline {
+				b.add(c.refusal(cl))
 			}
 		}
-		if len(replies) > 0 {
-			c.post(appendBatch(nil, replies))
+		if out := b.reply(); out != nil {
+			c.post(out)
 		}
-		return
+		return true
 	}
-	c.pool.spawn(func() {
-		replies := runBatch(ctx, &c.o, calls, replies,
-			func(cl *call) context.Context { return c.register(ctx, cl) },
-			c.unregister)
-		if len(replies) > 0 {
-			_ = c.send(c.life, appendBatch(nil, replies))
+	c.mu.Lock()
+	c.batches = append(c.batches, b)
+	c.mu.Unlock()
+	if c.spawning.Load() {
+		c.pool.spawn(func() { c.serveBatch(b, n) })
+		return true
+	}
+	b.reader = c.enterHandler()
+	c.serveBatch(b, n)
+	return c.exitHandler(b.reader)
+}
+
+// serveBatch runs a batch that holds n slots and sends its replies.
+func (c *Conn) serveBatch(b *batch, n int) {
+	b.run()
+	c.mu.Lock()
+	i := slices.Index(c.batches, b)
+	c.batches = slices.Delete(c.batches, i, i+1)
+	c.mu.Unlock()
+	if out := b.reply(); out != nil {
+		_ = c.send(c.life, out)
+	}
+	c.freeSlots(n)
+}
+
+// batchCall returns a call of a running batch with the given id that has
+// not returned yet, or nil. It runs with c.mu held. A batch's calls are
+// found by a search, when rpc.cancel comes, rather than each put in
+// c.inflight as it starts: cancelling is rare, and a batch of quick calls
+// then costs one registration, not one per call.
+func (c *Conn) batchCall(id []byte) *call {
+	for _, b := range c.batches {
+		for i := range b.calls {
+			cl := &b.calls[i]
+			if cl.mode != Inline && cl.req.ID.raw == string(id) && cl.ctx.state.Load() != hcDone {
+				return cl
+			}
 		}
-		c.freeSlots(n)
-	})
+	}
+	return nil
 }
 
 // prepare applies the rate limit, handles the system methods that need
 // this connection, then validates and routes like the package-level
 // prepare. While the connection drains, calls are refused with -32005.
 // It runs on the reader.
-func (c *Conn) prepare(m *message, spare *[]call) (*call, []byte) {
+func (c *Conn) prepare(m *message, t frameText, cl *call) (*call, []byte) {
 	if c.limiter != nil && !c.limiter.Allow() {
 		c.limit(LimitRate)
 		if !m.hasID {
@@ -180,7 +216,7 @@ func (c *Conn) prepare(m *message, spare *[]call) (*call, []byte) {
 			return nil, nil
 		}
 	}
-	cl, reply := prepare(&c.o, m, spare)
+	cl, reply := prepare(&c.o, m, t, cl)
 	if cl != nil && c.drainingFlag.Load() {
 		return nil, c.refusal(cl)
 	}
@@ -213,9 +249,12 @@ func (c *Conn) cancelInflight(id json.RawMessage) {
 	}
 	c.mu.Lock()
 	cl := c.inflight[string(id)]
+	if cl == nil {
+		cl = c.batchCall(id)
+	}
 	c.mu.Unlock()
 	if cl != nil {
-		cl.cancel(errCancelled)
+		cl.ctx.cancel(errCancelled)
 	}
 }
 
@@ -251,7 +290,9 @@ func (c *Conn) progress(p progressParams) {
 // which first waits for the call ahead of it.
 func (c *Conn) start(ctx context.Context, cl *call) bool {
 	if cl.mode == Inline {
-		if out := run(c.inlineContext(ctx, cl), &c.o, cl); out != nil {
+		out, _ := run(c.inlineContext(ctx, cl), &c.o, cl, nil, c.o.now())
+		cl.ctx.end()
+		if out != nil {
 			c.post(out)
 		}
 		return true
@@ -262,10 +303,10 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 		}
 		return true
 	}
-	hctx, ri := c.registerInfo(ctx, cl)
+	hctx := c.register(ctx, cl)
 	if cl.mode == Concurrent && c.spawning.Load() {
 		c.pool.spawn(func() {
-			if out := run(hctx, &c.o, cl); out != nil {
+			if out, _ := run(hctx, &c.o, cl, nil, c.o.now()); out != nil {
 				_ = c.send(c.life, out)
 			}
 			c.finish(cl)
@@ -274,11 +315,11 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 	}
 	if cl.mode != Serial {
 		s := c.enterHandler()
-		ri.reader.Store(s)
-		if out := run(hctx, &c.o, cl); out != nil {
+		hctx.reader.Store(s)
+		if out, _ := run(hctx, &c.o, cl, nil, c.o.now()); out != nil {
 			_ = c.send(c.life, out)
 		}
-		ri.reader.Store(0)
+		hctx.reader.Store(0)
 		c.finish(cl)
 		return c.exitHandler(s)
 	}
@@ -302,7 +343,7 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 				return
 			}
 		}
-		if out := run(hctx, &c.o, cl); out != nil {
+		if out, _ := run(hctx, &c.o, cl, nil, c.o.now()); out != nil {
 			_ = c.send(c.life, out)
 		}
 		c.finish(cl)

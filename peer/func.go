@@ -31,7 +31,16 @@ import (
 // method with JSON Schemas of both, stating the same rules.
 func Func[P, R any](fn func(ctx context.Context, params P) (R, error)) Handler {
 	var p P
-	return &funcHandler[P, R]{fn: fn, bind: newBinder(reflect.TypeOf(&p).Elem(), true)}
+	return newFunc(fn, newBinder(reflect.TypeOf(&p).Elem(), true))
+}
+
+// newFunc returns Func's handler: a rawFunc when R is json.RawMessage.
+func newFunc[P, R any](fn func(context.Context, P) (R, error), bind *binder) Handler {
+	f := &funcHandler[P, R]{fn: fn, bind: bind}
+	if _, ok := any(*new(R)).(json.RawMessage); ok {
+		return &rawFunc[P, R]{f}
+	}
+	return f
 }
 
 // AllowUnknownFields returns a copy of h, a handler made by [Func], that
@@ -53,6 +62,10 @@ type funcHandler[P, R any] struct {
 }
 
 func (f *funcHandler[P, R]) ServeRPC(ctx context.Context, req *Request) (any, error) {
+	return f.serve(ctx, req)
+}
+
+func (f *funcHandler[P, R]) serve(ctx context.Context, req *Request) (R, error) {
 	if f.bind.kind == bindRaw {
 		// P is json.RawMessage: no value of P to allocate for the binder.
 		p, _ := any(req.Params).(P)
@@ -60,9 +73,24 @@ func (f *funcHandler[P, R]) ServeRPC(ctx context.Context, req *Request) (any, er
 	}
 	var p P
 	if err := f.bind.bind(req.Params, &p); err != nil {
-		return nil, invalidParams(err)
+		var r R
+		return r, invalidParams(err)
 	}
 	return f.fn(ctx, p)
+}
+
+// rawFunc is the handler of a Func whose R is json.RawMessage: its
+// results go into replies as they are (see rawServer).
+type rawFunc[P, R any] struct{ *funcHandler[P, R] }
+
+func (f *rawFunc[P, R]) serveRaw(ctx context.Context, req *Request) (json.RawMessage, error) {
+	r, err := f.serve(ctx, req)
+	raw, _ := any(r).(json.RawMessage)
+	return raw, err
+}
+
+func (f *rawFunc[P, R]) lenient() Handler {
+	return newFunc(f.fn, newBinder(f.bind.t, false))
 }
 
 func (f *funcHandler[P, R]) types() (reflect.Type, reflect.Type) {
@@ -73,7 +101,7 @@ func (f *funcHandler[P, R]) types() (reflect.Type, reflect.Type) {
 func (f *funcHandler[P, R]) strictFields() bool { return f.bind.strict }
 
 func (f *funcHandler[P, R]) lenient() Handler {
-	return &funcHandler[P, R]{fn: f.fn, bind: newBinder(f.bind.t, false)}
+	return newFunc(f.fn, newBinder(f.bind.t, false))
 }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()

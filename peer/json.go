@@ -229,7 +229,11 @@ func validJSON(b []byte) bool {
 }
 
 // unquote returns the text of the JSON string s (quotes included).
-func unquote(s []byte) (string, bool) {
+func unquote(s []byte) (string, bool) { return frameText{}.unquote(s) }
+
+// unquote returns the text of the JSON string s (quotes included), a part
+// of t's frame.
+func (t frameText) unquote(s []byte) (string, bool) {
 	if len(s) < 2 || s[0] != '"' {
 		return "", false
 	}
@@ -242,7 +246,7 @@ func unquote(s []byte) (string, bool) {
 		}
 	}
 	if simple {
-		return string(inner), true
+		return t.str(inner), true
 	}
 	var out string
 	if err := json.Unmarshal(s, &out); err != nil {

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -105,29 +106,39 @@ func parseObject(b []byte, i, depth, limit int, m *message) int {
 }
 
 // member records one member; later duplicates win, as with encoding/json.
+// Its key is a JSON string, quotes included; names are nearly always
+// plain ASCII, and escaped spellings are decoded on the slow path.
 func (m *message) member(key, v []byte) {
-	switch {
-	case keyIs(key, "jsonrpc"):
+	name := key[1 : len(key)-1]
+	if bytes.IndexByte(name, '\\') >= 0 {
+		s, ok := unquote(key)
+		if !ok {
+			return
+		}
+		name = []byte(s)
+	}
+	switch string(name) {
+	case "jsonrpc":
 		m.version = string(v) == `"2.0"`
-	case keyIs(key, "method"):
+	case "method":
 		if v[0] != '"' {
 			m.bad = true
 		}
 		m.method = v
-	case keyIs(key, "params"):
+	case "params":
 		if v[0] != '[' && v[0] != '{' {
 			m.bad = true
 		}
 		m.params = v
-	case keyIs(key, "id"):
+	case "id":
 		m.hasID = true
 		m.id = v
 		if !validID(v) {
 			m.bad = true
 		}
-	case keyIs(key, "result"):
+	case "result":
 		m.result = v
-	case keyIs(key, "error"):
+	case "error":
 		m.err = v
 	}
 }
@@ -291,10 +302,7 @@ func marshalResult(v any) ([]byte, error) {
 	case nil:
 		return nullJSON, nil
 	case json.RawMessage:
-		if !validJSON(r) {
-			return nil, errInvalidRaw
-		}
-		return r, nil
+		return marshalRaw(r)
 	case int:
 		return strconv.AppendInt(nil, int64(r), 10), nil
 	case int64:
@@ -305,6 +313,14 @@ func marshalResult(v any) ([]byte, error) {
 		return strconv.AppendBool(nil, r), nil
 	}
 	return json.Marshal(v)
+}
+
+// marshalRaw checks a handler's raw JSON result.
+func marshalRaw(r json.RawMessage) ([]byte, error) {
+	if !validJSON(r) {
+		return nil, errInvalidRaw
+	}
+	return r, nil
 }
 
 var errInvalidRaw = &Error{Code: CodeInternalError, Message: "handler returned invalid JSON"}
@@ -320,4 +336,49 @@ func unmarshalResult(raw []byte, v any) error {
 		return nil
 	}
 	return json.Unmarshal(raw, v)
+}
+
+// frameText is what the requests of one frame share. It makes the strings
+// a request needs (its method and id) out of one string copy of the frame
+// they are in: a batch's hundred methods and ids cost one allocation, not
+// one each. With no copy (s empty), each string is allocated on its own,
+// as suits a single message, whose params may be large. With a cache, it
+// remembers the handler of the method looked up last: the calls of a
+// batch are often all of one method.
+type frameText struct {
+	b     []byte // the frame
+	s     string // its copy, or ""
+	cache *lookup
+}
+
+// lookup is a method's handler and mode as the router gave them.
+type lookup struct {
+	method string
+	h      Handler
+	mode   Mode
+}
+
+// lookup returns the handler and mode of method.
+func (t frameText) lookup(r Router, method string) (Handler, Mode) {
+	if c := t.cache; c != nil && c.h != nil && c.method == method {
+		return c.h, c.mode
+	}
+	h, mode := r.Lookup(method)
+	if t.cache != nil {
+		*t.cache = lookup{method, h, mode}
+	}
+	return h, mode
+}
+
+// str returns p, a part of the frame, as a string.
+func (t frameText) str(p []byte) string {
+	if t.s == "" || len(p) == 0 {
+		return string(p)
+	}
+	// p is t.b[off:off+len(p)]: its capacity tells where it starts.
+	off := cap(t.b) - cap(p)
+	if off < 0 || off+len(p) > len(t.b) || &t.b[off] != &p[0] {
+		return string(p) // not a part of the frame after all
+	}
+	return t.s[off : off+len(p)]
 }

@@ -69,9 +69,11 @@ type Options struct {
 	CallTimeout time.Duration
 
 	// BatchWorkers caps how many elements of one incoming batch run at
-	// once. Default [DefaultBatchWorkers]. Elements run in goroutines of
-	// their own only when a batch has more than one; a slow element delays
-	// only its worker.
+	// once. Default [DefaultBatchWorkers]. A batch's elements run one
+	// after the other on one goroutine; only when the batch is still
+	// running after half a millisecond (a slow element) do up to
+	// BatchWorkers-1 more goroutines join in, so that a slow element
+	// delays the others by that much at most.
 	BatchWorkers int
 
 	// Logger receives diagnostics: recovered panics, dropped messages,

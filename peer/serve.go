@@ -3,7 +3,6 @@ package peer
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,23 +15,23 @@ import (
 
 // call is a request ready to run.
 type call struct {
-	req    Request
-	cancel context.CancelCauseFunc
-	h      Handler
-	mode   Mode
+	req  Request
+	ctx  handlerCtx // its handler's context, on a connection
+	h    Handler
+	mode Mode
 }
 
 // prepare validates a request and finds its handler. It returns either a
-// call to run or an immediate reply (nil when there is nothing to send,
-// as for any notification). System methods that need a connection
-// (rpc.cancel, rpc.progress) are handled by the caller before this. The
-// call is taken from the front of *spare when it is not empty (a batch
-// allocates its calls in one block), else allocated; spare may be nil.
-func prepare(o *Options, m *message, spare *[]call) (*call, []byte) {
+// call to run, cl filled in (or a new call if cl is nil), or an immediate
+// reply (nil when there is nothing to send, as for any notification). The
+// method and id strings come from t. System methods that need a
+// connection (rpc.cancel, rpc.progress) are handled by the caller before
+// this.
+func prepare(o *Options, m *message, t frameText, cl *call) (*call, []byte) {
 	if !m.validRequest() {
 		return nil, appendError(nil, m.replyID(), errInvalidRequest())
 	}
-	method, ok := unquote(m.method)
+	method, ok := t.unquote(m.method)
 	if !ok {
 		return nil, appendError(nil, m.replyID(), errInvalidRequest())
 	}
@@ -42,7 +41,7 @@ func prepare(o *Options, m *message, spare *[]call) (*call, []byte) {
 		}
 		return nil, appendResult(nil, m.id, emptyObject)
 	}
-	h, mode := o.Router.Lookup(method)
+	h, mode := t.lookup(o.Router, method)
 	if h == nil {
 		if o.OnServe != nil {
 			o.OnServe("", CodeMethodNotFound, 0)
@@ -52,48 +51,37 @@ func prepare(o *Options, m *message, spare *[]call) (*call, []byte) {
 		}
 		return nil, appendError(nil, m.id, errMethodNotFound())
 	}
-	var c *call
-	if spare != nil && len(*spare) > 0 {
-		c, *spare = &(*spare)[0], (*spare)[1:]
-	} else {
-		c = new(call)
+	if cl == nil {
+		cl = new(call)
 	}
-	c.h, c.mode = h, mode
-	c.req.Method = method
-	c.req.Params = m.params
+	cl.h, cl.mode = h, mode
+	cl.req.Method = method
+	cl.req.Params = m.params
 	if m.hasID {
-		c.req.ID = ID{string(m.id)}
+		cl.req.ID = ID{t.str(m.id)}
 	}
-	return c, nil
+	return cl, nil
 }
 
 var emptyObject = []byte("{}")
 
-// run calls the handler and encodes its reply (nil for a notification).
-func run(ctx context.Context, o *Options, c *call) []byte {
-	var start time.Time
-	if o.OnServe != nil {
-		start = time.Now()
-	}
-	res, err := safeServe(ctx, o.Logger, c)
-	var out []byte
+// run calls c's handler and appends its reply to dst (nothing for a
+// notification). When o.OnServe is set, it is told of the call, which
+// started at start, and run returns the time it ended (else zero: the
+// clock is read for OnServe only).
+func run(ctx context.Context, o *Options, c *call, dst []byte, start time.Time) ([]byte, time.Time) {
+	b, err := serveResult(ctx, o.Logger, c)
 	var code Code
-	if err == nil {
-		var b []byte
-		if b, err = marshalResult(res); err == nil && !c.req.IsNotification() {
-			out = appendResult(nil, []byte(c.req.ID.raw), b)
-		} else if err != nil {
-			o.Logger.Error("cannot encode result", zap.String("method", c.req.Method), zap.Error(err))
-			if _, ok := err.(*Error); !ok {
-				err = errInternal()
-			}
+	switch {
+	case err == nil:
+		if !c.req.IsNotification() {
+			dst = appendResult(dst, []byte(c.req.ID.raw), b)
 		}
-	}
-	if err != nil {
+	default:
 		e := ToError(err)
 		code = e.Code
 		if !c.req.IsNotification() {
-			out = appendError(nil, []byte(c.req.ID.raw), e)
+			dst = appendError(dst, []byte(c.req.ID.raw), e)
 		} else if o.Logger.Core().Enabled(zap.DebugLevel) {
 			// A notification has nobody to tell: say it here, so that a
 			// handler refusing its params (a missing required field)
@@ -104,14 +92,33 @@ func run(ctx context.Context, o *Options, c *call) []byte {
 				zap.String("error", e.Message))
 		}
 	}
+	var end time.Time
 	if o.OnServe != nil {
-		o.OnServe(c.req.Method, code, time.Since(start))
+		end = start.Add(time.Since(start)) // one reading of the monotonic clock
+		o.OnServe(c.req.Method, code, end.Sub(start))
 	}
-	return out
+	return dst, end
 }
 
-// safeServe runs the handler, turning a panic into -32603.
-func safeServe(ctx context.Context, log *zap.Logger, c *call) (res any, err error) {
+// now is the time a call starts, for OnServe: zero without OnServe.
+func (o *Options) now() time.Time {
+	if o.OnServe == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// rawServer is a handler whose results are raw JSON already ([Func]'s
+// when R is json.RawMessage): run takes them without boxing them in an
+// any, which would cost an allocation per call.
+type rawServer interface {
+	serveRaw(ctx context.Context, req *Request) (json.RawMessage, error)
+}
+
+// serveResult runs c's handler and encodes its result. A panic, in the
+// handler or in the encoding, becomes -32603, and so does a result that
+// cannot be encoded (unless the encoding fails with an *Error).
+func serveResult(ctx context.Context, log *zap.Logger, c *call) (b []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error("handler panicked",
@@ -119,84 +126,188 @@ func safeServe(ctx context.Context, log *zap.Logger, c *call) (res any, err erro
 				zap.String("id", c.req.ID.raw),
 				zap.Any("panic", p),
 				zap.Stack("stack"))
-			res, err = nil, errInternal()
+			b, err = nil, errInternal()
 		}
 	}()
-	return c.h.ServeRPC(ctx, &c.req)
+	if rs, ok := c.h.(rawServer); ok {
+		var raw json.RawMessage
+		if raw, err = rs.serveRaw(ctx, &c.req); err != nil {
+			return nil, err
+		}
+		b, err = marshalRaw(raw)
+	} else {
+		var res any
+		if res, err = c.h.ServeRPC(ctx, &c.req); err != nil {
+			return nil, err
+		}
+		b, err = marshalResult(res)
+	}
+	if err != nil {
+		log.Error("cannot encode result", zap.String("method", c.req.Method), zap.Error(err))
+		if _, ok := err.(*Error); !ok {
+			err = errInternal()
+		}
+	}
+	return b, err
 }
 
-// runBatch runs the calls of one batch and returns the replies: those
-// given, then the calls', in the order of the calls. start returns the
-// context of an element's handler, and finish is called once it returned.
+// batch is an incoming batch being served: its calls, and the array of
+// its replies, built in one buffer.
 //
-// The calling goroutine runs the elements one after the other: a batch of
-// quick calls costs no goroutine and no hand-off. When the batch is still
-// running after batchSpread (a slow element, or many of them), up to
-// o.BatchWorkers-1 helpers join in and take the elements not yet started,
-// so that a slow element delays the others by batchSpread at most.
-func runBatch(ctx context.Context, o *Options, calls []*call, replies [][]byte,
-	start func(*call) context.Context, finish func(*call)) [][]byte {
-	outs := make([][]byte, len(calls)) // element i's reply, written by one goroutine
-	var next atomic.Int64
-	work := func() {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(calls) {
-				return
+// The goroutine that runs a batch runs its calls one after the other and
+// appends each reply to the array: a batch of quick calls costs no
+// goroutine, no hand-off and no buffer per call. When the batch is still
+// running after batchSpread (a slow call, or many of them), up to
+// o.BatchWorkers-1 helpers join in and take the calls not yet started,
+// so that a slow call delays the others by batchSpread at most; each
+// helper builds a part of the array, added to it at the end. Replies are
+// thus in the order of the calls unless helpers joined in (JSON-RPC lets
+// a batch's replies come in any order).
+type batch struct {
+	o    *Options
+	ctx  context.Context // the handlers' parent
+	conn *Conn           // nil for Respond, whose handlers get ctx itself
+	// calls are the batch's calls in order, in one allocation. Inline
+	// ones ran already, as the batch was read.
+	calls   []call
+	pending int          // calls that are not Inline
+	out     []byte       // '[' and the replies so far, comma-separated
+	next    atomic.Int64 // index in calls of the next call to start
+	parts   [][]byte     // the helpers' replies, one part each
+	// reader is the reader state (enterHandler's) while the batch runs on
+	// its connection's reader, else 0. The calls the batch's goroutine
+	// runs get it (see leaveReader); a helper's do not.
+	reader uint64
+}
+
+// newBatch returns a batch with room for n calls and a reply array sized
+// for a reply about as long as the request, size bytes.
+func newBatch(ctx context.Context, o *Options, conn *Conn, n, size int) *batch {
+	out := make([]byte, 1, size+1)
+	out[0] = '['
+	return &batch{o: o, ctx: ctx, conn: conn, calls: make([]call, 0, n), out: out}
+}
+
+// slot returns the next free call of the batch, to prepare.
+func (b *batch) slot() *call {
+	b.calls = b.calls[:len(b.calls)+1]
+	return &b.calls[len(b.calls)-1]
+}
+
+// unslot gives back the call slot returned last, which did not become a
+// call to run.
+func (b *batch) unslot() {
+	b.calls[len(b.calls)-1] = call{}
+	b.calls = b.calls[:len(b.calls)-1]
+}
+
+// add adds an encoded reply to the array.
+func (b *batch) add(reply []byte) {
+	if reply != nil {
+		b.out = append(comma(b.out), reply...)
+	}
+}
+
+// comma appends the separator that the next element of the array in dst
+// needs: none after the opening bracket or in an empty part.
+func comma(dst []byte) []byte {
+	if len(dst) > 0 && dst[len(dst)-1] != '[' {
+		dst = append(dst, ',')
+	}
+	return dst
+}
+
+// reply returns the reply array, or nil when it is empty.
+func (b *batch) reply() []byte {
+	if len(b.out) == 1 {
+		return nil
+	}
+	return append(b.out, ']')
+}
+
+// runInline runs an Inline call at once, as the batch is read, in order.
+func (b *batch) runInline(ctx context.Context, cl *call) {
+	n := len(b.out)
+	b.out, _ = run(ctx, b.o, cl, comma(b.out), b.o.now())
+	if len(b.out) == n+1 {
+		b.out = b.out[:n] // no reply: no comma
+	}
+}
+
+// run runs the calls of the batch (see batch).
+func (b *batch) run() {
+	helpers := min(b.o.BatchWorkers, b.pending) - 1
+	if helpers <= 0 {
+		b.out = b.work(b.out, b.reader)
+		return
+	}
+	// wg counts the timer's function from now on, so that the helpers it
+	// starts are added to wg before Wait can return.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	spread := time.AfterFunc(batchSpread, func() {
+		defer wg.Done()
+		b.parts = make([][]byte, helpers)
+		for i := range helpers {
+			wg.Go(func() { b.parts[i] = b.work(nil, 0) })
+		}
+	})
+	b.out = b.work(b.out, b.reader)
+	if spread.Stop() {
+		wg.Done() // the timer's function will not run
+	}
+	wg.Wait()
+	for _, p := range b.parts {
+		if len(p) > 0 {
+			b.out = append(comma(b.out), p...)
+		}
+	}
+}
+
+// work runs calls not yet started, one after the other, until there are
+// none left, and appends their replies to dst. reader is the reader state
+// of the goroutine running work if it is its connection's reader.
+func (b *batch) work(dst []byte, reader uint64) []byte {
+	start := b.o.now()
+	for {
+		i := int(b.next.Add(1)) - 1
+		if i >= len(b.calls) {
+			return dst
+		}
+		cl := &b.calls[i]
+		if cl.mode == Inline {
+			continue
+		}
+		n := len(dst)
+		dst = comma(dst)
+		switch {
+		case b.conn == nil:
+			dst, start = run(b.ctx, b.o, cl, dst, start)
+		case cl.ctx.cancelled():
+			// Cancelled before it started (rpc.cancel, or Shutdown at
+			// the end of its grace period): answered without running.
+			if !cl.req.IsNotification() {
+				dst = appendError(dst, []byte(cl.req.ID.raw), ToError(cl.ctx.Err()))
 			}
-			c := calls[i]
-			outs[i] = run(start(c), o, c)
-			finish(c)
+			cl.ctx.end()
+		case reader != 0:
+			cl.ctx.reader.Store(reader)
+			dst, start = run(&cl.ctx, b.o, cl, dst, start)
+			cl.ctx.reader.Store(0)
+			cl.ctx.end()
+		default:
+			dst, start = run(&cl.ctx, b.o, cl, dst, start)
+			cl.ctx.end()
+		}
+		if len(dst) == n+1 {
+			dst = dst[:n] // no reply: no comma
 		}
 	}
-	if helpers := min(o.BatchWorkers, len(calls)) - 1; helpers > 0 {
-		// wg counts the timer's function from now on, so that the helpers
-		// it starts are added to wg before Wait can return.
-		var wg sync.WaitGroup
-		wg.Add(1)
-		spread := time.AfterFunc(batchSpread, func() {
-			defer wg.Done()
-			for range helpers {
-				wg.Go(work)
-			}
-		})
-		work()
-		if spread.Stop() {
-			wg.Done() // the timer's function will not run
-		}
-		wg.Wait()
-	} else {
-		work()
-	}
-	replies = slices.Grow(replies, len(outs))
-	for _, out := range outs {
-		if out != nil {
-			replies = append(replies, out)
-		}
-	}
-	return replies
 }
 
 // batchSpread is how long a batch's elements run one after the other on
 // one goroutine before helpers join in.
 const batchSpread = 500 * time.Microsecond
-
-// appendBatch encodes replies as a JSON array.
-func appendBatch(dst []byte, replies [][]byte) []byte {
-	n := len(replies) + 1
-	for _, r := range replies {
-		n += len(r)
-	}
-	dst = slices.Grow(dst, n)
-	dst = append(dst, '[')
-	for i, r := range replies {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, r...)
-	}
-	return append(dst, ']')
-}
 
 // Respond serves one HTTP POST body (a request, a notification or a batch)
 // with the router and limits of opts, and returns the reply body, or nil
@@ -215,11 +326,12 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	case !ok:
 		return appendError(nil, nullJSON, errParse())
 	case !f.batch:
-		c, reply := prepareNoConn(&o, &f.msgs[0], nil)
+		c, reply := prepareNoConn(&o, &f.msgs[0], frameText{}, nil)
 		if c == nil {
 			return reply
 		}
-		return run(ctx, &o, c)
+		out, _ := run(ctx, &o, c, nil, o.now())
+		return out
 	case f.tooBig:
 		if o.OnLimit != nil {
 			o.OnLimit(LimitBatch)
@@ -228,38 +340,29 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	case len(f.msgs) == 0:
 		return appendError(nil, nullJSON, errInvalidRequest())
 	}
-	var calls []*call
-	var replies [][]byte
-	spare := make([]call, len(f.msgs))
+	t := frameText{b: body, s: string(body), cache: new(lookup)}
+	b := newBatch(ctx, &o, nil, len(f.msgs), len(body))
 	for i := range f.msgs {
-		c, reply := prepareNoConn(&o, &f.msgs[i], &spare)
+		c, reply := prepareNoConn(&o, &f.msgs[i], t, b.slot())
 		switch {
 		case c == nil:
-			if reply != nil {
-				replies = append(replies, reply)
-			}
+			b.unslot()
+			b.add(reply)
 		case c.mode == Inline: // in order, as on a connection
-			if out := run(ctx, &o, c); out != nil {
-				replies = append(replies, out)
-			}
+			b.runInline(ctx, c)
 		default:
-			calls = append(calls, c)
+			b.pending++
 		}
 	}
-	if len(calls) > 0 {
-		replies = runBatch(ctx, &o, calls, replies,
-			func(*call) context.Context { return ctx },
-			func(*call) {})
+	if b.pending > 0 {
+		b.run()
 	}
-	if len(replies) == 0 {
-		return nil
-	}
-	return appendBatch(nil, replies)
+	return b.reply()
 }
 
 // prepareNoConn is prepare for Respond: responses are ignored (there are no
 // pending calls), and rpc.cancel and rpc.progress are accepted and do nothing.
-func prepareNoConn(o *Options, m *message, spare *[]call) (*call, []byte) {
+func prepareNoConn(o *Options, m *message, t frameText, cl *call) (*call, []byte) {
 	if m.isResponse() {
 		return nil, nil
 	}
@@ -271,7 +374,7 @@ func prepareNoConn(o *Options, m *message, spare *[]call) (*call, []byte) {
 			return nil, nil
 		}
 	}
-	return prepare(o, m, spare)
+	return prepare(o, m, t, cl)
 }
 
 // progressParams are the params of rpc.cancel (only id) and rpc.progress.
