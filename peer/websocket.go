@@ -43,32 +43,22 @@ func (t wsTransport) Read(ctx context.Context) ([]byte, error) {
 // about 60), and a large one a series of ever larger buffers: bytes the
 // collector must then sweep.
 func readMessage(r io.Reader) ([]byte, error) {
-	p := readBufs.Get().(*[]byte)
-	buf := (*p)[:0]
+	buf := readBufs.Get().(*bytes.Buffer)
 	defer func() {
-		if cap(buf) <= maxReadBuf {
-			*p = buf
-			readBufs.Put(p)
+		if buf.Cap() <= maxReadBuf {
+			buf.Reset()
+			readBufs.Put(buf)
 		}
 	}()
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return bytes.Clone(buf), nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
 	}
+	return bytes.Clone(buf.Bytes()), nil
 }
 
 // readBufs holds the buffers messages are read into; one larger than
 // maxReadBuf is not kept.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+var readBufs = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 4096)) }}
 
 const maxReadBuf = 64 << 10
 
