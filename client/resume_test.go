@@ -389,6 +389,7 @@ func TestMissedWhenBehind(t *testing.T) {
 	c := dial(t, h.WS(), &Options{EventBuffer: 4})
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 1)
+	handled := make(chan struct{}, 32)
 	var got []Event
 	done := make(chan struct{})
 	if _, err := c.Subscribe(ctx(t), "b", func(ev Event) {
@@ -398,6 +399,7 @@ func TestMissedWhenBehind(t *testing.T) {
 		}
 		<-gate
 		got = append(got, ev)
+		handled <- struct{}{}
 		if string(ev.Data) == `"end"` {
 			close(done)
 		}
@@ -416,6 +418,11 @@ func TestMissedWhenBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(gate)
+	// The held event and the four queued behind it are handled before
+	// "end" is published: "end" must find room, not be dropped as well.
+	for range 5 {
+		waitFor(t, handled, "the events queued before the drops")
+	}
 	h.Publish("b", "end")
 	waitFor(t, done, "end")
 	var kinds []string
