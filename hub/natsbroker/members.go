@@ -196,13 +196,33 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 		d.log.Info("cluster node left", zap.String("peer_node", a.Node))
 		return
 	case m == nil:
-		m = &member{gone: make(chan struct{}), ours: make(map[string]int)}
-		d.members[a.Node] = m
+		m = d.addLocked(a.Node)
 		defer d.Changed() // so that it learns about this one at once
 	}
 	m.providers, m.seen = a.Providers, time.Now()
 	d.updatedLocked()
 	d.mu.Unlock()
+}
+
+// heard takes node for a member, with no providers yet, if it is not one:
+// it was just heard from other than by an announcement.
+func (d *directory) heard(node string) {
+	d.mu.Lock()
+	if d.members[node] != nil {
+		d.mu.Unlock()
+		return
+	}
+	d.addLocked(node).seen = time.Now()
+	d.updatedLocked()
+	d.mu.Unlock()
+	d.Changed() // so that it learns about this one at once
+}
+
+// addLocked adds node to the members, with d.mu held.
+func (d *directory) addLocked(node string) *member {
+	m := &member{gone: make(chan struct{}), ours: make(map[string]int)}
+	d.members[node] = m
+	return m
 }
 
 // Changed implements hub.Directory.

@@ -103,8 +103,14 @@ func (d *directory) PresenceChanged(join bool, who hub.PeerInfo, changed, others
 // node's watchers.
 func (d *directory) onPresenceChanged(msg *nats.Msg) {
 	var c presenceChange
-	if json.Unmarshal(msg.Data, &c) != nil || c.Peer.Node == d.b.node || len(c.Changed) == 0 {
+	if json.Unmarshal(msg.Data, &c) != nil || c.Peer.Node == "" || c.Peer.Node == d.b.node || len(c.Changed) == 0 {
 		return
+	}
+	if c.Join {
+		// A node just started may be heard of here before its first
+		// announcement is taken in (another subscription): a presence
+		// query made after this join must ask it too.
+		d.heard(c.Peer.Node)
 	}
 	d.h.RemotePresenceChanged(c.Join, c.Peer, c.Changed, c.Others)
 }
