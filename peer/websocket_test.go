@@ -135,12 +135,17 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ws.CloseNow()
+	// No context that can end, as the peer's transport and the load
+	// generator's floor: coder/websocket would register a context.AfterFunc
+	// for every read and write, which the peer does not pay either. The
+	// loop ends when the connection does.
+	ctx := context.Background()
 	for {
-		typ, msg, err := ws.Read(r.Context())
+		typ, msg, err := ws.Read(ctx)
 		if err != nil {
 			return
 		}
-		if err := ws.Write(r.Context(), typ, msg); err != nil {
+		if err := ws.Write(ctx, typ, msg); err != nil {
 			return
 		}
 	}
