@@ -77,11 +77,8 @@ func (f routerFunc) Lookup(m string) (peer.Handler, peer.Mode) { return f(m) }
 
 func connect(t *testing.T, n *node) *client {
 	t.Helper()
-	ta, tb := peer.NewPipeTransport()
 	events := make(chan event, 10000)
-	srv := peer.NewConn(tb, &peer.Options{Router: n.h.Router(nil), MaxQueue: 1 << 20})
-	p := n.h.Join(srv, "", nil)
-	c := peer.NewConn(ta, &peer.Options{Router: routerFunc(func(method string) (peer.Handler, peer.Mode) {
+	c, _ := attach(t, n, &peer.Options{MaxQueue: 1 << 20}, nil, routerFunc(func(method string) (peer.Handler, peer.Mode) {
 		if method != "rpc.event" {
 			return nil, peer.Concurrent
 		}
@@ -89,7 +86,22 @@ func connect(t *testing.T, n *node) *client {
 			events <- e
 			return nil, nil
 		}), peer.Inline
-	})})
+	}))
+	return &client{c, events}
+}
+
+// attach joins a peer to n over an in-memory pipe: the hub's end is
+// configured by srvOpts (its Router set to the hub's), the other end,
+// returned, serves router. Both are closed, and the peer leaves, when the
+// test ends.
+func attach(t testing.TB, n *node, srvOpts *peer.Options, user any, router peer.Router) (*peer.Conn, *hub.Peer) {
+	t.Helper()
+	ta, tb := peer.NewPipeTransport()
+	o := *srvOpts
+	o.Router = n.h.Router(nil)
+	srv := peer.NewConn(tb, &o)
+	p := n.h.Join(srv, "", user)
+	c := peer.NewConn(ta, &peer.Options{Router: router})
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(context.Background()) })
 	wg.Go(func() { _ = c.Serve(context.Background()) })
@@ -98,7 +110,7 @@ func connect(t *testing.T, n *node) *client {
 		wg.Wait()
 		n.h.Leave(p)
 	})
-	return &client{c, events}
+	return c, p
 }
 
 func (c *client) call(t *testing.T, method string, params, result any) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,10 +42,7 @@ func startRouteNode(t testing.TB, url, name string, o *hub.Options) *node {
 // end and its hub id.
 func join(t testing.TB, n *node, mux peer.Router, watch chan<- string) (*peer.Conn, string) {
 	t.Helper()
-	ta, tb := peer.NewPipeTransport()
-	srv := peer.NewConn(tb, &peer.Options{Router: n.h.Router(nil)})
-	p := n.h.Join(srv, "", "user-"+n.b.Node())
-	c := peer.NewConn(ta, &peer.Options{Router: routerFunc(func(method string) (peer.Handler, peer.Mode) {
+	c, p := attach(t, n, &peer.Options{}, "user-"+n.b.Node(), routerFunc(func(method string) (peer.Handler, peer.Mode) {
 		if (method == "rpc.join" || method == "rpc.leave") && watch != nil {
 			return peer.HandlerFunc(func(_ context.Context, req *peer.Request) (any, error) {
 				watch <- method + " " + string(req.Params)
@@ -57,15 +53,7 @@ func join(t testing.TB, n *node, mux peer.Router, watch chan<- string) (*peer.Co
 			return nil, peer.Concurrent
 		}
 		return mux.Lookup(method)
-	})})
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(context.Background()) })
-	wg.Go(func() { _ = c.Serve(context.Background()) })
-	t.Cleanup(func() {
-		c.Close()
-		wg.Wait()
-		n.h.Leave(p)
-	})
+	}))
 	return c, p.ID()
 }
 
