@@ -306,21 +306,17 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 	hctx := c.register(ctx, cl)
 	if cl.mode == Concurrent && c.spawning.Load() {
 		c.pool.spawn(func() {
-			if out, _ := run(hctx, &c.o, cl, nil, c.o.now()); out != nil {
-				_ = c.send(c.life, out)
-			}
-			c.finish(cl)
+			out, _ := run(hctx, &c.o, cl, nil, c.o.now())
+			c.finish(cl, out)
 		})
 		return true
 	}
 	if cl.mode != Serial {
 		s := c.enterHandler()
 		hctx.reader.Store(s)
-		if out, _ := run(hctx, &c.o, cl, nil, c.o.now()); out != nil {
-			_ = c.send(c.life, out)
-		}
+		out, _ := run(hctx, &c.o, cl, nil, c.o.now())
 		hctx.reader.Store(0)
-		c.finish(cl)
+		c.finish(cl, out)
 		return c.exitHandler(s)
 	}
 	done := make(chan struct{})
@@ -335,18 +331,17 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 				// Cancelled while waiting its turn: answer without
 				// running, but hold the line, so that the call behind
 				// this one still starts only after the one ahead.
+				var out []byte
 				if !cl.req.IsNotification() {
-					_ = c.send(c.life, appendError(nil, []byte(cl.req.ID.raw), ToError(hctx.Err())))
+					out = appendError(nil, []byte(cl.req.ID.raw), ToError(hctx.Err()))
 				}
-				c.finish(cl)
+				c.finish(cl, out)
 				<-wait
 				return
 			}
 		}
-		if out, _ := run(hctx, &c.o, cl, nil, c.o.now()); out != nil {
-			_ = c.send(c.life, out)
-		}
-		c.finish(cl)
+		out, _ := run(hctx, &c.o, cl, nil, c.o.now())
+		c.finish(cl, out)
 	})
 	return true
 }

@@ -61,10 +61,16 @@ func (c *Conn) wakeLocked() {
 	}
 }
 
-// finish ends a call that held one slot: it unregisters it and frees the
-// slot, once its reply is queued.
-func (c *Conn) finish(cl *call) {
+// finish ends a call that held one slot and sends its reply, if any. The
+// call is unregistered before its reply is queued, as its id is free for
+// the other side to use again from the moment the reply can reach it (an
+// rpc.cancel for a new call with that id must not find this one); the
+// slot is freed after, so that a reply waiting for room still holds it.
+func (c *Conn) finish(cl *call, reply []byte) {
 	c.unregister(cl)
+	if reply != nil {
+		_ = c.send(c.life, reply)
+	}
 	c.freeSlots(1)
 }
 
@@ -83,8 +89,8 @@ func (c *Conn) register(ctx context.Context, cl *call) *handlerCtx {
 	return &cl.ctx
 }
 
-// unregister undoes register once cl's reply is queued, and ends its
-// handler's context. It runs on the handler's worker.
+// unregister undoes register once cl's handler has returned, and ends
+// its context. It runs on the handler's goroutine.
 func (c *Conn) unregister(cl *call) {
 	if !cl.req.IsNotification() {
 		c.mu.Lock()

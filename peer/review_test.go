@@ -206,3 +206,54 @@ func TestProgressCallbackPanic(t *testing.T) {
 		t.Fatal("panic not logged")
 	}
 }
+
+// heldTransport holds the first write that contains hold until release
+// is closed, and says so on held.
+type heldTransport struct {
+	Transport
+	hold    string
+	held    chan struct{}
+	release chan struct{}
+	tripped atomic.Bool
+}
+
+func (h *heldTransport) Write(ctx context.Context, msg []byte) error {
+	if strings.Contains(string(msg), h.hold) && h.tripped.CompareAndSwap(false, true) {
+		close(h.held)
+		<-h.release
+	}
+	return h.Transport.Write(ctx, msg)
+}
+
+// An id is free for the other side to use again once the reply to its
+// call can reach it: rpc.cancel then cancels the new call with that id,
+// not the old one, even while the old reply is still being written.
+func TestReusedIDCancelsNewCall(t *testing.T) {
+	derived := make(chan error, 1)
+	m := NewMux()
+	m.Handle("first", Func(func(context.Context, struct{}) (string, error) { return "first", nil }), Serial)
+	m.HandleFunc("wait", func(ctx context.Context, _ *Request) (any, error) {
+		<-ctx.Done()
+		derived <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	ta, tb := NewPipeTransport()
+	ht := &heldTransport{Transport: ta, hold: `"first"`, held: make(chan struct{}), release: make(chan struct{})}
+	srv := NewConn(ht, &Options{Router: m})
+	go srv.Serve(context.Background()) //nolint:errcheck
+	t.Cleanup(func() { srv.Close(); <-srv.Done() })
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(ht.release) }) }) // before srv's
+	p := &rawPeer{t: t, c: srv, raw: tb}
+
+	p.write(`{"jsonrpc":"2.0","method":"first","id":4}`)
+	recv(t, ht.held) // the reply to id 4 is on its way out
+	p.write(`{"jsonrpc":"2.0","method":"wait","id":4}`)
+	p.write(`{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":4}}`)
+	if err := recv(t, derived); !errors.Is(err, errCancelled) {
+		t.Fatalf("the new call's cause: %v", err)
+	}
+	release.Do(func() { close(ht.release) })
+	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"first","id":4}`, p.read())
+	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":4}`, p.read())
+}
