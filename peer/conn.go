@@ -56,11 +56,12 @@ type Conn struct {
 	// and the reader.
 	drainingFlag atomic.Bool
 
-	limiter *rate.Limiter   // Options.Rate; nil: none. The reader's.
-	rctx    context.Context // the reader's reads, set by Serve
-	hctx    context.Context // the handlers' parent, set by Serve
-	rstate  atomic.Uint64   // the reader's state, for the watchdog (see reader.go)
-	readers atomic.Int32    // goroutines in readLoop: the reader, and those in a handler
+	limiter *rate.Limiter         // Options.Rate; nil: none. The reader's.
+	rctx    context.Context       // the reader's reads, set by Serve
+	hctx    context.Context       // the handlers' parent, set by Serve
+	rstate  atomic.Uint64         // the reader's state, for the watchdog (see reader.go)
+	readers atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
+	rbatch  atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
 	// spawning is set when the watchdog took the reader role from a slow
 	// handler, and cleared at its next look (or once no call runs):
 	// meanwhile concurrent calls run on workers.

@@ -152,9 +152,16 @@ func (c *Conn) startBatch(b *batch) bool {
 		c.pool.spawn(func() { c.serveBatch(b, n) })
 		return true
 	}
+	// rbatch is set before the reader enters the batch: while the reader
+	// is in it, the watchdog finds the batch there (see moveReader).
+	c.rbatch.Store(b)
 	b.reader = c.enterHandler()
 	c.serveBatch(b, n)
-	return c.exitHandler(b.reader)
+	if !c.exitHandler(b.reader) {
+		return false // moveReader took rbatch with the role
+	}
+	c.rbatch.Store(nil)
+	return true
 }
 
 // serveBatch runs a batch that holds n slots and sends its replies.

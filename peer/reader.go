@@ -194,6 +194,12 @@ func (c *Conn) moveReader(s uint64) bool {
 	if !c.rstate.CompareAndSwap(s, s&^rBusy) {
 		return false
 	}
+	// The reader is in a batch if it set rbatch: the batch's calls not
+	// yet started no longer wait for the slow one. The batch is taken
+	// before the new reader starts, which may set rbatch again.
+	if b := c.rbatch.Swap(nil); b != nil {
+		b.spread()
+	}
 	// The role is taken from a reader in a handler: reading has not
 	// ended, so Serve does not wait for c.wg yet.
 	c.wg.Add(1)

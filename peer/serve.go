@@ -156,13 +156,19 @@ func serveResult(ctx context.Context, log *zap.Logger, c *call) (b []byte, err e
 //
 // The goroutine that runs a batch runs its calls one after the other and
 // appends each reply to the array: a batch of quick calls costs no
-// goroutine, no hand-off and no buffer per call. When the batch is still
-// running after batchSpread (a slow call, or many of them), up to
-// o.BatchWorkers-1 helpers join in and take the calls not yet started,
-// so that a slow call delays the others by batchSpread at most; each
-// helper builds a part of the array, added to it at the end. Replies are
-// thus in the order of the calls unless helpers joined in (JSON-RPC lets
-// a batch's replies come in any order).
+// goroutine, no hand-off and no buffer per call. When the batch takes
+// long (a slow call, or many calls), up to o.BatchWorkers-1 helpers join
+// in and take the calls not yet started (spread), so that a slow call
+// does not hold up the others for long; each helper builds a part of the
+// array, added to it at the end. Replies are thus in the order of the
+// calls unless helpers joined in (JSON-RPC lets a batch's replies come in
+// any order).
+//
+// A batch that runs on its connection's reader is spread by the reader's
+// watchdog, when it takes the reader from it (see moveReader and
+// Conn.rbatch); any other by a timer, after batchSpread. A timer per
+// batch costs a wake-up of the runtime's network poller, which on a busy
+// reader is a thread woken and put back to sleep for every batch.
 type batch struct {
 	o    *Options
 	ctx  context.Context // the handlers' parent
@@ -173,11 +179,15 @@ type batch struct {
 	pending int          // calls that are not Inline
 	out     []byte       // '[' and the replies so far, comma-separated
 	next    atomic.Int64 // index in calls of the next call to start
-	parts   [][]byte     // the helpers' replies, one part each
 	// reader is the reader state (enterHandler's) while the batch runs on
 	// its connection's reader, else 0. The calls the batch's goroutine
 	// runs get it (see leaveReader); a helper's do not.
 	reader uint64
+
+	wg    sync.WaitGroup // the helpers
+	mu    sync.Mutex
+	done  bool     // the batch's goroutine ran out of calls: no spreading
+	parts [][]byte // the helpers' replies, one part each; set by spread
 }
 
 // newBatch returns a batch with room for n calls and a reply array sized
@@ -236,31 +246,43 @@ func (b *batch) runInline(ctx context.Context, cl *call) {
 
 // run runs the calls of the batch (see batch).
 func (b *batch) run() {
-	helpers := min(b.o.BatchWorkers, b.pending) - 1
-	if helpers <= 0 {
+	if b.helpers() <= 0 {
 		b.out = b.work(b.out, b.reader)
 		return
 	}
-	// wg counts the timer's function from now on, so that the helpers it
-	// starts are added to wg before Wait can return.
-	var wg sync.WaitGroup
-	wg.Add(1)
-	spread := time.AfterFunc(batchSpread, func() {
-		defer wg.Done()
-		b.parts = make([][]byte, helpers)
-		for i := range helpers {
-			wg.Go(func() { b.parts[i] = b.work(nil, 0) })
-		}
-	})
-	b.out = b.work(b.out, b.reader)
-	if spread.Stop() {
-		wg.Done() // the timer's function will not run
+	if b.reader == 0 {
+		spread := time.AfterFunc(batchSpread, b.spread)
+		b.out = b.work(b.out, 0)
+		spread.Stop()
+	} else {
+		b.out = b.work(b.out, b.reader)
 	}
-	wg.Wait()
+	b.mu.Lock()
+	b.done = true
+	b.mu.Unlock()
+	b.wg.Wait()
 	for _, p := range b.parts {
 		if len(p) > 0 {
 			b.out = append(comma(b.out), p...)
 		}
+	}
+}
+
+// helpers is how many helpers may join in.
+func (b *batch) helpers() int { return min(b.o.BatchWorkers, b.pending) - 1 }
+
+// spread starts the batch's helpers, unless they started already or the
+// batch's own goroutine has run out of calls. Any goroutine may call it.
+func (b *batch) spread() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.helpers()
+	if b.done || b.parts != nil || n <= 0 {
+		return
+	}
+	b.parts = make([][]byte, n)
+	for i := range n {
+		b.wg.Go(func() { b.parts[i] = b.work(nil, 0) })
 	}
 }
 
@@ -305,8 +327,8 @@ func (b *batch) work(dst []byte, reader uint64) []byte {
 	}
 }
 
-// batchSpread is how long a batch's elements run one after the other on
-// one goroutine before helpers join in.
+// batchSpread is how long a batch that does not run on a reader runs its
+// calls one after the other on one goroutine before helpers join in.
 const batchSpread = 500 * time.Microsecond
 
 // Respond serves one HTTP POST body (a request, a notification or a batch)
