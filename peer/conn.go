@@ -32,7 +32,7 @@ type Transport interface {
 //
 // [Conn.Serve] runs the reader and must be called for anything to arrive.
 // Incoming calls run as if each had a goroutine of its own: a slow handler
-// holds up no other call for more than a millisecond or two (quick ones run
+// holds up no other call for more than a few milliseconds (quick ones run
 // on the reader itself, see docs/peer.md); replies and outgoing calls go through one
 // bounded queue, written by at most one goroutine at a time. Responses are
 // matched to pending calls by the reader itself, so a handler that calls

@@ -19,7 +19,7 @@
 //	}))
 //
 // Calls run concurrently, so a slow handler delays no other call by more
-// than a millisecond or two (quick handlers run on the connection's reader,
+// than a few milliseconds (quick handlers run on the connection's reader,
 // and a watchdog moves the reading to another goroutine when one takes
 // long). The [Mode] a method is registered with says otherwise: [Serial]
 // calls run one at a time, in arrival order; [Inline] calls run on the

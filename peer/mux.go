@@ -41,8 +41,9 @@ const (
 	// Concurrent calls run concurrently, up to Options.MaxInFlight at once
 	// on a connection. It is the default. A call starts on the
 	// connection's reader, which writes its reply: quick handlers cost no
-	// goroutine hand-off. One that takes more than a millisecond or two
-	// is left to finish where it runs while a new goroutine reads on.
+	// goroutine hand-off. One that takes more than a millisecond is left
+	// to finish where it runs while a new goroutine reads on, within a few
+	// milliseconds.
 	Concurrent Mode = iota
 
 	// Serial calls run one at a time on a connection, in the order they
