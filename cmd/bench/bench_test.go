@@ -167,3 +167,22 @@ func startCluster2(t *testing.T) (a, b string) {
 	}
 	return urls[0], urls[1]
 }
+
+// The fanout scenario's subscribers answer the hub's pings while the
+// others are still being opened: 10,000 connections can take longer to
+// open than a hub's ping interval and timeout together. Here the hub
+// pings every 20 ms and waits 100 ms for the pong, and the 300
+// subscribers are opened one at a time.
+func TestFanoutAnswersPingsWhileSubscribing(t *testing.T) {
+	h := hub.New(&hub.Options{Policy: hub.AllowAll})
+	srv := server.New(&server.Options{Hub: h, PingInterval: 20 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	defer srv.Shutdown(t.Context())
+	l := &load{subscribers: 300, events: 3, dialers: 1}
+	u := "ws" + strings.TrimPrefix(ts.URL, "http") + "/rpc"
+	start := time.Now()
+	if _, err := fanoutScenario(t.Context(), l, u); err != nil {
+		t.Fatalf("%v (after %v)", err, time.Since(start))
+	}
+}

@@ -107,6 +107,14 @@ func (c *conn) close() { _ = c.ws.Close(websocket.StatusNormalClosure, "") }
 // dialMany opens n connections, l.dialers at a time, and sends each one
 // first frame (nil: none), reading its reply.
 func dialMany(ctx context.Context, l *load, u string, n int, first []byte) ([]*conn, error) {
+	return dialEach(ctx, l, u, n, first, nil)
+}
+
+// dialEach is dialMany that hands each connection to ready (if not nil)
+// as soon as its first frame is answered, while the others are still
+// being opened. On an error, the connections are closed once every call
+// to ready has returned.
+func dialEach(ctx context.Context, l *load, u string, n int, first []byte, ready func(int, *conn)) ([]*conn, error) {
 	conns := make([]*conn, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -129,6 +137,9 @@ func dialMany(ctx context.Context, l *load, u string, n int, first []byte) ([]*c
 						errs <- fmt.Errorf("connection %d: %w", i, err)
 						return
 					}
+				}
+				if ready != nil {
+					ready(i, c)
 				}
 			}
 		})
@@ -379,37 +390,44 @@ func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
 // subscribers to subURL. With meter, it also returns how much meter grew
 // from the first publish to the last delivery.
 func fanout(ctx context.Context, l *load, pubURL, subURL string, meter func(context.Context) (float64, error)) (_ figure, metered float64, _ error) {
-	subs, err := dialMany(ctx, l, subURL, l.subscribers,
-		[]byte(`{"jsonrpc":"2.0","method":"rpc.subscribe","params":["bench.fanout"],"id":1}`))
+	// Each subscriber reads from the moment it has subscribed, not once
+	// all have: opening 10,000 connections can take longer than the hub's
+	// ping interval and timeout together, and a subscriber that does not
+	// read does not answer pings.
+	lats := make([][]time.Duration, l.subscribers)
+	last := make([]time.Time, l.subscribers)
+	errs := make([]error, l.subscribers)
+	var wg sync.WaitGroup
+	subs, err := dialEach(ctx, l, subURL, l.subscribers,
+		[]byte(`{"jsonrpc":"2.0","method":"rpc.subscribe","params":["bench.fanout"],"id":1}`),
+		func(i int, s *conn) {
+			lats[i] = make([]time.Duration, 0, l.events)
+			wg.Go(func() {
+				for len(lats[i]) < l.events {
+					msg, err := s.read()
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					now := time.Now()
+					if t, ok := sentAt(msg); ok {
+						lats[i] = append(lats[i], now.Sub(time.Unix(0, t)))
+						last[i] = now
+					}
+				}
+			})
+		})
 	if err != nil {
+		wg.Wait() // dialEach closed the connections: the readers end
 		return figure{}, 0, err
 	}
-	defer closeAll(subs)
+	defer func() { closeAll(subs); wg.Wait() }() // closing ends the readers
 	pub, err := dial(ctx, pubURL)
 	if err != nil {
 		return figure{}, 0, err
 	}
 	defer pub.close()
 
-	lats := make([][]time.Duration, len(subs))
-	last := make([]time.Time, len(subs))
-	var wg sync.WaitGroup
-	for i, s := range subs {
-		lats[i] = make([]time.Duration, 0, l.events)
-		wg.Go(func() {
-			for len(lats[i]) < l.events {
-				msg, err := s.read()
-				if err != nil {
-					return
-				}
-				now := time.Now()
-				if t, ok := sentAt(msg); ok {
-					lats[i] = append(lats[i], now.Sub(time.Unix(0, t)))
-					last[i] = now
-				}
-			}
-		})
-	}
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
 
@@ -438,7 +456,7 @@ func fanout(ctx context.Context, l *load, pubURL, subURL string, meter func(cont
 	var lat []time.Duration
 	for i := range subs {
 		if len(lats[i]) < l.events {
-			return figure{}, 0, fmt.Errorf("subscriber %d got %d of %d events", i, len(lats[i]), l.events)
+			return figure{}, 0, fmt.Errorf("subscriber %d got %d of %d events: %v", i, len(lats[i]), l.events, errs[i])
 		}
 		if last[i].After(end) {
 			end = last[i]
