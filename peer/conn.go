@@ -72,6 +72,9 @@ type Conn struct {
 	tail     chan struct{} // done channel of the last serial call; the reader's
 	away     atomic.Bool   // Serve's goroutine no longer reads (see Serve), for tests
 	msgs     []message     // the reader's decoding buffer, reused from frame to frame
+	// lastMethod is the method name of the last single call read, whose
+	// string the next call to the same method reuses (see frameText).
+	lastMethod string
 	// The reader's standing in Options.Share (see share.go): reads in a
 	// row that did not wait, and whether it holds a turn.
 	streak int

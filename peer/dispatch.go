@@ -48,7 +48,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 			c.deliver(m)
 			return true
 		}
-		call, reply := c.prepare(m, frameText{}, nil)
+		call, reply := c.prepare(m, frameText{last: &c.lastMethod}, nil)
 		// The message is done with: its buffer goes back to the reader
 		// now, since start may run a handler past the moment this
 		// goroutine stops being the reader.
@@ -111,8 +111,10 @@ func (c *Conn) keepMsgs(msgs []message) {
 		c.msgs = msgs[:0]
 		return
 	}
-	msgs = msgs[:0]
-	batchMsgs.Put(&msgs)
+	// A variable of its own: were the parameter's address taken, the
+	// parameter would be moved to the heap on every call, large or not.
+	large := msgs[:0]
+	batchMsgs.Put(&large)
 }
 
 // keptMsgs is the most decoded messages whose room a reader keeps from one

@@ -246,6 +246,13 @@ func (t frameText) unquote(s []byte) (string, bool) {
 		}
 	}
 	if simple {
+		if t.last != nil {
+			if string(inner) == *t.last {
+				return *t.last, true
+			}
+			*t.last = t.str(inner)
+			return *t.last, true
+		}
 		return t.str(inner), true
 	}
 	var out string

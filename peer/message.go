@@ -349,6 +349,11 @@ type frameText struct {
 	b     []byte // the frame
 	s     string // its copy, or ""
 	cache *lookup
+	// last, if not nil, is the last plain name unquoted on this
+	// connection: an equal one reuses its string, so that a connection
+	// calling one method over and over does not allocate its name for
+	// every call. It belongs to the reader.
+	last *string
 }
 
 // lookup is a method's handler and mode as the router gave them.

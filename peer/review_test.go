@@ -257,3 +257,21 @@ func TestReusedIDCancelsNewCall(t *testing.T) {
 	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"first","id":4}`, p.read())
 	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":4}`, p.read())
 }
+
+// A connection reuses the string of the method name it read last: calls
+// that alternate between methods, or spell a name with escapes, still
+// reach their own handlers.
+func TestMethodNamesOnOneConnection(t *testing.T) {
+	p := newRawPeer(t, &Options{Router: benchMux()})
+	for _, tt := range []struct{ req, want string }{
+		{`{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}`, `{"jsonrpc":"2.0","result":[1],"id":1}`},
+		{`{"jsonrpc":"2.0","method":"echo","params":[2],"id":2}`, `{"jsonrpc":"2.0","result":[2],"id":2}`},
+		{`{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":3}`, `{"jsonrpc":"2.0","result":3,"id":3}`},
+		{`{"jsonrpc":"2.0","method":"ech","params":[4],"id":4}`, `{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":4}`},
+		{`{"jsonrpc":"2.0","method":"ec\u0068o","params":[5],"id":5}`, `{"jsonrpc":"2.0","result":[5],"id":5}`},
+		{`{"jsonrpc":"2.0","method":"echo","params":[6],"id":6}`, `{"jsonrpc":"2.0","result":[6],"id":6}`},
+	} {
+		p.write(tt.req)
+		assertJSONEqual(t, tt.want, p.read())
+	}
+}
