@@ -171,18 +171,58 @@ func startCluster2(t *testing.T) (a, b string) {
 // The fanout scenario's subscribers answer the hub's pings while the
 // others are still being opened: 10,000 connections can take longer to
 // open than a hub's ping interval and timeout together. Here the hub
-// pings every 20 ms and waits 100 ms for the pong, and the 300
-// subscribers are opened one at a time.
+// pings every 100 ms and waits a second for the pong, and each of the
+// 100 subscribers takes 25 ms to open, one at a time: the first ones
+// would wait 2.5 s to read.
 func TestFanoutAnswersPingsWhileSubscribing(t *testing.T) {
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
-	srv := server.New(&server.Options{Hub: h, PingInterval: 20 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
-	ts := httptest.NewServer(srv)
+	srv := server.New(&server.Options{Hub: h, PingInterval: 100 * time.Millisecond, PingTimeout: time.Second})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(25 * time.Millisecond) // a slow handshake, not a wait for an event
+		srv.ServeHTTP(w, r)
+	})
+	ts := httptest.NewServer(slow)
 	defer ts.Close()
 	defer srv.Shutdown(t.Context())
-	l := &load{subscribers: 300, events: 3, dialers: 1}
+	l := &load{subscribers: 100, events: 3, dialers: 1}
 	u := "ws" + strings.TrimPrefix(ts.URL, "http") + "/rpc"
 	start := time.Now()
 	if _, err := fanoutScenario(t.Context(), l, u); err != nil {
 		t.Fatalf("%v (after %v)", err, time.Since(start))
+	}
+}
+
+// The bare peer serves the call scenarios: run measures it as it does
+// the hub.
+func TestBarePeer(t *testing.T) {
+	ts := httptest.NewServer(newBarePeer())
+	defer ts.Close()
+	floorTS := httptest.NewServer(newFloor())
+	defer floorTS.Close()
+	l := &load{duration: 300 * time.Millisecond, window: 8, conns: 4, batch: 10, dialers: 4}
+	u := "ws" + strings.TrimPrefix(ts.URL, "http") + "/"
+	floorURL := "ws" + strings.TrimPrefix(floorTS.URL, "http") + "/"
+	c, err := dial(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := c.roundTrip(callFrame(7))
+	c.close()
+	if err != nil || !strings.Contains(string(reply), `"result":[1]`) || !strings.Contains(string(reply), `"id":7`) {
+		t.Fatalf("echo: %s, %v; want result [1] for id 7", reply, err)
+	}
+	for _, s := range scenarios {
+		switch s.name {
+		case "seq", "pipe", "conns", "batch":
+		default:
+			continue
+		}
+		r, err := measure(t.Context(), s, l, 1, u, floorURL)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if r.Hub <= 0 || r.Ratio <= 0 {
+			t.Errorf("%s: peer %v, ratio %v", s.name, r.Hub, r.Ratio)
+		}
 	}
 }

@@ -36,12 +36,17 @@ func floorCmd(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	return listenAndServe(ctx, "floor", *addr, newFloor())
+}
+
+// listenAndServe serves h on addr until ctx ends, saying where on stderr.
+func listenAndServe(ctx context.Context, name, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "floor listening on ws://%s/\n", ln.Addr())
-	srv := &http.Server{Handler: newFloor(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "%s listening on ws://%s/\n", name, ln.Addr())
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()

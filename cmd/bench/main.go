@@ -6,6 +6,7 @@
 // Usage:
 //
 //	bench floor [-addr 127.0.0.1:8090]
+//	bench peer [-addr 127.0.0.1:8091]
 //	bench run [flags] HUB_URL [FLOOR_URL]
 //	bench soak [flags] HUB_URL
 //	bench report [flags] RESULTS.jsonl
@@ -13,6 +14,10 @@
 // "floor" serves the floor: it answers every frame with a fixed reply,
 // relays rpc.publish frames to the connections that sent rpc.subscribe,
 // and reports its resident memory on /metrics, as the hub does.
+//
+// "peer" serves the peer package alone, with an echo method and nothing
+// of the hub around it: run's seq, pipe, conns and batch scenarios against
+// it, beside the floor, tell the peer package's cost from the hub's.
 //
 // "run" drives the scenarios against the hub and, when given, the floor,
 // alternately, several times, and prints the median of each with its
@@ -58,6 +63,7 @@ func main() {
 
 const usage = `usage:
   bench floor [-addr 127.0.0.1:8090]         serve the floor
+  bench peer [-addr 127.0.0.1:8091]          serve the peer package alone (echo)
   bench run [flags] HUB_URL [FLOOR_URL]      measure the hub (and the floor)
   bench soak [flags] HUB_URL                 mixed load for a while
   bench report [flags] RESULTS.jsonl         write docs from run's -json output
@@ -70,6 +76,8 @@ func run(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "floor":
 		return floorCmd(ctx, args[1:])
+	case "peer":
+		return peerCmd(ctx, args[1:])
 	case "run":
 		return runCmd(ctx, args[1:])
 	case "soak":
