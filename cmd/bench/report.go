@@ -158,6 +158,16 @@ bin/bench floor -addr 127.0.0.1:8090 &
 bin/hub -addr 127.0.0.1:8080 -demo &
 bin/bench run ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
 ` + "```" + `
+
+To tell the peer package's cost from the rest of the hub's, ` + "`bench peer`" + `
+serves a bare connection with only an ` + "`echo`" + ` method, for the call
+scenarios; the server's CPU time per call is then best read with
+` + "`perf stat -p PID`" + ` over a run, against a fresh process each time:
+
+` + "```sh" + `
+bin/bench peer -addr 127.0.0.1:8091 &
+bin/bench run -scenarios seq,pipe,conns,batch ws://127.0.0.1:8091/ ws://127.0.0.1:8090/
+` + "```" + `
 `)
 	if len(micro) > 0 {
 		b.WriteString("\n## Go micro-benchmarks\n\n`go test -run '^$' -bench . -benchmem` over the packages, same machine and run:\n\n```\n")
