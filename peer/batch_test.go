@@ -63,8 +63,9 @@ func TestBatchElementsKeepTheirIDsAndErrors(t *testing.T) {
 	), got)
 }
 
-// A slow element holds up the others of its batch by batchSpread at
-// most, and the connection's other calls and rpc.cancel not at all.
+// A slow element holds up the others of its batch only until helpers
+// join in, and the connection's other calls and rpc.cancel only until
+// the watchdog moves the reading off the batch.
 func TestBatchSlowElement(t *testing.T) {
 	started := make(chan string, 4)
 	ran := make(chan struct{}, 50)

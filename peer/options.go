@@ -70,10 +70,11 @@ type Options struct {
 
 	// BatchWorkers caps how many elements of one incoming batch run at
 	// once. Default [DefaultBatchWorkers]. A batch's elements run one
-	// after the other on one goroutine; only when the batch is still
-	// running after half a millisecond (a slow element) do up to
-	// BatchWorkers-1 more goroutines join in, so that a slow element
-	// delays the others by that much at most.
+	// after the other on one goroutine; only when the batch runs long (a
+	// slow element) do up to BatchWorkers-1 more goroutines join in: on
+	// the connection's reader, when its watchdog takes the reading from
+	// the batch (a few milliseconds at most); elsewhere, after half a
+	// millisecond.
 	BatchWorkers int
 
 	// Logger receives diagnostics: recovered panics, dropped messages,
