@@ -66,6 +66,7 @@ type config struct {
 	historyBytes    int64
 	compression     bool
 	shutdownTimeout time.Duration
+	minHeapMB       uint64
 
 	listen listenConfig
 }
@@ -95,6 +96,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Int64Var(&c.historyBytes, "history-bytes", hub.DefaultHistoryTotal, "most `bytes` kept for all topics together")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
+	fs.Uint64Var(&c.minHeapMB, "min-heap-mb", defaultMinHeapMB, "let the heap grow to this many `MiB` before the garbage collector runs, however little of it is live: fewer collections when the hub holds few connections (0: as GOGC says)")
 	c.listen.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -117,6 +119,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do about it on exit
+	defer startHeapFloor(c.minHeapMB << 20)()
 
 	opts := &server.Options{
 		AllowedOrigins: splitList(c.origins),
