@@ -47,7 +47,7 @@ func TestScenarios(t *testing.T) {
 	hubTS := httptest.NewServer(routes)
 	defer hubTS.Close()
 	defer srv.Shutdown(t.Context())
-	floorTS := httptest.NewServer(newFloor())
+	floorTS := httptest.NewServer(newFloor(floorWork{}))
 	defer floorTS.Close()
 
 	// 300 ms per timed scenario: with the race detector, on a busy
@@ -197,7 +197,7 @@ func TestFanoutAnswersPingsWhileSubscribing(t *testing.T) {
 func TestBarePeer(t *testing.T) {
 	ts := httptest.NewServer(newBarePeer())
 	defer ts.Close()
-	floorTS := httptest.NewServer(newFloor())
+	floorTS := httptest.NewServer(newFloor(floorWork{}))
 	defer floorTS.Close()
 	l := &load{duration: 300 * time.Millisecond, window: 8, conns: 4, batch: 10, dialers: 4}
 	u := "ws" + strings.TrimPrefix(ts.URL, "http") + "/"
@@ -223,6 +223,32 @@ func TestBarePeer(t *testing.T) {
 		}
 		if r.Hub <= 0 || r.Ratio <= 0 {
 			t.Errorf("%s: peer %v, ratio %v", s.name, r.Hub, r.Ratio)
+		}
+	}
+}
+
+// The floor told to work answers as it does without, or, with rpc, as a
+// JSON-RPC server echoing the call's params.
+func TestFloorWork(t *testing.T) {
+	for _, tc := range []struct {
+		work floorWork
+		want string
+	}{
+		{floorWork{}, string(floorReply)},
+		{floorWork{spin: time.Microsecond, allocs: 10}, string(floorReply)},
+		{floorWork{rpc: true}, `{"jsonrpc":"2.0","result":[1],"id":7}`},
+	} {
+		ts := httptest.NewServer(newFloor(tc.work))
+		c, err := dial(t.Context(), "ws"+strings.TrimPrefix(ts.URL, "http")+"/")
+		if err != nil {
+			ts.Close()
+			t.Fatal(err)
+		}
+		reply, err := c.roundTrip(callFrame(7))
+		c.close()
+		ts.Close()
+		if err != nil || string(reply) != tc.want {
+			t.Errorf("%+v: %s, %v; want %s", tc.work, reply, err, tc.want)
 		}
 	}
 }

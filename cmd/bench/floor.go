@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,10 +34,14 @@ const floorQueue = 1024
 func floorCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen on `host:port`")
+	var w floorWork
+	fs.DurationVar(&w.spin, "spin", 0, "spin this `long` on every frame before answering")
+	fs.IntVar(&w.allocs, "allocs", 0, "allocate this `many` objects of 64 bytes on every frame")
+	fs.BoolVar(&w.rpc, "rpc", false, "answer as the simplest JSON-RPC server would: decode each frame with encoding/json, and encode a reply with its params as the result")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return listenAndServe(ctx, "floor", *addr, newFloor())
+	return listenAndServe(ctx, "floor", *addr, newFloor(w))
 }
 
 // listenAndServe serves h on addr until ctx ends, saying where on stderr.
@@ -58,8 +63,51 @@ func listenAndServe(ctx context.Context, name, addr string, h http.Handler) erro
 }
 
 type floor struct {
+	work floorWork
 	mu   sync.Mutex
 	subs map[*floorSub]struct{}
+}
+
+// floorWork is work the floor can be told to do on every frame, to see
+// what the ratios make of it: none by default. Spinning costs the CPU
+// time alone; allocating costs little CPU but brings the collector; rpc
+// is what a server written in a few lines with encoding/json does.
+type floorWork struct {
+	spin   time.Duration
+	allocs int
+	rpc    bool
+}
+
+// reply does the work on frame and returns the reply to send.
+func (w *floorWork) reply(frame []byte) []byte {
+	if w.allocs > 0 {
+		keep := make([][]byte, w.allocs)
+		for i := range keep {
+			keep[i] = make([]byte, 64)
+		}
+	}
+	for t := time.Now(); time.Since(t) < w.spin; {
+	}
+	if !w.rpc {
+		return floorReply
+	}
+	var req struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(frame, &req); err != nil {
+		return floorReply
+	}
+	reply, err := json.Marshal(struct {
+		Version string          `json:"jsonrpc"`
+		Result  json.RawMessage `json:"result"`
+		ID      json.RawMessage `json:"id"`
+	}{"2.0", req.Params, req.ID})
+	if err != nil {
+		return floorReply
+	}
+	return reply
 }
 
 type floorSub struct {
@@ -67,8 +115,8 @@ type floorSub struct {
 	ch chan []byte
 }
 
-func newFloor() http.Handler {
-	f := &floor{subs: map[*floorSub]struct{}{}}
+func newFloor(work floorWork) http.Handler {
+	f := &floor{work: work, subs: map[*floorSub]struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "process_resident_memory_bytes %d\n", residentMemory())
@@ -113,7 +161,8 @@ func (f *floor) serveWS(w http.ResponseWriter, r *http.Request) {
 		case bytes.Contains(buf, []byte(`"rpc.publish"`)):
 			f.publish(bytes.Clone(buf))
 		}
-		if err := c.Write(ctx, websocket.MessageText, floorReply); err != nil {
+		reply := f.work.reply(buf)
+		if err := c.Write(ctx, websocket.MessageText, reply); err != nil {
 			return
 		}
 	}

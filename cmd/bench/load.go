@@ -64,6 +64,7 @@ var scenarios = []*scenario{
 	{name: "batch", unit: "requests/s", target: 0.5, run: batchScenario},
 	{name: "fanout", unit: "deliveries/s", target: 1.0, run: fanoutScenario},
 	{name: "client", unit: "calls/s", target: 0.8, run: clientScenario, baseline: seqScenario},
+	{name: "handoff", unit: "calls/s", run: handoffScenario, baseline: seqScenario},
 	{name: "neighbor", unit: "calls/s", run: neighborScenario, baseline: seqScenario},
 	{name: "beside", unit: "calls/s", run: besideScenario},
 	{name: "cluster", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeScenario, baseline: sameNodeScenario},
@@ -192,6 +193,57 @@ func seqScenario(ctx context.Context, l *load, u string) (figure, error) {
 	}
 	start := time.Now()
 	lat, err := calls(c, start.Add(l.duration), make([]time.Duration, 0, 1<<16))
+	if err != nil {
+		return figure{}, err
+	}
+	return rate(len(lat), time.Since(start), lat), nil
+}
+
+// handoffScenario is seq with the replies read by a goroutine of their
+// own, which hands each one to the caller over a channel: what any client
+// must do that reads replies and the other side's calls while its callers
+// wait, with nothing else of a client.
+func handoffScenario(ctx context.Context, l *load, u string) (figure, error) {
+	c, err := dial(ctx, u)
+	if err != nil {
+		return figure{}, err
+	}
+	defer c.close()
+	replies := make(chan error)
+	go func() {
+		defer close(replies)
+		for {
+			_, err := c.read()
+			replies <- err
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		c.close()
+		for range replies { // until the reader ends
+		}
+	}()
+	req := callFrame(1)
+	call := func(deadline time.Time, lat []time.Duration) ([]time.Duration, error) {
+		for time.Now().Before(deadline) {
+			t0 := time.Now()
+			if err := c.ws.Write(ctx, websocket.MessageText, req); err != nil {
+				return lat, err
+			}
+			if err := <-replies; err != nil {
+				return lat, err
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		return lat, nil
+	}
+	if _, err := call(time.Now().Add(l.duration/10), nil); err != nil { // warm up
+		return figure{}, err
+	}
+	start := time.Now()
+	lat, err := call(start.Add(l.duration), make([]time.Duration, 0, 1<<16))
 	if err != nil {
 		return figure{}, err
 	}

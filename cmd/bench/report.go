@@ -138,6 +138,10 @@ batch with one fixed reply, so this ratio is expected below 1); **fanout**,
 measured once per process, first (lower is better); **client**, sequential
 calls made with the Go client (` + "`client.Dial`, `Call`" + `), compared with the load
 generator's own raw frames to the same hub (the "floor" column of that row);
+**handoff**, the same raw frames, but read by a goroutine of their own that
+hands each reply to the caller over a channel, as any client must that
+reads the other side's calls and events while its callers wait: the most
+the client can reach this way, against the same baseline;
 **neighbor**, one connection making calls one after another beside a heavy
 client (8 connections with 200 calls in flight on each) in the same
 process, compared with the same calls alone (the "floor" column); the load
@@ -168,6 +172,16 @@ scenarios; the server's CPU time per call is then best read with
 bin/bench peer -addr 127.0.0.1:8091 &
 bin/bench run -scenarios seq,pipe,conns,batch ws://127.0.0.1:8091/ ws://127.0.0.1:8090/
 ` + "```" + `
+
+The floor can also be told to work on every frame, to see what the ratios
+make of a given cost: ` + "`-spin 2us`" + ` spends CPU time, ` + "`-allocs 10`" + ` allocates ten
+objects of 64 bytes, and ` + "`-rpc`" + ` answers as a JSON-RPC server written in a few
+lines with encoding/json would. Run it beside the plain floor:
+
+` + "```sh" + `
+bin/bench floor -addr 127.0.0.1:8092 -allocs 10 &
+bin/bench run -scenarios seq ws://127.0.0.1:8092/ ws://127.0.0.1:8090/
+` + "```" + `
 `)
 	if len(micro) > 0 {
 		b.WriteString("\n## Go micro-benchmarks\n\n`go test -run '^$' -bench . -benchmem` over the packages, same machine and run:\n\n```\n")
@@ -189,6 +203,7 @@ var scenarioText = map[string]string{
 	"fanout":   "events to 10,000 subscribers",
 	"idle":     "memory per idle connection",
 	"client":   "Go client vs raw frames, sequential",
+	"handoff":  "raw frames read by a goroutine of their own",
 	"neighbor": "sequential calls beside a heavy client",
 	"beside":   "the same, heavy client in its own process",
 	"cluster":  "fan-out across two nodes vs on one, CPU per delivery",
