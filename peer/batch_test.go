@@ -329,3 +329,25 @@ func TestHandlerContextRaces(t *testing.T) {
 		}
 	}
 }
+
+// A handler may append to its params, as to any slice it is given: that
+// must not write over the rest of the frame, where the next element is.
+func TestBatchHandlerAppendsToParams(t *testing.T) {
+	m := NewMux()
+	m.HandleFunc("grow", func(_ context.Context, req *Request) (any, error) {
+		grown := append(req.Params, strings.Repeat(" ", 200)...)
+		return len(grown), nil
+	})
+	m.Handle("quick", Func(func(_ context.Context, p json.RawMessage) (json.RawMessage, error) { return p, nil }))
+	p := newRawPeer(t, &Options{Router: m})
+	p.write(batchOf(
+		`{"jsonrpc":"2.0","method":"grow","params":[1],"id":1}`,
+		`{"jsonrpc":"2.0","method":"quick","params":[2],"id":2}`,
+		`{"jsonrpc":"2.0","method":"quick","params":["`+strings.Repeat("x", 300)+`"],"id":3}`,
+	))
+	assertJSONEqual(t, batchOf(
+		`{"jsonrpc":"2.0","result":203,"id":1}`,
+		`{"jsonrpc":"2.0","result":[2],"id":2}`,
+		`{"jsonrpc":"2.0","result":["`+strings.Repeat("x", 300)+`"],"id":3}`,
+	), p.read())
+}

@@ -129,7 +129,10 @@ func (m *message) member(key, v []byte) {
 		if v[0] != '[' && v[0] != '{' {
 			m.bad = true
 		}
-		m.params = v
+		// Params and results go to code of others, which may append to
+		// them: capped, they cannot grow over the rest of the frame, a
+		// batch's next elements.
+		m.params = v[:len(v):len(v)]
 	case "id":
 		m.hasID = true
 		m.id = v
@@ -137,7 +140,8 @@ func (m *message) member(key, v []byte) {
 			m.bad = true
 		}
 	case "result":
-		m.result = v
+		m.result = v[:len(v):len(v)] // as params
+
 	case "error":
 		m.err = v
 	}
