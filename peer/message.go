@@ -50,7 +50,9 @@ func validID(b []byte) bool {
 
 // Request is one call or notification, as a handler sees it. Params is the
 // raw JSON array or object (nil when omitted); the handler, or [Func],
-// decodes it.
+// decodes it. Params is a part of the message read, which is not reused:
+// a handler may keep it. Its capacity is its length, so that appending to
+// it copies it rather than writing over the rest of the message.
 type Request struct {
 	ID     ID
 	Method string
