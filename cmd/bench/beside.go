@@ -58,12 +58,7 @@ func besideScenario(ctx context.Context, l *load, u string) (figure, error) {
 		return figure{}, err
 	}
 	defer light.close()
-	if _, err := calls(light, time.Now().Add(l.duration/10), nil); err != nil { // warm up
-		return figure{}, err
-	}
-	start := time.Now()
-	lat, err := calls(light, start.Add(l.duration), make([]time.Duration, 0, 1<<16))
-	fig := rate(len(lat), time.Since(start), lat)
+	fig, err := sequential(l, echoCall(light))
 	waited = true
 	if werr := cmd.Wait(); werr != nil && err == nil {
 		err = fmt.Errorf("beside: the heavy client: %w", werr)

@@ -168,18 +168,40 @@ func callFrame(id int) []byte {
 	return []byte(`{"jsonrpc":"2.0","method":"echo","params":[1],"id":` + strconv.Itoa(id) + `}`)
 }
 
-// calls makes sequential calls on c until the deadline and returns their
-// latencies.
-func calls(c *conn, deadline time.Time, lat []time.Duration) ([]time.Duration, error) {
+// echoCall returns a call on c made with raw frames, for calls.
+func echoCall(c *conn) func() error {
 	req := callFrame(1)
+	return func() error {
+		_, err := c.roundTrip(req)
+		return err
+	}
+}
+
+// calls makes call after call until the deadline and returns their
+// latencies.
+func calls(call func() error, deadline time.Time, lat []time.Duration) ([]time.Duration, error) {
 	for time.Now().Before(deadline) {
 		t0 := time.Now()
-		if _, err := c.roundTrip(req); err != nil {
+		if err := call(); err != nil {
 			return lat, err
 		}
 		lat = append(lat, time.Since(t0))
 	}
 	return lat, nil
+}
+
+// sequential makes call after call, for a tenth of l.duration to warm up,
+// then for l.duration, and returns the rate and latencies of the latter.
+func sequential(l *load, call func() error) (figure, error) {
+	if _, err := calls(call, time.Now().Add(l.duration/10), nil); err != nil {
+		return figure{}, err
+	}
+	start := time.Now()
+	lat, err := calls(call, start.Add(l.duration), make([]time.Duration, 0, 1<<16))
+	if err != nil {
+		return figure{}, err
+	}
+	return rate(len(lat), time.Since(start), lat), nil
 }
 
 func seqScenario(ctx context.Context, l *load, u string) (figure, error) {
@@ -188,15 +210,7 @@ func seqScenario(ctx context.Context, l *load, u string) (figure, error) {
 		return figure{}, err
 	}
 	defer c.close()
-	if _, err := calls(c, time.Now().Add(l.duration/10), nil); err != nil { // warm up
-		return figure{}, err
-	}
-	start := time.Now()
-	lat, err := calls(c, start.Add(l.duration), make([]time.Duration, 0, 1<<16))
-	if err != nil {
-		return figure{}, err
-	}
-	return rate(len(lat), time.Since(start), lat), nil
+	return sequential(l, echoCall(c))
 }
 
 // handoffScenario is seq with the replies read by a goroutine of their
@@ -226,28 +240,12 @@ func handoffScenario(ctx context.Context, l *load, u string) (figure, error) {
 		}
 	}()
 	req := callFrame(1)
-	call := func(deadline time.Time, lat []time.Duration) ([]time.Duration, error) {
-		for time.Now().Before(deadline) {
-			t0 := time.Now()
-			if err := c.ws.Write(ctx, websocket.MessageText, req); err != nil {
-				return lat, err
-			}
-			if err := <-replies; err != nil {
-				return lat, err
-			}
-			lat = append(lat, time.Since(t0))
+	return sequential(l, func() error {
+		if err := c.ws.Write(ctx, websocket.MessageText, req); err != nil {
+			return err
 		}
-		return lat, nil
-	}
-	if _, err := call(time.Now().Add(l.duration/10), nil); err != nil { // warm up
-		return figure{}, err
-	}
-	start := time.Now()
-	lat, err := call(start.Add(l.duration), make([]time.Duration, 0, 1<<16))
-	if err != nil {
-		return figure{}, err
-	}
-	return rate(len(lat), time.Since(start), lat), nil
+		return <-replies
+	})
 }
 
 // clientScenario is seq made with the Go client instead of raw frames.
@@ -259,25 +257,7 @@ func clientScenario(ctx context.Context, l *load, u string) (figure, error) {
 	defer c.Close()
 	params := []int{1}
 	var result json.RawMessage
-	call := func(deadline time.Time, lat []time.Duration) ([]time.Duration, error) {
-		for time.Now().Before(deadline) {
-			t0 := time.Now()
-			if err := c.Call(ctx, "echo", params, &result); err != nil {
-				return lat, err
-			}
-			lat = append(lat, time.Since(t0))
-		}
-		return lat, nil
-	}
-	if _, err := call(time.Now().Add(l.duration/10), nil); err != nil { // warm up
-		return figure{}, err
-	}
-	start := time.Now()
-	lat, err := call(start.Add(l.duration), make([]time.Duration, 0, 1<<16))
-	if err != nil {
-		return figure{}, err
-	}
-	return rate(len(lat), time.Since(start), lat), nil
+	return sequential(l, func() error { return c.Call(ctx, "echo", params, &result) })
 }
 
 func connsScenario(ctx context.Context, l *load, u string) (figure, error) {
@@ -292,7 +272,7 @@ func connsScenario(ctx context.Context, l *load, u string) (figure, error) {
 	deadline := start.Add(l.duration)
 	var wg sync.WaitGroup
 	for i, c := range conns {
-		wg.Go(func() { lats[i], errs[i] = calls(c, deadline, make([]time.Duration, 0, 1024)) })
+		wg.Go(func() { lats[i], errs[i] = calls(echoCall(c), deadline, make([]time.Duration, 0, 1024)) })
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
@@ -384,12 +364,7 @@ func neighborScenario(ctx context.Context, l *load, u string) (figure, error) {
 	for i, c := range heavy {
 		wg.Go(func() { _, errs[i] = pipeline(ctx, c, l.neighborWindow, stop) })
 	}
-	if _, err := calls(light, time.Now().Add(l.duration/10), nil); err != nil { // warm up
-		return figure{}, err
-	}
-	start := time.Now()
-	lat, err := calls(light, start.Add(l.duration), make([]time.Duration, 0, 1<<16))
-	fig := rate(len(lat), time.Since(start), lat)
+	fig, err := sequential(l, echoCall(light))
 	wg.Wait()
 	if err != nil {
 		return figure{}, err
