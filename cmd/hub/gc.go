@@ -11,9 +11,8 @@ import (
 // two. Go's collector then runs every 4 MB allocated (GOGC=100), and a
 // hub busy serving calls allocates that in a fraction of a second: a
 // hundred collections a second under batches. On a small machine, each
-// collection costs far more than its own work: its workers wake idle
-// threads, and the reading goroutines that were parked in the network
-// poller come back on other threads. With 10 allocations of 64 bytes per
+// collection costs far more than its own work, which shows as more thread
+// wake-ups (futex calls) and context switches per call. With 10 allocations of 64 bytes per
 // call, a raw WebSocket server answers sequential calls 30 to 40% slower
 // than with none, and as fast as with none once the collector runs every
 // 32 MB instead (docs/benchmarks.md).
