@@ -222,7 +222,6 @@ func handoffScenario(ctx context.Context, l *load, u string) (figure, error) {
 	if err != nil {
 		return figure{}, err
 	}
-	defer c.close()
 	replies := make(chan error)
 	go func() {
 		defer close(replies)
