@@ -132,18 +132,15 @@ func (f *heapFloor) tune() bool {
 const goMinHeap = 4 << 20
 
 // percentFor is the GOGC that puts the heap goal at the floor for live
-// bytes live, or the base GOGC when its goal is above the floor. It is
-// never more than puts Go's own minimum goal at the floor: with nothing
-// live yet (before the first collection), that is the goal.
+// bytes live, but never below the base GOGC, and never above what puts
+// Go's own minimum goal at the floor: with nothing live yet (before the
+// first collection), that minimum is the goal.
 func (f *heapFloor) percentFor(live uint64) int {
-	if live*uint64(100+f.base)/100 >= f.min {
-		return f.base
-	}
 	most := int(f.min * 100 / goMinHeap)
-	if live == 0 || f.min*100/live-100 > uint64(most) {
+	if live == 0 {
 		return max(most, f.base)
 	}
-	return max(int(f.min*100/live)-100, f.base)
+	return max(f.base, min(most, int(f.min*100/live)-100))
 }
 
 // readMetric reads a runtime metric of kind uint64.
