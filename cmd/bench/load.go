@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -65,6 +66,7 @@ var scenarios = []*scenario{
 	{name: "fanout", unit: "deliveries/s", target: 1.0, run: fanoutScenario},
 	{name: "client", unit: "calls/s", target: 0.8, run: clientScenario, baseline: seqScenario},
 	{name: "handoff", unit: "calls/s", run: handoffScenario, baseline: seqScenario},
+	{name: "clientpipe", unit: "calls/s", run: clientPipeScenario, baseline: pipeScenario},
 	{name: "neighbor", unit: "calls/s", run: neighborScenario, baseline: seqScenario},
 	{name: "beside", unit: "calls/s", run: besideScenario},
 	{name: "cluster", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeScenario, baseline: sameNodeScenario},
@@ -257,6 +259,39 @@ func clientScenario(ctx context.Context, l *load, u string) (figure, error) {
 	params := []int{1}
 	var result json.RawMessage
 	return sequential(l, func() error { return c.Call(ctx, "echo", params, &result) })
+}
+
+// clientPipeScenario is pipe made with the Go client: l.window goroutines
+// each calling in turn on one client.
+func clientPipeScenario(ctx context.Context, l *load, u string) (figure, error) {
+	c, err := client.Dial(ctx, u, nil)
+	if err != nil {
+		return figure{}, err
+	}
+	defer c.Close()
+	start := time.Now()
+	deadline := start.Add(l.duration)
+	var n atomic.Int64
+	errs := make([]error, l.window)
+	var wg sync.WaitGroup
+	for i := range l.window {
+		wg.Go(func() {
+			params := []int{i}
+			var result json.RawMessage
+			for time.Now().Before(deadline) {
+				if err := c.Call(ctx, "echo", params, &result); err != nil {
+					errs[i] = err
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return figure{}, err
+	}
+	return rate(int(n.Load()), time.Since(start), nil), nil
 }
 
 func connsScenario(ctx context.Context, l *load, u string) (figure, error) {

@@ -142,6 +142,9 @@ generator's own raw frames to the same hub (the "floor" column of that row);
 hands each reply to the caller over a channel, as any client must that
 reads the other side's calls and events while its callers wait: the most
 the client can reach this way, against the same baseline;
+**clientpipe**, 64 goroutines calling at once through one Go client,
+compared with pipe's raw frames to the same hub: when calls overlap, one
+wake of the reader hands over many replies;
 **neighbor**, one connection making calls one after another beside a heavy
 client (8 connections with 200 calls in flight on each) in the same
 process, compared with the same calls alone (the "floor" column); the load
@@ -196,17 +199,18 @@ bin/bench run -scenarios seq ws://127.0.0.1:8092/ ws://127.0.0.1:8090/
 }
 
 var scenarioText = map[string]string{
-	"seq":      "sequential calls, 1 connection",
-	"pipe":     "64 calls in flight, 1 connection",
-	"conns":    "100 connections calling",
-	"batch":    "batches of 100 calls",
-	"fanout":   "events to 10,000 subscribers",
-	"idle":     "memory per idle connection",
-	"client":   "Go client vs raw frames, sequential",
-	"handoff":  "raw frames read by a goroutine of their own",
-	"neighbor": "sequential calls beside a heavy client",
-	"beside":   "the same, heavy client in its own process",
-	"cluster":  "fan-out across two nodes vs on one, CPU per delivery",
+	"seq":        "sequential calls, 1 connection",
+	"pipe":       "64 calls in flight, 1 connection",
+	"conns":      "100 connections calling",
+	"batch":      "batches of 100 calls",
+	"fanout":     "events to 10,000 subscribers",
+	"idle":       "memory per idle connection",
+	"client":     "Go client vs raw frames, sequential",
+	"handoff":    "raw frames read by a goroutine of their own",
+	"clientpipe": "Go client, 64 callers, vs raw frames",
+	"neighbor":   "sequential calls beside a heavy client",
+	"beside":     "the same, heavy client in its own process",
+	"cluster":    "fan-out across two nodes vs on one, CPU per delivery",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's
