@@ -457,6 +457,41 @@ func TestOnServe(t *testing.T) {
 	}
 }
 
+// TestOnServeDuration checks the time OnServe is given: a handler's own,
+// from its start to its reply, also for a call that comes after a slow one
+// in a batch on the same goroutine (BatchWorkers 1).
+func TestOnServeDuration(t *testing.T) {
+	const slow = 200 * time.Millisecond
+	mux := NewMux()
+	mux.Handle("slow", HandlerFunc(func(context.Context, *Request) (any, error) {
+		time.Sleep(slow)
+		return 1, nil
+	}))
+	mux.Handle("quick", HandlerFunc(func(context.Context, *Request) (any, error) { return 2, nil }))
+	var mu sync.Mutex
+	took := map[string][]time.Duration{}
+	opts := &Options{Router: mux, BatchWorkers: 1, OnServe: func(method string, _ Code, d time.Duration) {
+		mu.Lock()
+		took[method] = append(took[method], d)
+		mu.Unlock()
+	}}
+	Respond(t.Context(), []byte(`{"jsonrpc":"2.0","method":"slow","id":1}`), opts)
+	Respond(t.Context(), []byte(`[{"jsonrpc":"2.0","method":"slow","id":1},{"jsonrpc":"2.0","method":"quick","id":2}]`), opts)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(took["slow"]) != 2 || len(took["quick"]) != 1 {
+		t.Fatalf("OnServe saw %v, want slow twice and quick once", took)
+	}
+	for _, d := range took["slow"] {
+		if d < slow {
+			t.Errorf("slow took %v by OnServe, want at least %v", d, slow)
+		}
+	}
+	if d := took["quick"][0]; d <= 0 || d >= slow {
+		t.Errorf("quick took %v by OnServe, want its own time, above 0 and below the slow call's %v", d, slow)
+	}
+}
+
 func TestMuxPanics(t *testing.T) {
 	h := HandlerFunc(func(context.Context, *Request) (any, error) { return nil, nil })
 	for _, name := range []string{"", "rpc.subscribe", "rpc.anything"} {

@@ -59,26 +59,26 @@ const (
 	busyAfter = 8
 )
 
-// readStart returns the time the reader starts a read, having given back
-// its turn, if it held one. It runs on the reader; without a Share it
-// does nothing.
-func (c *Conn) readStart() time.Time {
+// readStart returns the time the reader starts a read (monotime), having
+// given back its turn, if it held one. It runs on the reader; without a
+// Share it does nothing.
+func (c *Conn) readStart() int64 {
 	if c.o.Share == nil {
-		return time.Time{}
+		return 0
 	}
 	c.giveTurn()
-	return time.Now()
+	return monotime()
 }
 
 // readEnd is called by the reader once a read that started at began
 // returned a message: a busy reader waits for a turn before it handles
 // the message. It returns at once when the connection starts closing
 // meanwhile (the message is then refused, as on any closed connection).
-func (c *Conn) readEnd(began time.Time) {
+func (c *Conn) readEnd(began int64) {
 	if c.o.Share == nil {
 		return
 	}
-	if time.Since(began) >= c.o.Share.waited {
+	if monotime()-began >= int64(c.o.Share.waited) {
 		c.streak = 0
 		return
 	}
