@@ -43,6 +43,11 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
 		ctx = p
 	}
+	solo := c.wk != nil && c.wk.take()
+	if solo {
+		defer c.wk.give()
+	}
+	p.solo = solo
 	c.mu.Lock()
 	if c.closed {
 		err := c.cause
@@ -64,14 +69,36 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	msg := appendRequest(nil, idText, method, b)
 	enc.release()
 	if err := c.send(ctx, msg); err != nil {
-		c.forget(id) // if it was not pending any more, its reply is in p.ch: p cannot be reused
+		// If it was not pending any more, its reply is in p.ch: p cannot
+		// be reused.
+		if !c.forget(id) && solo {
+			c.wk.drain(id)
+		}
 		return err
 	}
 	defer c.lend(ctx)()
 	var r reply
-	if caller == nil {
+	waited := false
+	if solo {
+		switch err := c.wk.wait(orig, id); {
+		case err == nil:
+			r, waited = <-p.ch, true
+		case orig.Err() != nil:
+			if c.forget(id) {
+				c.cancelRemote(idText)
+			} else {
+				c.wk.drain(id) // its reply is on its way
+			}
+			return orig.Err()
+		}
+		// Otherwise the pipe was closed with the connection, which sends
+		// the reply on p.ch.
+	}
+	switch {
+	case waited:
+	case caller == nil:
 		r = <-p.ch // the timer sends the timeout's reply
-	} else {
+	default:
 		select {
 		case r = <-p.ch:
 		case <-caller:
@@ -154,6 +181,9 @@ type pendingCall struct {
 	// Conn.pending (with Conn.mu held) sends it.
 	ch       chan reply
 	progress func(json.RawMessage)
+	// solo: the caller waits on the connection's poll waker, which whoever
+	// sends on ch then tells the call's id (see wake.go).
+	solo bool
 
 	// A call of Conn.Call whose ctx has no deadline, when CallTimeout
 	// bounds it, is its own context while it waits to be sent: it embeds
@@ -193,7 +223,7 @@ func (p *pendingCall) release(reuse bool) {
 	if !reuse || p.ended.Load() {
 		return
 	}
-	p.progress, p.Context, p.deadline, p.stop = nil, nil, 0, nil
+	p.progress, p.Context, p.deadline, p.stop, p.solo = nil, nil, 0, nil, false
 	pendingCalls.Put(p)
 }
 
@@ -292,7 +322,11 @@ func (c *Conn) expireCalls() {
 		case p.deadline == 0:
 		case p.deadline <= now:
 			delete(c.pending, id)
+			solo := p.solo // p is the caller's again once expired
 			p.expireLocked()
+			if solo {
+				c.wk.notify(id)
+			}
 		case next == 0 || p.deadline < next:
 			next = p.deadline
 		}

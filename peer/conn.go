@@ -93,6 +93,7 @@ type Conn struct {
 	localClose  bool               // closed by Close, CloseWith or Shutdown
 	nextID      uint64
 	pending     map[uint64]*pendingCall
+	wk          *waker           // Options.PollWake; nil: none (set once, by NewConn)
 	timeouts    timeouts         // the CallTimeout of calls in pending (call.go)
 	inflight    map[string]*call // calls being served, by raw request id
 	batches     []*batch         // batches being served (their calls are not in inflight)
@@ -129,6 +130,9 @@ func NewConn(t Transport, opts *Options) *Conn {
 	}
 	if c.o.Rate > 0 {
 		c.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
+	}
+	if c.o.PollWake {
+		c.wk = newWaker()
 	}
 	return c
 }
@@ -315,8 +319,15 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 		_ = c.t.Close(code, reason)
 		c.stop()
 	}()
-	for _, p := range pending {
+	for id, p := range pending {
+		solo := p.solo // p is the caller's again once sent
 		p.ch <- reply{err: c.cause}
+		if solo {
+			c.wk.notify(id)
+		}
+	}
+	if c.wk != nil {
+		c.wk.close()
 	}
 	if !serving {
 		go func() {

@@ -1,0 +1,193 @@
+//go:build unix
+
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// wakePipe returns a pair whose side a makes its calls with PollWake and
+// b serves m, and checks that a has its pipe: on this system pipes can
+// be polled, so the tests below would otherwise test the channel.
+func wakePipe(t *testing.T, aOpts *Options, m *Mux) (a, b *Conn) {
+	t.Helper()
+	o := Options{}
+	if aOpts != nil {
+		o = *aOpts
+	}
+	o.PollWake = true
+	a, b = pipe(t, &o, &Options{Router: m})
+	if a.wk == nil {
+		t.Fatal("PollWake set, but the connection has no pipe")
+	}
+	return a, b
+}
+
+// pipeEmpty reports whether a's pipe holds no id: every caller that
+// gave up read the id of its delivered reply before letting go.
+func pipeEmpty(t *testing.T, a *Conn) bool {
+	t.Helper()
+	rc, err := a.wk.r.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		// A caller that gave up may have left the pipe's deadline in the
+		// past, or be about to (its ctx's AfterFunc runs on a goroutine of
+		// its own): the raw read is then not tried, and is tried again.
+		if err := a.wk.r.SetReadDeadline(time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			var b [8]byte
+			n, rerr = syscall.Read(int(fd), b[:])
+			return true // do not wait: the pipe is non-blocking
+		})
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			continue
+		case err != nil:
+			t.Fatal(err)
+		}
+		return n <= 0 && errors.Is(rerr, syscall.EAGAIN)
+	}
+}
+
+func TestPollWakeCalls(t *testing.T) {
+	m := NewMux()
+	m.Handle("double", Func(func(_ context.Context, x []int) (int, error) { return 2 * x[0], nil }))
+	a, _ := wakePipe(t, nil, m)
+	for i := range 200 {
+		var got int
+		if err := a.Call(t.Context(), "double", []int{i}, &got); err != nil || got != 2*i {
+			t.Fatalf("call %d: got %d, %v; want %d", i, got, err, 2*i)
+		}
+	}
+	// Overlapping calls: one waits on the pipe at a time, the others on
+	// their channels, and each gets its own reply.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				x := g*1000 + i
+				var got int
+				if err := a.Call(t.Context(), "double", []int{x}, &got); err != nil || got != 2*x {
+					errs <- fmt.Errorf("call %d: got %d, %v; want %d", x, got, err, 2*x)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if !pipeEmpty(t, a) {
+		t.Error("ids left in the pipe")
+	}
+}
+
+// TestPollWakeCancel checks that a caller waiting on the pipe returns
+// when its ctx ends, and that the next caller waits as it should: the
+// deadline that ended the wait does not end the next one.
+func TestPollWakeCancel(t *testing.T) {
+	m, started := waitMux()
+	m.HandleFunc("quick", func(context.Context, *Request) (any, error) { return 7, nil })
+	a, _ := wakePipe(t, nil, m)
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Call(ctx, "wait", nil, nil) }()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call returned %v, want context.Canceled", err)
+	}
+	for range 3 {
+		var got int
+		if err := a.Call(t.Context(), "quick", nil, &got); err != nil || got != 7 {
+			t.Fatalf("next call: got %d, %v; want 7", got, err)
+		}
+	}
+	if !pipeEmpty(t, a) {
+		t.Error("ids left in the pipe")
+	}
+}
+
+func TestPollWakeTimeout(t *testing.T) {
+	m, _ := waitMux()
+	m.HandleFunc("quick", func(context.Context, *Request) (any, error) { return 7, nil })
+	a, _ := wakePipe(t, &Options{CallTimeout: 20 * time.Millisecond}, m)
+	if err := a.Call(context.Background(), "wait", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	var got int
+	if err := a.Call(context.Background(), "quick", nil, &got); err != nil || got != 7 {
+		t.Fatalf("next call: got %d, %v; want 7", got, err)
+	}
+}
+
+// TestPollWakeClose checks that a caller waiting on the pipe learns of
+// the connection's close, and that the pipe is closed with it.
+func TestPollWakeClose(t *testing.T) {
+	m, started := waitMux()
+	a, _ := wakePipe(t, nil, m)
+	errc := make(chan error, 1)
+	go func() { errc <- a.Call(context.Background(), "wait", nil, nil) }()
+	<-started
+	a.Close()
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Call returned %v, want ErrClosed", err)
+	}
+	if _, err := a.wk.r.Read(make([]byte, 8)); err == nil {
+		t.Error("the pipe is still open after the connection closed")
+	}
+}
+
+// TestPollWakeGiveUpAtDelivery races callers giving up against their
+// replies coming: whichever wins, the caller returns having left no id in
+// the pipe, and the next call gets its own reply.
+func TestPollWakeGiveUpAtDelivery(t *testing.T) {
+	m := NewMux()
+	m.Handle("double", Func(func(_ context.Context, x []int) (int, error) { return 2 * x[0], nil }))
+	a, _ := wakePipe(t, nil, m)
+	gaveUp, answered := 0, 0
+	for i := range 300 {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range i % 50 { // give up at moments spread around the reply
+				_ = ctx.Err()
+			}
+			cancel()
+		}()
+		var got int
+		switch err := a.Call(ctx, "double", []int{i}, &got); {
+		case err == nil && got == 2*i:
+			answered++
+		case errors.Is(err, context.Canceled):
+			gaveUp++
+		default:
+			t.Fatalf("call %d: got %d, %v", i, got, err)
+		}
+		<-done
+		if !pipeEmpty(t, a) {
+			t.Fatalf("call %d left its id in the pipe", i)
+		}
+		if err := a.Call(t.Context(), "double", []int{-i}, &got); err != nil || got != -2*i {
+			t.Fatalf("call after %d: got %d, %v; want %d", i, got, err, -2*i)
+		}
+	}
+	t.Logf("%d answered, %d given up", answered, gaveUp)
+}
