@@ -191,3 +191,31 @@ func TestPollWakeGiveUpAtDelivery(t *testing.T) {
 	}
 	t.Logf("%d answered, %d given up", answered, gaveUp)
 }
+
+// TestPollWakeCallFromHandler checks calls made with PollWake by a
+// handler, on the reader, and calls back into that handler's side: the
+// caller waiting on the pipe does not hold up the reading of its reply.
+func TestPollWakeCallFromHandler(t *testing.T) {
+	inner := NewMux()
+	inner.Handle("greet", Func(func(_ context.Context, p []string) (string, error) {
+		return "hello " + p[0], nil
+	}))
+	outer := NewMux()
+	outer.HandleFunc("callback", func(ctx context.Context, _ *Request) (any, error) {
+		var s string
+		err := ConnFromContext(ctx).Call(ctx, "greet", []string{"world"}, &s)
+		return s, err
+	})
+	// a serves callback and calls back b's greet, through its pipe; b's
+	// greet is called while b's own call waits, on its pipe too.
+	a, b := pipe(t, &Options{Router: outer, PollWake: true}, &Options{Router: inner, PollWake: true})
+	if a.wk == nil || b.wk == nil {
+		t.Fatal("PollWake set, but a connection has no pipe")
+	}
+	for range 50 {
+		var got string
+		if err := b.Call(t.Context(), "callback", nil, &got); err != nil || got != "hello world" {
+			t.Fatalf("got %q, %v", got, err)
+		}
+	}
+}
