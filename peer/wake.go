@@ -34,6 +34,10 @@ import (
 type waker struct {
 	r, w *os.File
 	busy atomic.Bool // a caller holds the pipe
+	buf  [8]byte     // the holder's, to read an id into
+	// interruptFn is interrupt as a func value, made once: a method
+	// value made per wait would be an allocation per call.
+	interruptFn func()
 }
 
 // newWaker returns a waker, or nil where pipes cannot be polled (the
@@ -48,7 +52,9 @@ func newWaker() *waker {
 		_ = w.Close()
 		return nil
 	}
-	return &waker{r: r, w: w}
+	wk := &waker{r: r, w: w}
+	wk.interruptFn = wk.interrupt
+	return wk
 }
 
 // take reports whether the caller got the pipe; it must then give it
@@ -70,7 +76,7 @@ func (w *waker) notify(id uint64) {
 // if ctx ends first, or the pipe's once it is closed.
 func (w *waker) wait(ctx context.Context, id uint64) error {
 	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, w.interrupt)
+		stop := context.AfterFunc(ctx, w.interruptFn)
 		// If it ran, the deadline it set in the past is undone by the
 		// next wait, which finds it there.
 		defer stop()
@@ -86,12 +92,11 @@ func (w *waker) drain(id uint64) { _ = w.read(context.Background(), id) }
 // read reads ids until id. An expired deadline is interrupt's: for ctx,
 // or for a call that waited before and gave up.
 func (w *waker) read(ctx context.Context, id uint64) error {
-	var b [8]byte
 	for {
-		n, err := w.r.Read(b[:])
+		n, err := w.r.Read(w.buf[:])
 		switch {
-		case err == nil && n == len(b):
-			if binary.LittleEndian.Uint64(b[:]) == id {
+		case err == nil && n == len(w.buf):
+			if binary.LittleEndian.Uint64(w.buf[:]) == id {
 				return nil
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
