@@ -29,12 +29,22 @@ import (
 // ids until its own, then takes the reply from the channel. A caller that
 // gives up after its reply was taken for delivery reads its id before it
 // lets go of the pipe, so the pipe holds no id but the current waiter's.
+//
+// The poller is asked only when a core runs out of goroutines to run, or
+// every 10 ms by the runtime's monitor. In a process that keeps every core
+// busy, a caller woken through it would wait for that, where a caller on a
+// channel runs as soon as the reader parks. So the waiter measures each
+// wake, and after slowWakes slow ones in a row, the next skipCalls calls
+// wait on their channels; then the pipe is tried again.
 
 // waker is a connection's pipe and the caller waiting on it.
 type waker struct {
 	r, w *os.File
-	busy atomic.Bool // a caller holds the pipe
-	buf  [8]byte     // the holder's, to read an id into
+	busy atomic.Bool  // a caller holds the pipe
+	sent atomic.Int64 // when the last id was written (monotime)
+	skip atomic.Int64 // calls left that wait on their channels
+	slow int          // the holder's: slow wakes in a row
+	buf  [8]byte      // the holder's, to read an id into
 	// interruptFn is interrupt as a func value, made once: a method
 	// value made per wait would be an allocation per call.
 	interruptFn func()
@@ -57,9 +67,38 @@ func newWaker() *waker {
 	return wk
 }
 
+const (
+	// slowWake is a wake slower than any the poller makes on a process
+	// with a core to spare (5 to 20 µs).
+	slowWake = 500 * time.Microsecond
+	// slowWakes slow wakes in a row make skipCalls calls wait on their
+	// channels.
+	slowWakes = 2
+	skipCalls = 1000
+)
+
 // take reports whether the caller got the pipe; it must then give it
 // back with give.
-func (w *waker) take() bool { return w.busy.CompareAndSwap(false, true) }
+func (w *waker) take() bool {
+	if w.skip.Load() > 0 {
+		w.skip.Add(-1) // racy, and need not be exact
+		return false
+	}
+	return w.busy.CompareAndSwap(false, true)
+}
+
+// woke is told by the holder that it read its id: how long after the
+// write it woke.
+func (w *waker) woke() {
+	if monotime()-w.sent.Load() < int64(slowWake) {
+		w.slow = 0
+		return
+	}
+	if w.slow++; w.slow >= slowWakes {
+		w.slow = 0
+		w.skip.Store(skipCalls)
+	}
+}
 
 func (w *waker) give() { w.busy.Store(false) }
 
@@ -69,6 +108,7 @@ func (w *waker) give() { w.busy.Store(false) }
 func (w *waker) notify(id uint64) {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], id)
+	w.sent.Store(monotime())
 	_, _ = w.w.Write(b[:])
 }
 
@@ -81,7 +121,11 @@ func (w *waker) wait(ctx context.Context, id uint64) error {
 		// next wait, which finds it there.
 		defer stop()
 	}
-	return w.read(ctx, id)
+	err := w.read(ctx, id)
+	if err == nil {
+		w.woke()
+	}
+	return err
 }
 
 // drain reads call id's notification, which is sure to come: its reply

@@ -219,3 +219,33 @@ func TestPollWakeCallFromHandler(t *testing.T) {
 		}
 	}
 }
+
+// TestPollWakeSlowWakes checks that slow wakes in a row send the next
+// calls to their channels, for skipCalls calls, and that a quick wake in
+// between does not.
+func TestPollWakeSlowWakes(t *testing.T) {
+	w := newWaker()
+	if w == nil {
+		t.Fatal("no pipe")
+	}
+	defer w.close()
+	slow := func() { w.sent.Store(monotime() - 2*int64(slowWake)); w.woke() }
+	quick := func() { w.sent.Store(monotime()); w.woke() }
+	slow()
+	quick()
+	slow()
+	if !w.take() {
+		t.Fatal("the pipe was refused after slow wakes not in a row")
+	}
+	w.give()
+	slow()
+	for i := range skipCalls {
+		if w.take() {
+			t.Fatalf("call %d after %d slow wakes in a row took the pipe, want its channel for %d calls", i, slowWakes, skipCalls)
+		}
+	}
+	if !w.take() {
+		t.Fatalf("the pipe was refused after %d calls on their channels", skipCalls)
+	}
+	w.give()
+}
