@@ -81,17 +81,24 @@ func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
 // A handler that calls back to its caller and waits must not deadlock:
 // the caller's reader matches the nested call's response while the outer
 // call is still pending.
-func TestCallbackToCaller(t *testing.T) {
-	client := NewMux()
+// callbackMuxes returns a client serving "greet" and a server serving
+// "callback", which calls its caller's greet and returns the greeting.
+func callbackMuxes() (client, server *Mux) {
+	client = NewMux()
 	client.Handle("greet", Func(func(_ context.Context, p []string) (string, error) {
 		return "hello " + p[0], nil
 	}))
-	server := NewMux()
-	server.HandleFunc("callback", func(ctx context.Context, req *Request) (any, error) {
+	server = NewMux()
+	server.HandleFunc("callback", func(ctx context.Context, _ *Request) (any, error) {
 		var s string
 		err := ConnFromContext(ctx).Call(ctx, "greet", []string{"world"}, &s)
 		return s, err
 	})
+	return client, server
+}
+
+func TestCallbackToCaller(t *testing.T) {
+	client, server := callbackMuxes()
 	a, _ := pipe(t, &Options{Router: client}, &Options{Router: server})
 	var got string
 	if err := a.Call(t.Context(), "callback", nil, &got); err != nil || got != "hello world" {

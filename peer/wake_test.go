@@ -196,16 +196,7 @@ func TestPollWakeGiveUpAtDelivery(t *testing.T) {
 // handler, on the reader, and calls back into that handler's side: the
 // caller waiting on the pipe does not hold up the reading of its reply.
 func TestPollWakeCallFromHandler(t *testing.T) {
-	inner := NewMux()
-	inner.Handle("greet", Func(func(_ context.Context, p []string) (string, error) {
-		return "hello " + p[0], nil
-	}))
-	outer := NewMux()
-	outer.HandleFunc("callback", func(ctx context.Context, _ *Request) (any, error) {
-		var s string
-		err := ConnFromContext(ctx).Call(ctx, "greet", []string{"world"}, &s)
-		return s, err
-	})
+	inner, outer := callbackMuxes()
 	// a serves callback and calls back b's greet, through its pipe; b's
 	// greet is called while b's own call waits, on its pipe too.
 	a, b := pipe(t, &Options{Router: outer, PollWake: true}, &Options{Router: inner, PollWake: true})
