@@ -138,14 +138,7 @@ func TestCancel(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	a, _ := pipe(t, nil, &Options{Router: m})
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() { errc <- a.Call(ctx, "wait", nil, nil) }()
-	<-started
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Call returned %v, want context.Canceled", err)
-	}
+	cancelWait(t, a, started)
 	// The callee saw rpc.cancel, not a closed connection.
 	if err := <-cause; !errors.Is(err, errCancelled) {
 		t.Fatalf("handler context ended by %v, want rpc.cancel", err)
@@ -153,6 +146,20 @@ func TestCancel(t *testing.T) {
 	// The connection is still usable.
 	if err := a.Call(t.Context(), "rpc.ping", nil, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cancelWait calls "wait" on a, cancels the call once started is closed,
+// and checks that Call returns context.Canceled.
+func cancelWait(t *testing.T, a *Conn, started <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Call(ctx, "wait", nil, nil) }()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call returned %v, want context.Canceled", err)
 	}
 }
 

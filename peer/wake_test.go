@@ -105,14 +105,7 @@ func TestPollWakeCancel(t *testing.T) {
 	m, started := waitMux()
 	m.HandleFunc("quick", func(context.Context, *Request) (any, error) { return 7, nil })
 	a, _ := wakePipe(t, nil, m)
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() { errc <- a.Call(ctx, "wait", nil, nil) }()
-	<-started
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Call returned %v, want context.Canceled", err)
-	}
+	cancelWait(t, a, started)
 	for range 3 {
 		var got int
 		if err := a.Call(t.Context(), "quick", nil, &got); err != nil || got != 7 {
