@@ -252,3 +252,25 @@ func TestFloorWork(t *testing.T) {
 		}
 	}
 }
+
+// TestRatioText checks that a ratio is shown on the same side of its
+// target as it is.
+func TestRatioText(t *testing.T) {
+	tests := []struct {
+		r    result
+		want string
+	}{
+		{result{Ratio: 0.8312, Target: 0.9}, "0.83"},
+		{result{Ratio: 0.9997, Target: 1.0}, "0.9997"},
+		{result{Ratio: 1.0004, Target: 1.0}, "1.00"},
+		{result{Ratio: 0.7996, Target: 0.8}, "0.7996"},
+		{result{Ratio: 1.2004, Target: 1.2, LowerIsBetter: true}, "1.2004"},
+		{result{Ratio: 0.9997}, "1.00"},
+	}
+	for _, tt := range tests {
+		tt.r.Floor = 1
+		if got := tt.r.ratioText(); got != tt.want {
+			t.Errorf("ratio %v, target %v (lower is better: %v): %q, want %q", tt.r.Ratio, tt.r.Target, tt.r.LowerIsBetter, got, tt.want)
+		}
+	}
+}

@@ -122,8 +122,8 @@ ratios, so that the machine's drift between runs cancels out.
 			verdict = "met"
 		}
 		target := strings.NewReplacer(">=", "≥", "<=", "≤").Replace(r.targetText())
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n",
-			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.Ratio,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.ratioText(),
 			target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
 	}
 	b.WriteString(`
@@ -251,9 +251,9 @@ func ratioChart(results []result) []byte {
 		}
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>
 <rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>
-<text x="%.1f" y="%d">%.2f</text>
+<text x="%.1f" y="%d">%s</text>
 `, left-8, y+barH-5, html.EscapeString(label), left, y, x(r.Ratio)-left, barH, color,
-			x(r.Ratio)+4, y+barH-5, r.Ratio)
+			x(r.Ratio)+4, y+barH-5, r.ratioText())
 		if r.Target != 0 {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="2" stroke-dasharray="4 2"/>
 `, x(r.Target), y-3, x(r.Target), y+barH+3)

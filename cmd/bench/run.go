@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -209,6 +210,26 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 	return r, nil
 }
 
+// ratioText is the ratio with two decimals, or as many more as it takes
+// for the figure shown to be on the same side of the target as the ratio
+// itself: 0.9997 is "0.9997", not a "1.00" that missed a target of 1.0.
+func (r *result) ratioText() string {
+	for d := 2; ; d++ {
+		s := strconv.FormatFloat(r.Ratio, 'f', d, 64)
+		shown, _ := strconv.ParseFloat(s, 64)
+		if r.Target == 0 || d >= 6 {
+			return s
+		}
+		shownMet := shown >= r.Target
+		if r.LowerIsBetter {
+			shownMet = shown <= r.Target
+		}
+		if shownMet == r.met() {
+			return s
+		}
+	}
+}
+
 // targetText says the target, as ">= 0.9" or "<= 1.2", or "-" for none.
 func (r *result) targetText() string {
 	switch {
@@ -248,7 +269,7 @@ func printTable(w io.Writer, results []result) {
 	for _, r := range results {
 		ratio, verdict := "-", ""
 		if r.Floor != 0 {
-			ratio = fmt.Sprintf("%.2f", r.Ratio)
+			ratio = r.ratioText()
 		}
 		if r.Floor != 0 && r.Target != 0 {
 			verdict = "missed"
