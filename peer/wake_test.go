@@ -143,7 +143,10 @@ func TestPollWakeClose(t *testing.T) {
 		t.Fatalf("Call returned %v, want ErrClosed", err)
 	}
 	if _, err := a.wk.r.Read(make([]byte, 8)); err == nil {
-		t.Error("the pipe is still open after the connection closed")
+		t.Error("the pipe's read end is still open after the connection closed")
+	}
+	if _, err := a.wk.w.Write(make([]byte, 8)); err == nil {
+		t.Error("the pipe's write end is still open after the connection closed")
 	}
 }
 
