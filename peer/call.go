@@ -259,11 +259,15 @@ func (p *pendingCall) end(err error) {
 	}
 }
 
-// expireLocked fails p, which the caller has just removed from
-// Conn.pending, for its CallTimeout.
-func (p *pendingCall) expireLocked() {
-	p.end(context.DeadlineExceeded)
-	p.ch <- reply{expired: true}
+// hand gives call id's caller its reply r, once whoever holds p has
+// removed it from Conn.pending: on p's channel, and, if the caller waits
+// on the poll waker, by the call's id there too (see wake.go).
+func (c *Conn) hand(id uint64, p *pendingCall, r reply) {
+	solo := p.solo // p is the caller's again once sent
+	p.ch <- r
+	if solo {
+		c.wk.notify(id)
+	}
 }
 
 // monoEpoch is the origin of monotime.
@@ -322,11 +326,8 @@ func (c *Conn) expireCalls() {
 		case p.deadline == 0:
 		case p.deadline <= now:
 			delete(c.pending, id)
-			solo := p.solo // p is the caller's again once expired
-			p.expireLocked()
-			if solo {
-				c.wk.notify(id)
-			}
+			p.end(context.DeadlineExceeded)
+			c.hand(id, p, reply{expired: true})
 		case next == 0 || p.deadline < next:
 			next = p.deadline
 		}

@@ -320,11 +320,7 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 		c.stop()
 	}()
 	for id, p := range pending {
-		solo := p.solo // p is the caller's again once sent
-		p.ch <- reply{err: c.cause}
-		if solo {
-			c.wk.notify(id)
-		}
+		c.hand(id, p, reply{err: c.cause})
 	}
 	if c.wk != nil {
 		c.wk.close()

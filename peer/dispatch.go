@@ -374,11 +374,7 @@ func (c *Conn) deliver(m *message) {
 	}
 	r := decodeReply(m)
 	r.read = true
-	solo := p.solo // p is the caller's again once sent
-	p.ch <- r
-	if solo {
-		c.wk.notify(id)
-	}
+	c.hand(id, p, r)
 }
 
 func decodeReply(m *message) reply {
