@@ -422,10 +422,13 @@ func (h *Hub) replayJob(ctx context.Context, p *Peer, j replayJob) error {
 				return nil
 			}
 			buf = appendReplayed(buf[:0], e, h.epochJSON, j.pattern)
+			// Counted before it is sent, so that the peer never sees an
+			// event that Stats does not count yet; taken back if not sent.
+			h.streams.replayed.Add(1)
 			if err := p.conn.Notify(ctx, "rpc.event", json.RawMessage(buf)); err != nil {
+				h.streams.replayed.Add(^uint64(0))
 				return err
 			}
-			h.streams.replayed.Add(1)
 			after = e.Seq
 		}
 		if len(page.Events) < replayPage {
