@@ -177,3 +177,17 @@ func BenchmarkServeBatch100(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseBatch100 measures the envelope decoder on the load
+// generator's batch of 100 echo calls.
+func BenchmarkParseBatch100(b *testing.B) {
+	frame := batchFrame(100, "echo", "[1]")
+	buf := make([]message, 0, 100)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := parseFrame(buf, frame, 1000, DefaultMaxDepth); !ok {
+			b.Fatal("parse failed")
+		}
+	}
+}

@@ -253,7 +253,7 @@ func (c *Conn) limit(l Limit) {
 // cancelInflight cancels the handler serving the call with the given id.
 // It runs on the reader.
 func (c *Conn) cancelInflight(id json.RawMessage) {
-	if !validID(id) {
+	if !isIDValue(id) {
 		return
 	}
 	c.mu.Lock()

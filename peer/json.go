@@ -80,8 +80,10 @@ func scanValue(b []byte, i, depth, limit int) int {
 // scanObject validates the object starting at the '{' at b[i], inside
 // depth arrays and objects, and returns the index just past it, or a
 // negative number as scanValue does. If member is not nil, it is called
-// with each member's raw key (quotes included) and raw value, in order.
-func scanObject(b []byte, i, depth, limit int, member func(key, value []byte)) int {
+// with each member's name (its key's text, unquoted) and raw value, in
+// order. Names are nearly always plain ASCII, which the key's bytes
+// between its quotes spell; an escaped one is decoded.
+func scanObject(b []byte, i, depth, limit int, member func(name, value []byte)) int {
 	if depth >= limit {
 		return tooDeep
 	}
@@ -94,10 +96,15 @@ func scanObject(b []byte, i, depth, limit int, member func(key, value []byte)) i
 			return -1
 		}
 		ks := i
-		if i = skipString(b, i); i < 0 {
+		var escaped bool
+		if i, escaped = scanString(b, i); i < 0 {
 			return -1
 		}
-		key := b[ks:i]
+		name := b[ks+1 : i-1]
+		if escaped && member != nil {
+			s, _ := unquote(b[ks:i]) // valid, as scanned
+			name = []byte(s)
+		}
 		i = skipSpace(b, i)
 		if i >= len(b) || b[i] != ':' {
 			return -1
@@ -107,7 +114,7 @@ func scanObject(b []byte, i, depth, limit int, member func(key, value []byte)) i
 			return i
 		}
 		if member != nil {
-			member(key, b[vs:i])
+			member(name, b[vs:i])
 		}
 		var end bool
 		if i, end = nextElem(b, i, '}'); end {
@@ -142,39 +149,61 @@ func skipLiteral(b []byte, i int, lit string) int {
 
 // skipString validates the string starting at the quote b[i].
 func skipString(b []byte, i int) int {
+	i, _ = scanString(b, i)
+	return i
+}
+
+// stringStop marks the bytes that end a run of plain characters in a JSON
+// string: the closing quote, a backslash, and the control characters,
+// which must be escaped.
+var stringStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// scanString validates the string starting at the quote b[i], returning
+// the index just past it (-1 if invalid) and whether it holds escapes.
+func scanString(b []byte, i int) (int, bool) {
+	escaped := false
 	i++
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			return i + 1
-		case c == '\\':
+	for {
+		for i < len(b) && !stringStop[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return -1, false
+		}
+		switch b[i] {
+		case '"':
+			return i + 1, escaped
+		case '\\':
+			escaped = true
 			if i+1 >= len(b) {
-				return -1
+				return -1, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) {
-					return -1
+					return -1, false
 				}
 				for _, h := range b[i+2 : i+6] {
 					if !isHex(h) {
-						return -1
+						return -1, false
 					}
 				}
 				i += 6
 			default:
-				return -1
+				return -1, false
 			}
-		case c < 0x20:
-			return -1
-		default:
-			i++
+		default: // a control character
+			return -1, false
 		}
 	}
-	return -1
 }
 
 func isHex(c byte) bool {

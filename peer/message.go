@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -48,6 +47,17 @@ func validID(b []byte) bool {
 	return false
 }
 
+// isIDValue reports whether the JSON value v, valid already (scanned, or
+// decoded by encoding/json), is a string, a number or null: its first
+// byte tells.
+func isIDValue(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	c := v[0]
+	return c == '"' || c == 'n' || c == '-' || isDigit(c)
+}
+
 // Request is one call or notification, as a handler sees it. Params is the
 // raw JSON array or object (nil when omitted); the handler, or [Func],
 // decodes it. Params is a part of the message read, which is not reused:
@@ -92,7 +102,7 @@ func (m *message) validRequest() bool {
 // replyID is the id to answer an invalid message with: its own, when that is
 // a valid id, else null.
 func (m *message) replyID() []byte {
-	if m.hasID && validID(m.id) {
+	if m.hasID && isIDValue(m.id) {
 		return m.id
 	}
 	return nullJSON
@@ -107,18 +117,9 @@ func parseObject(b []byte, i, depth, limit int, m *message) int {
 	return scanObject(b, i, depth, limit, m.member)
 }
 
-// member records one member; later duplicates win, as with encoding/json.
-// Its key is a JSON string, quotes included; names are nearly always
-// plain ASCII, and escaped spellings are decoded on the slow path.
-func (m *message) member(key, v []byte) {
-	name := key[1 : len(key)-1]
-	if bytes.IndexByte(name, '\\') >= 0 {
-		s, ok := unquote(key)
-		if !ok {
-			return
-		}
-		name = []byte(s)
-	}
+// member records one member, named name; later duplicates win, as with
+// encoding/json.
+func (m *message) member(name, v []byte) {
 	switch string(name) {
 	case "jsonrpc":
 		m.version = string(v) == `"2.0"`
@@ -138,7 +139,7 @@ func (m *message) member(key, v []byte) {
 	case "id":
 		m.hasID = true
 		m.id = v
-		if !validID(v) {
+		if !isIDValue(v) {
 			m.bad = true
 		}
 	case "result":
