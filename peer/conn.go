@@ -428,4 +428,9 @@ func (c *Conn) tooSlow() {
 }
 
 // send queues b, waiting for room until ctx ends.
-func (c *Conn) send(ctx context.Context, b []byte) error { return c.out.send(ctx, b) }
+func (c *Conn) send(ctx context.Context, b []byte) error { return c.out.send(ctx, b, false) }
+
+// reply sends the reply of a call or batch that ran on a handler
+// goroutine, or on the reader: it may wait while the reader holds the
+// queue (see outbox.holdWrites). It fails only once the connection closed.
+func (c *Conn) reply(b []byte) { _ = c.out.send(c.life, b, true) }

@@ -174,7 +174,7 @@ func (c *Conn) serveBatch(b *batch, n int) {
 	c.batches = slices.Delete(c.batches, i, i+1)
 	c.mu.Unlock()
 	if out := b.reply(); out != nil {
-		_ = c.send(c.life, out)
+		c.reply(out)
 	}
 	c.freeSlots(n)
 }

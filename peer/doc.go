@@ -4,9 +4,17 @@
 // matched by id.
 //
 // A Conn runs over any message-oriented [Transport]: a WebSocket in
-// production ([WebSocket]), an in-memory pipe in tests and examples
-// ([Pipe]). [Respond] serves a single HTTP POST body with the same rules
-// and no connection.
+// production ([AcceptWebSocket] on a server, [WebSocket] over any
+// *websocket.Conn), an in-memory pipe in tests and examples ([Pipe]).
+// [Respond] serves a single HTTP POST body with the same rules and no
+// connection.
+//
+// Over a WebSocket accepted with AcceptWebSocket, the replies to calls
+// that arrive together leave together, in one system call: while the
+// reader runs a call with the next one read already, it holds the reply
+// back, and writes what it holds with the reply to the last call of the
+// read (a slow call does not hold the others' replies for more than the
+// watchdog's few milliseconds). docs/peer.md has the details and figures.
 //
 // # Serving
 //

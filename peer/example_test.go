@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -249,4 +253,33 @@ func ExampleRespond() {
 	// Output:
 	// [{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}},{"jsonrpc":"2.0","id":"1","result":7}]
 	// true
+}
+
+// A WebSocket server serving demoMux on each connection it accepts, and
+// a client calling it over a WebSocket. Accepted with AcceptWebSocket,
+// the replies to calls that arrive together leave in one write.
+func ExampleAcceptWebSocket() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, _, err := peer.AcceptWebSocket(w, r, nil)
+		if err != nil {
+			return // AcceptWebSocket has answered
+		}
+		peer.NewConn(t, &peer.Options{Router: demoMux()}).Serve(r.Context()) //nolint:errcheck
+	}))
+	defer srv.Close()
+
+	ws, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := peer.NewConn(peer.WebSocket(ws), nil)
+	go c.Serve(context.Background()) //nolint:errcheck
+	defer func() { c.Close(); <-c.Done() }()
+
+	var sum float64
+	if err := c.Call(context.Background(), "add", []float64{20, 22}, &sum); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sum)
+	// Output: 42
 }

@@ -69,7 +69,7 @@ func (c *Conn) wakeLocked() {
 func (c *Conn) finish(cl *call, reply []byte) {
 	c.unregister(cl)
 	if reply != nil {
-		_ = c.send(c.life, reply)
+		c.reply(reply)
 	}
 	c.freeSlots(1)
 }

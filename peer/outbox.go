@@ -43,6 +43,7 @@ type outbox struct {
 	queue   []outMsg
 	spare   []outMsg      // the last written batch's array, for reuse
 	writing bool          // a goroutine is writing the queue
+	holding bool          // the reader holds the queue back (holdWrites)
 	posted  int           // messages in queue that came through postEvent
 	room    chan struct{} // closed when the queue has room again
 
@@ -73,7 +74,7 @@ func (o *outbox) add(b []byte) error {
 		o.mu.Unlock()
 		return err
 	}
-	o.enqueueLocked(b, false, false)
+	o.enqueueLocked(b, qHold)
 	return nil
 }
 
@@ -82,7 +83,7 @@ func (o *outbox) add(b []byte) error {
 // otherwise: rpc.cancel for a call its caller gave up on.
 func (o *outbox) push(b []byte) {
 	o.mu.Lock()
-	o.enqueueLocked(b, false, false)
+	o.enqueueLocked(b, 0)
 }
 
 // postEvent queues b without waiting, for [Conn.Post]. It fails with
@@ -100,7 +101,7 @@ func (o *outbox) postEvent(b []byte) error {
 		return ErrTooSlow
 	}
 	o.posted++
-	o.enqueueLocked(b, true, false)
+	o.enqueueLocked(b, qPost|qHold)
 	return nil
 }
 
@@ -108,8 +109,10 @@ func (o *outbox) postEvent(b []byte) error {
 // ends. If no one is writing, the calling goroutine writes b itself, then
 // hands whatever was queued meanwhile to a writer goroutine. It runs on a
 // caller's goroutine (Call, Notify, Batch, Progress) or a handler's worker
-// (replies).
-func (o *outbox) send(ctx context.Context, b []byte) error {
+// (replies). A reply may wait while the reader holds the queue
+// (holdWrites); anything else goes out at once, with what is held: a
+// handler's call to the other side must not wait for the reader.
+func (o *outbox) send(ctx context.Context, b []byte, reply bool) error {
 	o.mu.Lock()
 	var done <-chan struct{}
 	if len(o.queue) >= o.limit {
@@ -122,7 +125,11 @@ func (o *outbox) send(ctx context.Context, b []byte) error {
 		}
 		return err
 	}
-	o.enqueueLocked(b, false, true)
+	q := qInline
+	if reply {
+		q |= qHold
+	}
+	o.enqueueLocked(b, q)
 	return nil
 }
 
@@ -158,22 +165,32 @@ func (o *outbox) waitRoomLocked(done <-chan struct{}, pause func(bool)) error {
 	return nil
 }
 
+// enqueue says how enqueueLocked queues a message.
+type enqueue uint8
+
+const (
+	qPost   enqueue = 1 << iota // it came through postEvent
+	qInline                     // the sender writes it if no one is writing
+	qHold                       // it may wait while the reader holds the queue
+)
+
 // enqueueLocked appends to the queue and makes sure someone writes it:
-// the caller itself when inline, else a writer goroutine. It is called
-// with o.mu held and releases it.
-func (o *outbox) enqueueLocked(b []byte, post, inline bool) {
+// the caller itself when inline, else a writer goroutine; no one yet if
+// the reader holds the queue and the message may wait. It is called with
+// o.mu held and releases it.
+func (o *outbox) enqueueLocked(b []byte, q enqueue) {
 	if o.closed {
 		o.mu.Unlock()
 		return
 	}
-	o.queue = append(o.queue, outMsg{b: b, post: post})
-	if o.writing {
+	o.queue = append(o.queue, outMsg{b: b, post: q&qPost != 0})
+	if o.writing || o.holding && q&qHold != 0 && len(o.queue) < holdMax(o.limit) {
 		o.mu.Unlock()
 		return
 	}
 	o.writing = true
 	o.armLocked()
-	if inline {
+	if q&qInline != 0 {
 		o.mu.Unlock()
 		o.write(true)
 		return
@@ -209,13 +226,9 @@ func (o *outbox) write(inline bool) {
 		}
 		o.mu.Unlock()
 
-		for i, m := range batch {
-			if err := o.t.Write(o.ctx, m.b); err != nil {
-				o.fail(err)
-				return
-			}
-			o.written.Add(1)
-			batch[i] = outMsg{}
+		if err := o.writeBatch(batch); err != nil {
+			o.fail(err)
+			return
 		}
 
 		o.mu.Lock()
@@ -229,6 +242,64 @@ func (o *outbox) write(inline bool) {
 		}
 		o.mu.Unlock()
 	}
+}
+
+// holdWrites, turned on, keeps what is queued from then on from being
+// written until it is turned off, when it goes out in one go. The reader
+// turns it on while it dispatches a message that another one, read
+// already, follows: it comes back to write before it waits for the other
+// side, and the replies to the messages of one read leave together, with
+// one system call where the transport can gather them (see gatherer),
+// instead of one each. A message that finds holdMax queued is written
+// (with the others) at once, and so is one queued while a writer is at
+// work.
+func (o *outbox) holdWrites(on bool) {
+	o.mu.Lock()
+	o.holding = on
+	if on || o.closed || o.writing || len(o.queue) == 0 {
+		o.mu.Unlock()
+		return
+	}
+	o.writing = true
+	o.armLocked()
+	o.mu.Unlock()
+	o.write(true)
+}
+
+// holdMax is how many messages holdWrites keeps back at most in a queue
+// of limit: a reader waiting for room in a held queue would wait for
+// itself.
+func holdMax(limit int) int { return min(limit/2, 64) }
+
+// writeBatch writes the messages of batch, in one go when there are
+// several and the transport can gather them, and clears batch.
+func (o *outbox) writeBatch(batch []outMsg) error {
+	g, gather := o.t.(gatherer)
+	gather = gather && len(batch) > 1
+	if gather {
+		g.holdWrites()
+	}
+	var err error
+	for i, m := range batch {
+		if err = o.t.Write(o.ctx, m.b); err != nil {
+			break
+		}
+		batch[i] = outMsg{}
+		if !gather {
+			o.written.Add(1)
+		}
+	}
+	if gather {
+		// Even after a failed write: what the transport wrote meanwhile
+		// (a close frame) must go out.
+		if ferr := g.flushWrites(); err == nil {
+			err = ferr
+		}
+		if err == nil {
+			o.written.Add(uint64(len(batch)))
+		}
+	}
+	return err
 }
 
 // spawnWriterLocked starts a writer goroutine, with o.mu held.

@@ -73,7 +73,7 @@ func TestOutboxIdleSenderWritesInline(t *testing.T) {
 	g := &gatedTransport{gate: make(chan struct{}, 1)}
 	o := newTestOutbox(t, g, 4)
 	g.gate <- struct{}{}
-	if err := o.send(t.Context(), []byte("one")); err != nil {
+	if err := o.send(t.Context(), []byte("one"), false); err != nil {
 		t.Fatal(err)
 	}
 	if got := g.messages(); len(got) != 1 || got[0] != "one" {
@@ -101,15 +101,15 @@ func TestOutboxSendersWaitForRoom(t *testing.T) {
 	g := &gatedTransport{gate: make(chan struct{})}
 	o := newTestOutbox(t, g, 2)
 	var senders sync.WaitGroup
-	senders.Go(func() { _ = o.send(t.Context(), []byte("0")) }) // writes inline
+	senders.Go(func() { _ = o.send(t.Context(), []byte("0"), false) }) // writes inline
 	waitWriting(t, o)
 	for _, m := range []string{"1", "2"} { // the queue is full now
-		if err := o.send(t.Context(), []byte(m)); err != nil {
+		if err := o.send(t.Context(), []byte(m), false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	senders.Go(func() {
-		if err := o.send(t.Context(), []byte("3")); err != nil {
+		if err := o.send(t.Context(), []byte("3"), false); err != nil {
 			t.Error(err)
 		}
 	})
@@ -237,13 +237,13 @@ func TestOutboxCloseFailsSenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiting := make(chan error, 1)
-	go func() { waiting <- o.send(context.Background(), []byte("waits")) }()
+	go func() { waiting <- o.send(context.Background(), []byte("waits"), false) }()
 	cause := errors.New("the cause")
 	o.close(cause)
 	if err := <-waiting; err != cause { //nolint:errorlint // the cause itself
 		t.Fatalf("waiting sender: %v", err)
 	}
-	if err := o.send(t.Context(), []byte("late")); err != cause { //nolint:errorlint // the cause itself
+	if err := o.send(t.Context(), []byte("late"), false); err != cause { //nolint:errorlint // the cause itself
 		t.Fatalf("later sender: %v", err)
 	}
 	if err := o.postEvent([]byte("late")); err != cause { //nolint:errorlint // the cause itself
@@ -254,5 +254,55 @@ func TestOutboxCloseFailsSenders(t *testing.T) {
 	o.mu.Unlock()
 	if queued != 0 {
 		t.Fatalf("%d messages still queued after close", queued)
+	}
+}
+
+// While the reader holds the queue, replies wait, and leave together
+// when it lets go; a message that is not a reply (a handler's call to the
+// other side) goes out at once, with the replies before it, in order; and
+// a held queue is written once it reaches holdMax.
+func TestOutboxHoldWrites(t *testing.T) {
+	g := &gatedTransport{gate: make(chan struct{}, 16)}
+	o := newTestOutbox(t, g, 8) // holdMax 4
+	for range 16 {
+		g.gate <- struct{}{}
+	}
+	o.holdWrites(true)
+	for _, m := range []string{"r1", "r2"} {
+		if err := o.send(t.Context(), []byte(m), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := g.messages(); len(got) != 0 || o.idle() {
+		t.Fatalf("held replies written (%q) or dropped (idle %v)", got, o.idle())
+	}
+	if err := o.send(t.Context(), []byte("call"), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(g.messages()); got != "[r1 r2 call]" {
+		t.Fatalf("written when the call was sent: %s", got)
+	}
+
+	o.add([]byte("r3"))
+	if got := len(g.messages()); got != 3 {
+		t.Fatalf("a held reply was written: %d messages", got)
+	}
+	o.holdWrites(false)
+	if got := fmt.Sprint(g.messages()); got != "[r1 r2 call r3]" {
+		t.Fatalf("written once the hold ended: %s", got)
+	}
+
+	o.holdWrites(true)
+	for _, m := range []string{"a", "b", "c", "d"} {
+		if err := o.send(t.Context(), []byte(m), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(g.messages()); got != "[r1 r2 call r3 a b c d]" {
+		t.Fatalf("written with holdMax queued: %s", got)
+	}
+	o.holdWrites(false)
+	if !o.idle() {
+		t.Fatal("outbox not idle")
 	}
 }

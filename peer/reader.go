@@ -68,9 +68,17 @@ var readerWatch struct {
 func (c *Conn) readLoop() {
 	c.readers.Add(1)
 	defer c.readers.Add(-1)
+	// The replies a reader held back (see below) are written: its
+	// predecessor lost the role in a handler, and may be in it still.
+	c.out.holdWrites(false)
+	ra, _ := c.t.(readAhead)
+	held := false
 	for {
 		began := c.readStart()
 		msg, err := c.t.Read(c.rctx)
+		if held && (err != nil || len(msg) > c.o.MaxMessage) {
+			c.out.holdWrites(false) // before the connection closes
+		}
 		if err != nil {
 			c.readFailed(err)
 			break
@@ -82,9 +90,19 @@ func (c *Conn) readLoop() {
 			c.teardown(&CloseError{Code: CloseTooBig, Reason: "message too big"}, CloseTooBig, "message too big")
 			break
 		}
+		// With another message read already, the replies to this one
+		// wait for that one's, to leave together.
+		ahead := ra != nil && ra.messageWaiting()
+		if ahead && !held {
+			c.out.holdWrites(true)
+		}
 		if !c.dispatch(c.hctx, msg) {
 			return // another goroutine reads now
 		}
+		if held && !ahead {
+			c.out.holdWrites(false)
+		}
+		held = ahead
 	}
 	c.giveTurn()
 	close(c.readDone)

@@ -1,10 +1,14 @@
 package peer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"net"
+	"net/http"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -17,6 +21,110 @@ import (
 func WebSocket(ws *websocket.Conn) Transport { return wsTransport{ws} }
 
 type wsTransport struct{ ws *websocket.Conn }
+
+// AcceptWebSocket accepts a WebSocket handshake, as websocket.Accept
+// does with opts, and returns the connection and a Transport over it
+// that writes the messages a Conn has ready together with one system
+// call: the replies to the calls that came in one read, or the events
+// queued for a busy subscriber. [WebSocket] writes each with a system
+// call of its own, since the WebSocket library flushes every message.
+// The messages are not delayed: the reader holds its replies back only
+// while the next call is read already (see the package documentation).
+func AcceptWebSocket(w http.ResponseWriter, r *http.Request, opts *websocket.AcceptOptions) (Transport, *websocket.Conn, error) {
+	gw := &gatherWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(gw, r, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return gatherTransport{wsTransport{ws}, gw.conn, gw.br}, ws, nil
+}
+
+// gatherWriter is the ResponseWriter a WebSocket is accepted through: it
+// hands the WebSocket library the hijacked connection wrapped in a
+// gatherConn, and keeps the buffered reader the library reads it with.
+type gatherWriter struct {
+	http.ResponseWriter
+	conn *gatherConn
+	br   *bufio.Reader
+}
+
+func (w *gatherWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *gatherWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.conn = newGatherConn(nc)
+	// The writer net/http made for the hijacked connection is new and
+	// empty: it writes to the gatherConn instead, with its buffer.
+	brw.Writer.Reset(w.conn)
+	w.br = brw.Reader
+	return w.conn, brw, nil
+}
+
+type gatherTransport struct {
+	wsTransport
+	gc *gatherConn
+	br *bufio.Reader
+}
+
+// messageWaiting reports whether a whole data message (a text or binary
+// frame, final) is read and buffered already: reading it needs no
+// system call, and cannot wait for the other side. A close frame does not
+// count: the WebSocket library answers it as it reads it, which must not
+// overtake replies held back. Only the reader may call it.
+func (t gatherTransport) messageWaiting() bool {
+	n := t.br.Buffered()
+	if n < 2 {
+		return false
+	}
+	h, _ := t.br.Peek(2)
+	if h[0]&0x80 == 0 { // not final: the rest may be still to come
+		return false
+	}
+	if op := h[0] & 0x0f; op != 1 && op != 2 {
+		return false
+	}
+	size, length := 2, uint64(h[1]&0x7f)
+	if h[1]&0x80 != 0 {
+		size += 4 // the masking key
+	}
+	switch length {
+	case 126:
+		size += 2
+	case 127:
+		size += 8
+	}
+	if n < size {
+		return false
+	}
+	h, _ = t.br.Peek(size)
+	switch length {
+	case 126:
+		length = uint64(binary.BigEndian.Uint16(h[2:]))
+	case 127:
+		length = binary.BigEndian.Uint64(h[2:])
+	}
+	return length <= uint64(n-size)
+}
+
+// readAhead is a Transport that can tell the reader that its next
+// message is read already (see outbox.holdWrites).
+type readAhead interface {
+	messageWaiting() bool
+}
+
+func (t gatherTransport) holdWrites()        { t.gc.Hold() }
+func (t gatherTransport) flushWrites() error { return t.gc.Flush() }
+
+// gatherer is a Transport that can send several messages in one go: the
+// outbox writes a batch of queued messages between holdWrites and
+// flushWrites.
+type gatherer interface {
+	holdWrites()
+	flushWrites() error
+}
 
 func (t wsTransport) Read(ctx context.Context) ([]byte, error) {
 	_, r, err := t.ws.Reader(ctx)

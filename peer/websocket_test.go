@@ -14,19 +14,19 @@ import (
 	"github.com/coder/websocket"
 )
 
-// wsPair serves mux over a real WebSocket on 127.0.0.1 and returns a Conn
-// dialed to it.
+// wsPair serves srvOpts over a real WebSocket on 127.0.0.1, accepted
+// with AcceptWebSocket, and returns a Conn dialed to it.
 func wsPair(t *testing.T, srvOpts *Options) *Conn {
 	t.Helper()
 	done := make(chan struct{})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(done)
-		ws, err := websocket.Accept(w, r, nil)
+		tr, ws, err := AcceptWebSocket(w, r, nil)
 		if err != nil {
 			return
 		}
 		ws.SetReadLimit(int64(srvOpts.withDefaults().MaxMessage))
-		NewConn(WebSocket(ws), srvOpts).Serve(r.Context()) //nolint:errcheck
+		NewConn(tr, srvOpts).Serve(r.Context()) //nolint:errcheck
 	}))
 	t.Cleanup(ts.Close)
 	ws, _, err := websocket.Dial(t.Context(), "ws://"+ts.Listener.Addr().String(), nil)

@@ -34,7 +34,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	if s.o.Compression {
 		mode = websocket.CompressionNoContextTakeover
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	t, ws, err := peer.AcceptWebSocket(w, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // the origin was checked by serveRPC, the same way for POST
 		CompressionMode:    mode,
 		Subprotocols:       []string{Subprotocol}, // chosen only when offered
@@ -49,18 +49,18 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	// The request's context ends when this handler returns; its values
 	// (an identity a middleware put there, say) stay.
 	ctx := hub.WithIdentity(context.WithoutCancel(r.Context()), identity)
-	go s.servePeer(ctx, ws, r.RemoteAddr, identity)
+	go s.servePeer(ctx, t, r.RemoteAddr, identity)
 }
 
-// servePeer serves ws, accepted from remote, until the connection ends;
+// servePeer serves t, accepted from remote, until the connection ends;
 // it ends what serveWebSocket's begin started.
-func (s *Server) servePeer(ctx context.Context, ws *websocket.Conn, remote string, identity any) {
+func (s *Server) servePeer(ctx context.Context, t peer.Transport, remote string, identity any) {
 	defer s.end()
 	id := uuid.NewString()
 	who := []zap.Field{zap.String("peer", id), zap.String("remote", remote)}
 	// The connection's own diagnostics are rare: its logger encodes who
 	// it is only if it ever logs, not for every idle connection.
-	conn := peer.NewConn(peer.WebSocket(ws), s.peerOptions(s.log.WithLazy(who...)))
+	conn := peer.NewConn(t, s.peerOptions(s.log.WithLazy(who...)))
 
 	s.mu.Lock()
 	if s.closing {

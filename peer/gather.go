@@ -1,0 +1,88 @@
+package peer
+
+import (
+	"net"
+	"sync"
+)
+
+// gatherConn is a network connection whose writes can be gathered: between
+// Hold and Flush, what is written to it is kept, and Flush sends it in one
+// write. A WebSocket library writes each message with a system call of its
+// own (coder/websocket flushes its buffer at the end of every message);
+// over a gatherConn (see AcceptWebSocket), a Conn that has several
+// messages to send, the replies to the calls of one read or the events
+// queued for a busy subscriber, sends them with one.
+//
+// Writes between Hold and Flush succeed at once, and an error of the
+// connection comes from Flush. Held bytes are sent early, still in one
+// write, when they pass 64 KiB, so a large message is not copied whole.
+// Writes made while another goroutine holds (a WebSocket library's pong,
+// or its close frame) join the held bytes, in order.
+type gatherConn struct {
+	net.Conn
+
+	mu   sync.Mutex // held across the underlying writes, for their order
+	held bool
+	buf  *[]byte // while held; from gatherBufs
+}
+
+// newGatherConn returns c with writes that can be gathered.
+func newGatherConn(c net.Conn) *gatherConn { return &gatherConn{Conn: c} }
+
+// gatherLimit is how many held bytes Write keeps before sending them.
+const gatherLimit = 64 << 10
+
+var gatherBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// Write writes p, or keeps it while writes are held.
+func (c *gatherConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held {
+		return c.Conn.Write(p)
+	}
+	if c.buf == nil {
+		c.buf = gatherBufs.Get().(*[]byte)
+	}
+	*c.buf = append(*c.buf, p...)
+	if len(*c.buf) >= gatherLimit {
+		if err := c.sendLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Hold keeps what is written from now on, until Flush.
+func (c *gatherConn) Hold() {
+	c.mu.Lock()
+	c.held = true
+	c.mu.Unlock()
+}
+
+// Flush sends what was kept since Hold, in one write, and ends the hold.
+func (c *gatherConn) Flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	err := c.sendLocked()
+	if c.buf != nil {
+		if cap(*c.buf) <= gatherLimit*2 {
+			*c.buf = (*c.buf)[:0]
+			gatherBufs.Put(c.buf)
+		}
+		c.buf = nil
+	}
+	return err
+}
+
+// sendLocked writes the held bytes, with c.mu held, and empties the
+// buffer.
+func (c *gatherConn) sendLocked() error {
+	if c.buf == nil || len(*c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(*c.buf)
+	*c.buf = (*c.buf)[:0]
+	return err
+}

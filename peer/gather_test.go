@@ -1,0 +1,294 @@
+package peer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// writeLog is a net.Conn that records each Write it is given.
+type writeLog struct {
+	net.Conn
+	mu     sync.Mutex
+	writes []string
+	err    error
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, string(p))
+	return len(p), w.err
+}
+
+func (w *writeLog) got() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.writes...)
+}
+
+func TestGatherConn(t *testing.T) {
+	w := &writeLog{}
+	gc := newGatherConn(w)
+	for _, s := range []string{"a", "b"} {
+		if _, err := gc.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.got(); len(got) != 2 {
+		t.Fatalf("writes not held went out as %q", got)
+	}
+
+	gc.Hold()
+	for _, s := range []string{"c", "d", "e"} {
+		if n, err := gc.Write([]byte(s)); n != 1 || err != nil {
+			t.Fatalf("held Write = %d, %v", n, err)
+		}
+	}
+	if got := w.got(); len(got) != 2 {
+		t.Fatalf("held writes went out: %q", got)
+	}
+	if err := gc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.got(); len(got) != 3 || got[2] != "cde" {
+		t.Fatalf("held writes went out as %q, want one cde", got[2:])
+	}
+
+	// Past gatherLimit, what is held goes out early, in one write.
+	gc.Hold()
+	big := strings.Repeat("x", gatherLimit/2+1)
+	for range 2 {
+		if _, err := gc.Write([]byte(big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.got(); len(got) != 4 || len(got[3]) != 2*len(big) {
+		t.Fatalf("%d writes after 2 large held ones", len(got))
+	}
+	if err := gc.Flush(); err != nil || len(w.got()) != 4 {
+		t.Fatalf("Flush with nothing held: %v, %d writes", err, len(w.got()))
+	}
+
+	// The connection's error comes from Flush.
+	w.err = errors.New("broken")
+	gc.Hold()
+	if _, err := gc.Write([]byte("f")); err != nil {
+		t.Fatalf("held Write failed: %v", err)
+	}
+	if err := gc.Flush(); err != w.err { //nolint:errorlint // the error itself
+		t.Fatalf("Flush = %v, want %v", err, w.err)
+	}
+}
+
+// clientFrame is a WebSocket frame as a client sends it: masked.
+func clientFrame(fin bool, op byte, payload []byte) []byte {
+	b0 := op
+	if fin {
+		b0 |= 0x80
+	}
+	f := []byte{b0}
+	switch n := len(payload); {
+	case n < 126:
+		f = append(f, 0x80|byte(n))
+	case n <= 0xffff:
+		f = append(f, 0x80|126)
+		f = binary.BigEndian.AppendUint16(f, uint16(n))
+	default:
+		f = append(f, 0x80|127)
+		f = binary.BigEndian.AppendUint64(f, uint64(n))
+	}
+	f = append(f, 1, 2, 3, 4) // the masking key
+	return append(f, payload...)
+}
+
+func TestMessageWaiting(t *testing.T) {
+	call := []byte(`{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}`)
+	text := clientFrame(true, 1, call)
+	mid := clientFrame(true, 2, bytes.Repeat([]byte("m"), 300))
+	large := clientFrame(true, 1, bytes.Repeat([]byte("l"), 70000))
+	tests := []struct {
+		name     string
+		buffered []byte
+		want     bool
+	}{
+		{"nothing", nil, false},
+		{"one byte", text[:1], false},
+		{"text", text, true},
+		{"text and more", append(append([]byte(nil), text...), text[:3]...), true},
+		{"text but its last byte", text[:len(text)-1], false},
+		{"binary, 16-bit length", mid, true},
+		{"16-bit length, cut in its header", mid[:3], false},
+		{"16-bit length, cut", mid[:len(mid)-1], false},
+		{"64-bit length", large, true},
+		{"64-bit length, cut", large[:len(large)-1], false},
+		{"not final", clientFrame(false, 1, call), false},
+		{"close", clientFrame(true, 8, []byte{3, 232}), false},
+		{"ping", clientFrame(true, 9, nil), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(bytes.NewReader(tt.buffered), 1<<17)
+			if len(tt.buffered) > 0 {
+				if _, err := br.Peek(len(tt.buffered)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := (gatherTransport{br: br}).messageWaiting(); got != tt.want {
+				t.Fatalf("messageWaiting = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// countingListener counts the writes made to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, writes: &l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// gatherServer serves opts over WebSockets accepted with AcceptWebSocket
+// on 127.0.0.1, counting the server's writes, and returns a raw WebSocket
+// dialed to it whose writes the test can gather into one, with gc.
+func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *gatherConn, writes *atomic.Int64) {
+	t.Helper()
+	var served sync.WaitGroup
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tr, _, err := AcceptWebSocket(w, r, nil)
+		if err != nil {
+			return
+		}
+		served.Go(func() { NewConn(tr, opts).Serve(context.Background()) }) //nolint:errcheck
+	}))
+	l := &countingListener{Listener: ts.Listener}
+	ts.Listener = l
+	ts.Start()
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		gc = newGatherConn(c)
+		return gc, nil
+	}
+	ws, _, err := websocket.Dial(t.Context(), "ws://"+ts.Listener.Addr().String(), &websocket.DialOptions{
+		HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dial}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ws.Close(websocket.StatusNormalClosure, "") //nolint:errcheck
+		served.Wait()
+		ts.Close()
+	})
+	return ws, gc, &l.writes
+}
+
+// sendTogether writes frames to ws in one write of the network
+// connection, so that the server reads them together.
+func sendTogether(t *testing.T, ws *websocket.Conn, gc *gatherConn, frames ...string) {
+	t.Helper()
+	gc.Hold()
+	for _, f := range frames {
+		if err := ws.Write(t.Context(), websocket.MessageText, []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := gc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readReply reads one message from ws and returns its id.
+func readReply(t *testing.T, ws *websocket.Conn) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, b, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ ID json.RawMessage }
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("reply %s: %v", b, err)
+	}
+	return string(r.ID)
+}
+
+// The replies to calls that arrive together leave together: a client
+// pipelining 32 calls gets their replies in a write or two of the
+// server's, not 32.
+func TestAcceptWebSocketGathersReplies(t *testing.T) {
+	ws, gc, writes := gatherServer(t, &Options{Router: specMux()})
+	ws.SetReadLimit(-1)
+	var frames []string
+	for i := range 32 {
+		frames = append(frames, fmt.Sprintf(`{"jsonrpc":"2.0","method":"add","params":[%d,1],"id":%d}`, i, i))
+	}
+	before := writes.Load()
+	sendTogether(t, ws, gc, frames...)
+	seen := map[string]bool{}
+	for range 32 {
+		seen[readReply(t, ws)] = true
+	}
+	if len(seen) != 32 {
+		t.Fatalf("%d distinct replies to 32 calls", len(seen))
+	}
+	if n := writes.Load() - before; n > 2 {
+		t.Fatalf("the server wrote 32 replies in %d writes", n)
+	}
+}
+
+// A reply held back while the reader runs the next call does not wait
+// for that call when it is slow: the reader's watchdog moves the reading
+// on, and the held reply leaves then.
+func TestHeldReplyBeforeSlowCall(t *testing.T) {
+	release := make(chan struct{})
+	mux := NewMux()
+	mux.Handle("add", Func(func(ctx context.Context, p []int) (int, error) { return p[0] + p[1], nil }))
+	mux.Handle("wait", Func(func(ctx context.Context, _ []int) (int, error) {
+		<-release
+		return 0, nil
+	}))
+	ws, gc, _ := gatherServer(t, &Options{Router: mux})
+	defer close(release)
+	sendTogether(t, ws, gc,
+		`{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`,
+		`{"jsonrpc":"2.0","method":"wait","params":[],"id":2}`)
+	if id := readReply(t, ws); id != "1" {
+		t.Fatalf("first reply is to %s, want 1", id)
+	}
+}
