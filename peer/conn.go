@@ -56,12 +56,17 @@ type Conn struct {
 	// and the reader.
 	drainingFlag atomic.Bool
 
-	limiter *rate.Limiter         // Options.Rate; nil: none. The reader's.
-	rctx    context.Context       // the reader's reads, set by Serve
-	hctx    context.Context       // the handlers' parent, set by Serve
-	rstate  atomic.Uint64         // the reader's state, for the watchdog (see reader.go)
-	readers atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
-	rbatch  atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
+	limiter *rate.Limiter   // Options.Rate; nil: none. The reader's.
+	rctx    context.Context // the reader's reads, set by Serve
+	hctx    context.Context // the handlers' parent, set by Serve
+	rstate  atomic.Uint64   // the reader's state, for the watchdog (see reader.go)
+	// ahead is the transport when it can tell that its next message is
+	// read already (see Conn.readAhead); held and heldNext belong to the
+	// reader.
+	ahead          readAhead
+	held, heldNext bool
+	readers        atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
+	rbatch         atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
 	// spawning is set when the watchdog took the reader role from a slow
 	// handler, and cleared at its next look (or once no call runs):
 	// meanwhile concurrent calls run on workers.
@@ -118,6 +123,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.pool = workers{wg: &c.wg}
+	c.ahead, _ = t.(readAhead)
 	c.out = outbox{
 		t:       t,
 		ctx:     c.life,

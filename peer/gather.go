@@ -37,10 +37,19 @@ var gatherBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return
 // Write writes p, or keeps it while writes are held.
 func (c *gatherConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !c.held {
-		return c.Conn.Write(p)
+		n, err := c.Conn.Write(p)
+		c.mu.Unlock()
+		return n, err
 	}
+	n, err := c.keepLocked(p)
+	c.mu.Unlock()
+	return n, err
+}
+
+// keepLocked adds p to the held bytes, with c.mu held, and sends them
+// once they pass gatherLimit.
+func (c *gatherConn) keepLocked(p []byte) (int, error) {
 	if c.buf == nil {
 		c.buf = gatherBufs.Get().(*[]byte)
 	}

@@ -148,7 +148,7 @@ func TestMessageWaiting(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := (gatherTransport{br: br}).messageWaiting(); got != tt.want {
+			if got := (&wsTransport{br: br}).messageWaiting(); got != tt.want {
 				t.Fatalf("messageWaiting = %v, want %v", got, tt.want)
 			}
 		})

@@ -226,7 +226,16 @@ func (o *outbox) write(inline bool) {
 		}
 		o.mu.Unlock()
 
-		if err := o.writeBatch(batch); err != nil {
+		var err error
+		if len(batch) == 1 { // most often: no frame of writeBatch's on the stack
+			if err = o.t.Write(o.ctx, batch[0].b); err == nil {
+				o.written.Add(1)
+				batch[0] = outMsg{}
+			}
+		} else {
+			err = o.writeBatch(batch)
+		}
+		if err != nil {
 			o.fail(err)
 			return
 		}
@@ -275,7 +284,7 @@ func holdMax(limit int) int { return min(limit/2, 64) }
 // several and the transport can gather them, and clears batch.
 func (o *outbox) writeBatch(batch []outMsg) error {
 	g, gather := o.t.(gatherer)
-	gather = gather && len(batch) > 1
+	gather = gather && len(batch) > 1 && g.canGather()
 	if gather {
 		g.holdWrites()
 	}

@@ -71,41 +71,59 @@ func (c *Conn) readLoop() {
 	// The replies a reader held back (see below) are written: its
 	// predecessor lost the role in a handler, and may be in it still.
 	c.out.holdWrites(false)
-	ra, _ := c.t.(readAhead)
-	held := false
+	c.held = false
 	for {
 		began := c.readStart()
 		msg, err := c.t.Read(c.rctx)
-		if held && (err != nil || len(msg) > c.o.MaxMessage) {
-			c.out.holdWrites(false) // before the connection closes
-		}
 		if err != nil {
+			c.letGo() // before the connection closes
 			c.readFailed(err)
 			break
 		}
 		c.readEnd(began)
 		c.reads.Add(1)
 		if len(msg) > c.o.MaxMessage {
+			c.letGo()
 			c.limit(LimitMessage)
 			c.teardown(&CloseError{Code: CloseTooBig, Reason: "message too big"}, CloseTooBig, "message too big")
 			break
 		}
 		// With another message read already, the replies to this one
 		// wait for that one's, to leave together.
-		ahead := ra != nil && ra.messageWaiting()
-		if ahead && !held {
-			c.out.holdWrites(true)
+		if c.ahead != nil {
+			c.readAhead()
 		}
 		if !c.dispatch(c.hctx, msg) {
 			return // another goroutine reads now
 		}
-		if held && !ahead {
-			c.out.holdWrites(false)
+		if !c.heldNext {
+			c.letGo()
 		}
-		held = ahead
 	}
 	c.giveTurn()
 	close(c.readDone)
+}
+
+// readAhead holds the queue (outbox.holdWrites) while the reader runs a
+// message that another one, read already, follows: the replies to the
+// messages of one read then leave together. It notes in c.heldNext
+// whether the next message is there, for the reader to let go of the
+// queue after this one otherwise.
+func (c *Conn) readAhead() {
+	c.heldNext = c.ahead.messageWaiting()
+	if c.heldNext && !c.held {
+		c.held = true
+		c.out.holdWrites(true)
+	}
+}
+
+// letGo ends the reader's hold on the queue, if it holds it: what it
+// held is written.
+func (c *Conn) letGo() {
+	if c.held {
+		c.held = false
+		c.out.holdWrites(false)
+	}
 }
 
 // enterHandler marks the reader as running a handler and returns the

@@ -18,9 +18,16 @@ import (
 // Transport. Text and binary messages are both read as JSON; messages are
 // written as text. Set the read limit on ws (SetReadLimit) to
 // Options.MaxMessage: the WebSocket library then closes with 1009 itself.
-func WebSocket(ws *websocket.Conn) Transport { return wsTransport{ws} }
+func WebSocket(ws *websocket.Conn) Transport { return &wsTransport{ws: ws} }
 
-type wsTransport struct{ ws *websocket.Conn }
+// wsTransport is a WebSocket. gc and br are set when it was accepted with
+// AcceptWebSocket: the network connection, and the buffered reader the
+// WebSocket library reads it with.
+type wsTransport struct {
+	ws *websocket.Conn
+	gc *gatherConn
+	br *bufio.Reader
+}
 
 // AcceptWebSocket accepts a WebSocket handshake, as websocket.Accept
 // does with opts, and returns the connection and a Transport over it
@@ -36,7 +43,7 @@ func AcceptWebSocket(w http.ResponseWriter, r *http.Request, opts *websocket.Acc
 	if err != nil {
 		return nil, nil, err
 	}
-	return gatherTransport{wsTransport{ws}, gw.conn, gw.br}, ws, nil
+	return &wsTransport{ws, gw.conn, gw.br}, ws, nil
 }
 
 // gatherWriter is the ResponseWriter a WebSocket is accepted through: it
@@ -55,18 +62,14 @@ func (w *gatherWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// The library writes through brw.Writer, empty now: it writes to the
+	// gatherConn instead. It reads nc itself, through brw.Reader: the
+	// reader, parked there while the connection is idle, has no frame of
+	// the gatherConn's on its stack (which would grow it past 4 KiB).
 	w.conn = newGatherConn(nc)
-	// The writer net/http made for the hijacked connection is new and
-	// empty: it writes to the gatherConn instead, with its buffer.
 	brw.Writer.Reset(w.conn)
 	w.br = brw.Reader
-	return w.conn, brw, nil
-}
-
-type gatherTransport struct {
-	wsTransport
-	gc *gatherConn
-	br *bufio.Reader
+	return nc, brw, nil
 }
 
 // messageWaiting reports whether a whole data message (a text or binary
@@ -74,7 +77,10 @@ type gatherTransport struct {
 // system call, and cannot wait for the other side. A close frame does not
 // count: the WebSocket library answers it as it reads it, which must not
 // overtake replies held back. Only the reader may call it.
-func (t gatherTransport) messageWaiting() bool {
+func (t *wsTransport) messageWaiting() bool {
+	if t.br == nil {
+		return false
+	}
 	n := t.br.Buffered()
 	if n < 2 {
 		return false
@@ -115,18 +121,20 @@ type readAhead interface {
 	messageWaiting() bool
 }
 
-func (t gatherTransport) holdWrites()        { t.gc.Hold() }
-func (t gatherTransport) flushWrites() error { return t.gc.Flush() }
+func (t *wsTransport) canGather() bool    { return t.gc != nil }
+func (t *wsTransport) holdWrites()        { t.gc.Hold() }
+func (t *wsTransport) flushWrites() error { return t.gc.Flush() }
 
 // gatherer is a Transport that can send several messages in one go: the
 // outbox writes a batch of queued messages between holdWrites and
 // flushWrites.
 type gatherer interface {
+	canGather() bool // false: holdWrites and flushWrites must not be called
 	holdWrites()
 	flushWrites() error
 }
 
-func (t wsTransport) Read(ctx context.Context) ([]byte, error) {
+func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 	_, r, err := t.ws.Reader(ctx)
 	if err == nil {
 		var b []byte
@@ -176,14 +184,14 @@ const maxReadBuf = 64 << 10
 // the connection closes, before ctx ends, and they do: Close ends a write
 // in progress (it closes the network connection once the close frame
 // could not be written for 5 s).
-func (t wsTransport) Write(_ context.Context, msg []byte) error {
+func (t *wsTransport) Write(_ context.Context, msg []byte) error {
 	return t.ws.Write(context.Background(), websocket.MessageText, msg)
 }
 
 // Ping sends a WebSocket ping and waits for the pong, which the reader
 // receives: Conn.Ping uses it.
-func (t wsTransport) Ping(ctx context.Context) error { return t.ws.Ping(ctx) }
+func (t *wsTransport) Ping(ctx context.Context) error { return t.ws.Ping(ctx) }
 
-func (t wsTransport) Close(code int, reason string) error {
+func (t *wsTransport) Close(code int, reason string) error {
 	return t.ws.Close(websocket.StatusCode(code), reason)
 }
