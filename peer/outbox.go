@@ -226,16 +226,7 @@ func (o *outbox) write(inline bool) {
 		}
 		o.mu.Unlock()
 
-		var err error
-		if len(batch) == 1 { // most often: no frame of writeBatch's on the stack
-			if err = o.t.Write(o.ctx, batch[0].b); err == nil {
-				o.written.Add(1)
-				batch[0] = outMsg{}
-			}
-		} else {
-			err = o.writeBatch(batch)
-		}
-		if err != nil {
+		if err := o.writeBatch(batch); err != nil {
 			o.fail(err)
 			return
 		}
