@@ -89,6 +89,9 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	c.urls = urlList(url, c.o.URLs)
 	c.log = c.o.Logger
 	c.hc, c.ownHC = httpClient(c.o.HTTPClient, c.o.TLSConfig)
+	if c.ownHC {
+		gatherDials(c.hc.Transport.(*http.Transport))
+	}
 	c.router = router{
 		user:     c.o.Router,
 		events:   peer.HandlerFunc(c.onEvent),
@@ -152,7 +155,8 @@ func (c *Client) URL() string {
 func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+	dialed := new(dialedConn)
+	ws, resp, err := websocket.Dial(context.WithValue(ctx, dialedKey{}, dialed), url, &websocket.DialOptions{
 		HTTPClient: c.hc,
 		HTTPHeader: c.o.Header,
 	})
@@ -167,7 +171,7 @@ func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
 	ws.SetReadLimit(int64(c.o.MaxMessage))
-	pc := peer.NewConn(peer.WebSocket(ws), &peer.Options{
+	pc := peer.NewConn(dialed.transport(ws), &peer.Options{
 		Router:      c.router,
 		MaxMessage:  c.o.MaxMessage,
 		MaxInFlight: c.o.MaxInFlight,

@@ -5,20 +5,24 @@ import (
 	"sync"
 )
 
-// gatherConn is a network connection whose writes can be gathered: between
+// GatherConn is a network connection whose writes can be gathered: between
 // Hold and Flush, what is written to it is kept, and Flush sends it in one
 // write. A WebSocket library writes each message with a system call of its
 // own (coder/websocket flushes its buffer at the end of every message);
-// over a gatherConn (see AcceptWebSocket), a Conn that has several
-// messages to send, the replies to the calls of one read or the events
-// queued for a busy subscriber, sends them with one.
+// over a GatherConn, a Conn that has several messages to send (the
+// replies to the calls of one read, the events queued for a busy
+// subscriber, the calls of many goroutines at once) sends them with one.
+// [AcceptWebSocket] sets one up on a server; a client dials its
+// connection, wraps it with NewGatherConn (an http.Transport's
+// DialContext can), and passes it to [WebSocketOver].
 //
 // Writes between Hold and Flush succeed at once, and an error of the
 // connection comes from Flush. Held bytes are sent early, still in one
 // write, when they pass 64 KiB, so a large message is not copied whole.
 // Writes made while another goroutine holds (a WebSocket library's pong,
-// or its close frame) join the held bytes, in order.
-type gatherConn struct {
+// or its close frame) join the held bytes, in order. Only a Conn's
+// outbound queue calls Hold and Flush.
+type GatherConn struct {
 	net.Conn
 
 	mu   sync.Mutex // held across the underlying writes, for their order
@@ -26,8 +30,8 @@ type gatherConn struct {
 	buf  *[]byte // while held; from gatherBufs
 }
 
-// newGatherConn returns c with writes that can be gathered.
-func newGatherConn(c net.Conn) *gatherConn { return &gatherConn{Conn: c} }
+// NewGatherConn returns c with writes that can be gathered.
+func NewGatherConn(c net.Conn) *GatherConn { return &GatherConn{Conn: c} }
 
 // gatherLimit is how many held bytes Write keeps before sending them.
 const gatherLimit = 64 << 10
@@ -35,7 +39,7 @@ const gatherLimit = 64 << 10
 var gatherBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 // Write writes p, or keeps it while writes are held.
-func (c *gatherConn) Write(p []byte) (int, error) {
+func (c *GatherConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	if !c.held {
 		n, err := c.Conn.Write(p)
@@ -49,7 +53,7 @@ func (c *gatherConn) Write(p []byte) (int, error) {
 
 // keepLocked adds p to the held bytes, with c.mu held, and sends them
 // once they pass gatherLimit.
-func (c *gatherConn) keepLocked(p []byte) (int, error) {
+func (c *GatherConn) keepLocked(p []byte) (int, error) {
 	if c.buf == nil {
 		c.buf = gatherBufs.Get().(*[]byte)
 	}
@@ -63,14 +67,14 @@ func (c *gatherConn) keepLocked(p []byte) (int, error) {
 }
 
 // Hold keeps what is written from now on, until Flush.
-func (c *gatherConn) Hold() {
+func (c *GatherConn) Hold() {
 	c.mu.Lock()
 	c.held = true
 	c.mu.Unlock()
 }
 
 // Flush sends what was kept since Hold, in one write, and ends the hold.
-func (c *gatherConn) Flush() error {
+func (c *GatherConn) Flush() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.held = false
@@ -87,7 +91,7 @@ func (c *gatherConn) Flush() error {
 
 // sendLocked writes the held bytes, with c.mu held, and empties the
 // buffer.
-func (c *gatherConn) sendLocked() error {
+func (c *GatherConn) sendLocked() error {
 	if c.buf == nil || len(*c.buf) == 0 {
 		return nil
 	}

@@ -43,7 +43,7 @@ func (w *writeLog) got() []string {
 
 func TestGatherConn(t *testing.T) {
 	w := &writeLog{}
-	gc := newGatherConn(w)
+	gc := NewGatherConn(w)
 	for _, s := range []string{"a", "b"} {
 		if _, err := gc.Write([]byte(s)); err != nil {
 			t.Fatal(err)
@@ -182,7 +182,7 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // gatherServer serves opts over WebSockets accepted with AcceptWebSocket
 // on 127.0.0.1, counting the server's writes, and returns a raw WebSocket
 // dialed to it whose writes the test can gather into one, with gc.
-func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *gatherConn, writes *atomic.Int64) {
+func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *GatherConn, writes *atomic.Int64) {
 	t.Helper()
 	var served sync.WaitGroup
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +200,7 @@ func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *gatherCo
 		if err != nil {
 			return nil, err
 		}
-		gc = newGatherConn(c)
+		gc = NewGatherConn(c)
 		return gc, nil
 	}
 	ws, _, err := websocket.Dial(t.Context(), "ws://"+ts.Listener.Addr().String(), &websocket.DialOptions{
@@ -219,7 +219,7 @@ func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *gatherCo
 
 // sendTogether writes frames to ws in one write of the network
 // connection, so that the server reads them together.
-func sendTogether(t *testing.T, ws *websocket.Conn, gc *gatherConn, frames ...string) {
+func sendTogether(t *testing.T, ws *websocket.Conn, gc *GatherConn, frames ...string) {
 	t.Helper()
 	gc.Hold()
 	for _, f := range frames {

@@ -25,8 +25,16 @@ func WebSocket(ws *websocket.Conn) Transport { return &wsTransport{ws: ws} }
 // WebSocket library reads it with.
 type wsTransport struct {
 	ws *websocket.Conn
-	gc *gatherConn
+	gc *GatherConn
 	br *bufio.Reader
+}
+
+// WebSocketOver is WebSocket for a ws whose network connection is gc:
+// when a Conn has several messages queued, as when many goroutines call
+// at once, it writes them with one system call. gc must be the connection
+// ws writes to, and only the Conn may hold it.
+func WebSocketOver(ws *websocket.Conn, gc *GatherConn) Transport {
+	return &wsTransport{ws: ws, gc: gc}
 }
 
 // AcceptWebSocket accepts a WebSocket handshake, as websocket.Accept
@@ -48,10 +56,10 @@ func AcceptWebSocket(w http.ResponseWriter, r *http.Request, opts *websocket.Acc
 
 // gatherWriter is the ResponseWriter a WebSocket is accepted through: it
 // hands the WebSocket library the hijacked connection wrapped in a
-// gatherConn, and keeps the buffered reader the library reads it with.
+// GatherConn, and keeps the buffered reader the library reads it with.
 type gatherWriter struct {
 	http.ResponseWriter
-	conn *gatherConn
+	conn *GatherConn
 	br   *bufio.Reader
 }
 
@@ -63,10 +71,10 @@ func (w *gatherWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	// The library writes through brw.Writer, empty now: it writes to the
-	// gatherConn instead. It reads nc itself, through brw.Reader: the
+	// GatherConn instead. It reads nc itself, through brw.Reader: the
 	// reader, parked there while the connection is idle, has no frame of
-	// the gatherConn's on its stack (which would grow it past 4 KiB).
-	w.conn = newGatherConn(nc)
+	// the GatherConn's on its stack (which would grow it past 4 KiB).
+	w.conn = NewGatherConn(nc)
 	brw.Writer.Reset(w.conn)
 	w.br = brw.Reader
 	return nc, brw, nil
