@@ -292,3 +292,54 @@ func TestHeldReplyBeforeSlowCall(t *testing.T) {
 		t.Fatalf("first reply is to %s, want 1", id)
 	}
 }
+
+// The reader may look at the buffered input (messageWaiting) while
+// another goroutine closes the connection, whose close handshake reads
+// that input too: the two must not race.
+func TestMessageWaitingDuringClose(t *testing.T) {
+	done := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(done)
+		tr, _, err := AcceptWebSocket(w, r, nil)
+		if err != nil {
+			return
+		}
+		if _, err := tr.Read(r.Context()); err != nil { // the reader's first message
+			t.Error(err)
+			return
+		}
+		looked, stop := make(chan struct{}), make(chan struct{})
+		var looker sync.WaitGroup
+		looker.Go(func() {
+			for i := 0; ; i++ {
+				tr.(readAhead).messageWaiting()
+				if i == 100 {
+					close(looked)
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+		<-looked
+		tr.Close(CloseNormal, "") //nolint:errcheck
+		close(stop)
+		looker.Wait()
+	}))
+	defer ts.Close()
+	ws, _, err := websocket.Dial(t.Context(), "ws://"+ts.Listener.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow() //nolint:errcheck
+	for range 200 {
+		if err := ws.Write(t.Context(), websocket.MessageText, []byte(`{}`)); err != nil {
+			break
+		}
+	}
+	// Answer the server's close, so that its handshake ends at once.
+	ws.Read(t.Context()) //nolint:errcheck
+	<-done
+}

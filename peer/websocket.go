@@ -27,6 +27,9 @@ type wsTransport struct {
 	ws *websocket.Conn
 	gc *GatherConn
 	br *bufio.Reader
+	// closing is held by Close: the library's close handshake reads br,
+	// which messageWaiting must not look at meanwhile.
+	closing sync.Mutex
 }
 
 // WebSocketOver is WebSocket for a ws whose network connection is gc:
@@ -51,7 +54,7 @@ func AcceptWebSocket(w http.ResponseWriter, r *http.Request, opts *websocket.Acc
 	if err != nil {
 		return nil, nil, err
 	}
-	return &wsTransport{ws, gw.conn, gw.br}, ws, nil
+	return &wsTransport{ws: ws, gc: gw.conn, br: gw.br}, ws, nil
 }
 
 // gatherWriter is the ResponseWriter a WebSocket is accepted through: it
@@ -84,11 +87,13 @@ func (w *gatherWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // frame, final) is read and buffered already: reading it needs no
 // system call, and cannot wait for the other side. A close frame does not
 // count: the WebSocket library answers it as it reads it, which must not
-// overtake replies held back. Only the reader may call it.
+// overtake replies held back. Only the reader may call it; while Close
+// runs, it reports false.
 func (t *wsTransport) messageWaiting() bool {
-	if t.br == nil {
-		return false
+	if t.br == nil || !t.closing.TryLock() {
+		return false // closing: nothing more will be read
 	}
+	defer t.closing.Unlock()
 	n := t.br.Buffered()
 	if n < 2 {
 		return false
@@ -201,5 +206,7 @@ func (t *wsTransport) Write(_ context.Context, msg []byte) error {
 func (t *wsTransport) Ping(ctx context.Context) error { return t.ws.Ping(ctx) }
 
 func (t *wsTransport) Close(code int, reason string) error {
+	t.closing.Lock()
+	defer t.closing.Unlock()
 	return t.ws.Close(websocket.StatusCode(code), reason)
 }
