@@ -123,7 +123,9 @@ func NewConn(t Transport, opts *Options) *Conn {
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.pool = workers{wg: &c.wg}
-	c.ahead, _ = t.(readAhead)
+	if ra, ok := t.(readAhead); ok && ra.canReadAhead() {
+		c.ahead = ra
+	}
 	c.out = outbox{
 		t:       t,
 		ctx:     c.life,
@@ -133,6 +135,9 @@ func NewConn(t Transport, opts *Options) *Conn {
 		fail:    c.writeFailed,
 		drained: c.outboxDrained,
 		pause:   c.pause,
+	}
+	if g, ok := t.(gatherer); ok && g.canGather() {
+		c.out.gather = g
 	}
 	if c.o.Rate > 0 {
 		c.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)

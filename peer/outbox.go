@@ -26,6 +26,7 @@ import (
 // progress for stall: the other side does not read at all.
 type outbox struct {
 	t       Transport
+	gather  gatherer        // t, when it can gather writes; else nil
 	ctx     context.Context // bounds writes; ends when the connection closes
 	limit   int             // MaxQueue
 	stall   time.Duration   // WriteStall; 0: no watchdog
@@ -274,10 +275,9 @@ func holdMax(limit int) int { return min(limit/2, 64) }
 // writeBatch writes the messages of batch, in one go when there are
 // several and the transport can gather them, and clears batch.
 func (o *outbox) writeBatch(batch []outMsg) error {
-	g, gather := o.t.(gatherer)
-	gather = gather && len(batch) > 1 && g.canGather()
+	gather := o.gather != nil && len(batch) > 1
 	if gather {
-		g.holdWrites()
+		o.gather.holdWrites()
 	}
 	var err error
 	for i, m := range batch {
@@ -292,7 +292,7 @@ func (o *outbox) writeBatch(batch []outMsg) error {
 	if gather {
 		// Even after a failed write: what the transport wrote meanwhile
 		// (a close frame) must go out.
-		if ferr := g.flushWrites(); err == nil {
+		if ferr := o.gather.flushWrites(); err == nil {
 			err = ferr
 		}
 		if err == nil {

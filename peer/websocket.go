@@ -90,7 +90,7 @@ func (w *gatherWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // overtake replies held back. Only the reader may call it; while Close
 // runs, it reports false.
 func (t *wsTransport) messageWaiting() bool {
-	if t.br == nil || !t.closing.TryLock() {
+	if !t.closing.TryLock() {
 		return false // closing: nothing more will be read
 	}
 	defer t.closing.Unlock()
@@ -131,10 +131,12 @@ func (t *wsTransport) messageWaiting() bool {
 // readAhead is a Transport that can tell the reader that its next
 // message is read already (see outbox.holdWrites).
 type readAhead interface {
+	canReadAhead() bool // false: messageWaiting would always be false
 	messageWaiting() bool
 }
 
 func (t *wsTransport) canGather() bool    { return t.gc != nil }
+func (t *wsTransport) canReadAhead() bool { return t.br != nil }
 func (t *wsTransport) holdWrites()        { t.gc.Hold() }
 func (t *wsTransport) flushWrites() error { return t.gc.Flush() }
 
@@ -142,7 +144,7 @@ func (t *wsTransport) flushWrites() error { return t.gc.Flush() }
 // outbox writes a batch of queued messages between holdWrites and
 // flushWrites.
 type gatherer interface {
-	canGather() bool // false: holdWrites and flushWrites must not be called
+	canGather() bool // false: it writes one message at a time
 	holdWrites()
 	flushWrites() error
 }
