@@ -43,7 +43,10 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
 		ctx = p
 	}
-	solo := c.wk != nil && c.wk.take()
+	// The caller reads its own reply if the reader role is parked (see
+	// own.go); else it waits, on the poll waker if it is free.
+	reading := c.takeRole()
+	solo := !reading && c.wk != nil && c.wk.take()
 	if solo {
 		defer c.wk.give()
 	}
@@ -52,6 +55,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	if c.closed {
 		err := c.cause
 		c.mu.Unlock()
+		if reading {
+			c.endRole()
+		}
 		reuse = true
 		enc.release()
 		return err
@@ -69,16 +75,23 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	msg := appendRequest(nil, idText, method, b)
 	enc.release()
 	if err := c.send(ctx, msg); err != nil {
-		// If it was not pending any more, its reply is in p.ch: p cannot
-		// be reused.
+		// If it was not pending any more, its reply is in p.ch, or on its
+		// way: p cannot be reused.
 		if !c.forget(id) && solo {
 			c.wk.drain(id)
+			c.dropReply(p)
+		}
+		if reading {
+			c.endRole()
 		}
 		return err
 	}
 	defer c.lend(ctx)()
 	var r reply
 	waited := false
+	if reading {
+		r, waited = c.readOwn(orig, p)
+	}
 	if solo {
 		switch err := c.wk.wait(orig, id); {
 		case err == nil:
@@ -88,6 +101,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 				c.cancelRemote(idText)
 			} else {
 				c.wk.drain(id) // its reply is on its way
+				c.dropReply(p)
 			}
 			return orig.Err()
 		}
@@ -104,9 +118,14 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		case <-caller:
 			if c.forget(id) {
 				c.cancelRemote(idText)
+			} else if solo {
+				c.dropReply(p)
 			}
 			return orig.Err()
 		}
+	}
+	if r.role {
+		c.endRole()
 	}
 	if r.expired {
 		c.cancelRemote(idText)
@@ -184,6 +203,9 @@ type pendingCall struct {
 	// solo: the caller waits on the connection's poll waker, which whoever
 	// sends on ch then tells the call's id (see wake.go).
 	solo bool
+	// reading: the caller holds the reader role and reads (see own.go);
+	// the call's expiry must interrupt its read.
+	reading atomic.Bool
 
 	// A call of Conn.Call whose ctx has no deadline, when CallTimeout
 	// bounds it, is its own context while it waits to be sent: it embeds
@@ -203,6 +225,7 @@ type reply struct {
 	err     error
 	read    bool // delivered by the reader, which is done with the call
 	expired bool // the call's CallTimeout passed (see timeouts)
+	role    bool // the reader role comes with it: the caller reads now (own.go)
 }
 
 var pendingCalls = sync.Pool{New: func() any {
@@ -224,6 +247,7 @@ func (p *pendingCall) release(reuse bool) {
 		return
 	}
 	p.progress, p.Context, p.deadline, p.stop, p.solo = nil, nil, 0, nil, false
+	p.reading.Store(false)
 	pendingCalls.Put(p)
 }
 
@@ -256,6 +280,15 @@ func (p *pendingCall) end(err error) {
 	if p.ended.CompareAndSwap(false, true) {
 		p.err = err
 		close(p.done)
+	}
+}
+
+// dropReply takes the reply of a call whose caller gives up once it was
+// delivered, from a solo call's p.ch: the reader role may have come with
+// it, which the caller must then park.
+func (c *Conn) dropReply(p *pendingCall) {
+	if r := <-p.ch; r.role {
+		c.endRole()
 	}
 }
 
@@ -328,6 +361,9 @@ func (c *Conn) expireCalls() {
 			delete(c.pending, id)
 			p.end(context.DeadlineExceeded)
 			c.hand(id, p, reply{expired: true})
+			if p.reading.Load() {
+				c.interruptRead()
+			}
 		case next == 0 || p.deadline < next:
 			next = p.deadline
 		}
@@ -364,6 +400,7 @@ func (c *Conn) cancelRemote(id []byte) {
 // connection's.
 func (c *Conn) Ping(ctx context.Context) error {
 	reads, pauses := c.reads.Load(), c.pauses.Load()
+	c.wantReader() // the answer is read by a reader goroutine
 	var err error
 	if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
 		err = p.Ping(ctx)
@@ -449,6 +486,7 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 		calls = append(calls, w)
 	}
 	c.mu.Unlock()
+	c.wantReader() // none of the replies is read by this goroutine
 
 	msg := []byte{'['}
 	next := 0

@@ -65,8 +65,18 @@ type Conn struct {
 	// reader.
 	ahead          readAhead
 	held, heldNext bool
-	readers        atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
-	rbatch         atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
+	// The reader role, when callers may read their own replies
+	// (ownReads; see own.go): who holds it, and the timer that ends its
+	// parking. pass belongs to the reader.
+	ownReads    bool
+	role        atomic.Int32
+	parkedAt    atomic.Int64
+	parkArmed   atomic.Bool
+	parkTimer   *time.Timer
+	pass        passing
+	interruptFn func()                // interruptRead, made once
+	readers     atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
+	rbatch      atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
 	// spawning is set when the watchdog took the reader role from a slow
 	// handler, and cleared at its next look (or once no call runs):
 	// meanwhile concurrent calls run on workers.
@@ -145,6 +155,12 @@ func NewConn(t Transport, opts *Options) *Conn {
 	if c.o.PollWake {
 		c.wk = newWaker()
 	}
+	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.o.CallerReads && c.o.Share == nil && c.ahead == nil {
+		c.ownReads = true
+		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
+		c.parkTimer.Stop()
+		c.interruptFn = c.interruptRead
+	}
 	return c
 }
 
@@ -177,7 +193,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 	})
 	defer stop()
 	c.rctx, c.hctx = context.WithoutCancel(ctx), hctx
-	c.readLoop()
+	c.readLoop(nil)
 	select {
 	case <-c.readDone:
 	default:
@@ -324,6 +340,7 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	// only then, so the close code reaches the other side.
 	c.wg.Add(1)
 	c.mu.Unlock()
+	c.wantReader() // a parked reader role: the reading must end
 
 	go func() {
 		defer c.wg.Done()

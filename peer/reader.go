@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -64,8 +65,10 @@ var readerWatch struct {
 }
 
 // readLoop reads and dispatches messages until reading ends, when it
-// closes readDone, or until the watchdog took the reader role from it.
-func (c *Conn) readLoop() {
+// closes readDone, or until the watchdog took the reader role from it, or
+// it gave the role to a caller (see own.go). It dispatches first, a
+// message read by a caller, before it reads.
+func (c *Conn) readLoop(first []byte) {
 	c.readers.Add(1)
 	defer c.readers.Add(-1)
 	// The replies a reader held back (see below) are written: its
@@ -73,15 +76,24 @@ func (c *Conn) readLoop() {
 	c.out.holdWrites(false)
 	c.held = false
 	for {
-		began := c.readStart()
-		msg, err := c.t.Read(c.rctx)
-		if err != nil {
-			c.letGo() // before the connection closes
-			c.readFailed(err)
-			break
+		msg := first
+		if first != nil {
+			first = nil
+		} else {
+			began := c.readStart()
+			var err error
+			msg, err = c.t.Read(c.rctx)
+			if errors.Is(err, errInterrupted) {
+				continue // meant for a caller that held the role
+			}
+			if err != nil {
+				c.letGo() // before the connection closes
+				c.readFailed(err)
+				break
+			}
+			c.readEnd(began)
+			c.reads.Add(1)
 		}
-		c.readEnd(began)
-		c.reads.Add(1)
 		if len(msg) > c.o.MaxMessage {
 			c.letGo()
 			c.limit(LimitMessage)
@@ -95,6 +107,10 @@ func (c *Conn) readLoop() {
 		}
 		if !c.dispatch(c.hctx, msg) {
 			return // another goroutine reads now
+		}
+		if c.pass.p != nil {
+			c.passRole()
+			return // the caller reads now
 		}
 		if !c.heldNext {
 			c.letGo()
@@ -242,7 +258,7 @@ func (c *Conn) moveReader(s uint64) bool {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.readLoop()
+		c.readLoop(nil)
 	}()
 	return true
 }

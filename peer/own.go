@@ -1,0 +1,194 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// This file lets a caller read its own reply (Options.CallerReads).
+//
+// A reply read by the reader goroutine must be handed to its caller,
+// and on a client making calls one after another, that hand-off is the
+// largest cost of a call after the network's: a goroutine readied, a
+// wake through the poller (wake.go) and a switch, a third of a call's
+// time on a 2-core machine. So the reader role can pass to a caller. When
+// the reader delivers the reply of the only call pending to a caller that
+// waits alone (on the poll waker), it hands the caller the role with the
+// reply and stops. The caller then parks the role as it returns: nobody
+// reads. The next call takes the parked role, writes its request and
+// reads until its reply is there, delivering whatever else comes in, and
+// parks the role again. A run of calls made one after another then costs
+// what raw frames cost: the goroutine that writes a request reads the
+// reply.
+//
+// Nobody reads while the role is parked, so it is parked for parkTime at
+// most: then a timer gives it to a new reader goroutine, and a message
+// that came meanwhile (an event, a call from the other side) waits that
+// long at most. A caller gives the role to a reader goroutine at once
+// when another call is still pending (someone must read its reply), when
+// it reads a message that is not a reply (requests and notifications run
+// on the reader, never on a caller's goroutine), and when its context
+// ends: its read is then interrupted between two messages (see
+// GatherConn.Read), which is why the role passes only over a transport
+// that can do that. Batch, Ping and the hub's forwarded calls, which wait
+// for a message but read none, take the parked role back for a reader
+// goroutine first.
+
+// Reader role states (Conn.role).
+const (
+	roleReader = iota // a reader goroutine (readLoop) holds the role
+	roleCaller        // a caller holds it (own.go)
+	roleParked        // nobody holds it: nobody reads
+)
+
+// parkTime is the longest the reader role stays parked: how long a
+// message that is not a reply may wait after a call, at most.
+const parkTime = time.Millisecond
+
+// passing is the reply the reader hands over with the role once the
+// message it came in is done with (see readLoop).
+type passing struct {
+	id uint64
+	p  *pendingCall
+	r  reply
+}
+
+// mayPass reports whether the reader may give the role with the reply to
+// call p: when it is the only call pending and its caller waits alone. It
+// runs on the reader, with c.mu held.
+func (c *Conn) mayPassLocked(p *pendingCall) bool {
+	return c.ownReads && p.solo && len(c.pending) == 0
+}
+
+// passRole gives the role to the caller of c.pass, with its reply. It
+// runs on the reader, which stops reading.
+func (c *Conn) passRole() {
+	ps := c.pass
+	c.pass = passing{}
+	ps.r.role = true
+	c.role.Store(roleCaller)
+	c.hand(ps.id, ps.p, ps.r)
+}
+
+// takeRole takes the parked reader role for a caller.
+func (c *Conn) takeRole() bool {
+	return c.ownReads && c.role.Load() == roleParked && c.role.CompareAndSwap(roleParked, roleCaller)
+}
+
+// wantReader gives a parked role to a new reader goroutine: someone waits
+// for a message that no caller will read.
+func (c *Conn) wantReader() {
+	if c.ownReads && c.role.Load() == roleParked && c.role.CompareAndSwap(roleParked, roleReader) {
+		c.startReader(nil)
+	}
+}
+
+// startReader starts a reader goroutine, which holds the role, and
+// handles first before it reads, if there is a first.
+func (c *Conn) startReader(first []byte) {
+	c.role.Store(roleReader)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.readLoop(first)
+	}()
+}
+
+// endRole ends a caller's hold on the role: it parks it, unless a call
+// is pending or the connection closed, which need a reader at once.
+func (c *Conn) endRole() {
+	c.parkedAt.Store(monotime())
+	c.role.Store(roleParked)
+	// Checked once parked: a call registered before this either is seen
+	// here or takes the parked role itself.
+	c.mu.Lock()
+	busy := len(c.pending) > 0 || c.closed
+	c.mu.Unlock()
+	if busy {
+		c.wantReader()
+		return
+	}
+	if c.parkArmed.CompareAndSwap(false, true) {
+		c.parkTimer.Reset(parkTime)
+	}
+}
+
+// unpark is the park timer's function: it gives a role parked for
+// parkTime to a reader goroutine.
+func (c *Conn) unpark() {
+	c.parkArmed.Store(false)
+	if c.role.Load() != roleParked {
+		return // whoever parks it next arms the timer again
+	}
+	if wait := c.parkedAt.Load() + int64(parkTime) - monotime(); wait > 0 {
+		if c.parkArmed.CompareAndSwap(false, true) {
+			c.parkTimer.Reset(time.Duration(wait))
+		}
+		return
+	}
+	c.wantReader()
+}
+
+// readOwn reads, holding the reader role, until the reply of call p is
+// there, and returns it. It reports false when it gave up the role
+// first, the reply still to come on p.ch: ctx ended, or a message came
+// that a reader goroutine must handle.
+func (c *Conn) readOwn(ctx context.Context, p *pendingCall) (reply, bool) {
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, c.interruptFn)
+		defer stop()
+	}
+	p.reading.Store(true) // CallTimeout's expiry interrupts the read
+	defer p.reading.Store(false)
+	for {
+		select {
+		case r := <-p.ch:
+			c.endRole()
+			return r, true
+		default:
+		}
+		if ctx.Err() != nil {
+			c.startReader(nil)
+			return reply{}, false
+		}
+		msg, err := c.t.Read(c.rctx)
+		switch {
+		case errors.Is(err, errInterrupted):
+			continue
+		case err != nil:
+			c.readFailed(err)
+			close(c.readDone)
+			return <-p.ch, true // failed by the close
+		}
+		c.reads.Add(1)
+		if len(msg) > c.o.MaxMessage {
+			c.limit(LimitMessage)
+			c.teardown(&CloseError{Code: CloseTooBig, Reason: "message too big"}, CloseTooBig, "message too big")
+			close(c.readDone)
+			return <-p.ch, true
+		}
+		if !c.deliverReply(msg) {
+			c.startReader(msg)
+			return reply{}, false
+		}
+	}
+}
+
+// deliverReply delivers msg if it is a single response, and reports
+// whether it was.
+func (c *Conn) deliverReply(msg []byte) bool {
+	if len(msg) == 0 || msg[0] != '{' {
+		return false
+	}
+	f, ok := parseFrame(c.msgs, msg, c.o.MaxBatch, c.o.MaxDepth)
+	isReply := ok && !f.tooDeep && !f.batch && f.msgs[0].isResponse()
+	if isReply {
+		c.deliver(&f.msgs[0], false)
+	}
+	c.keepMsgs(f.msgs)
+	return isReply
+}
+
+// interruptRead interrupts the read of a caller holding the role.
+func (c *Conn) interruptRead() { c.t.(interrupter).interruptRead() }
