@@ -90,7 +90,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	var r reply
 	waited := false
 	if reading {
-		r, waited = c.readOwn(orig, p)
+		r, waited = c.readOwn(orig, id, p)
 	}
 	if solo {
 		switch err := c.wk.wait(orig, id); {

@@ -70,9 +70,8 @@ type Conn struct {
 	// parking. pass belongs to the reader.
 	ownReads    bool
 	role        atomic.Int32
-	parkedAt    atomic.Int64
-	parkArmed   atomic.Bool
 	parkTimer   *time.Timer
+	parkUntil   atomic.Int64 // when parkTimer fires (monotime), as last reset
 	pass        passing
 	interruptFn func()                // interruptRead, made once
 	readers     atomic.Int32          // goroutines in readLoop: the reader, and those in a handler

@@ -43,8 +43,9 @@ const (
 )
 
 // parkTime is the longest the reader role stays parked: how long a
-// message that is not a reply may wait after a call, at most.
-const parkTime = time.Millisecond
+// message that is not a reply may wait after a call, at most. A shorter
+// one costs more: see endRole.
+const parkTime = 2 * time.Millisecond
 
 // passing is the reply the reader hands over with the role once the
 // message it came in is done with (see readLoop).
@@ -98,7 +99,6 @@ func (c *Conn) startReader(first []byte) {
 // endRole ends a caller's hold on the role: it parks it, unless a call
 // is pending or the connection closed, which need a reader at once.
 func (c *Conn) endRole() {
-	c.parkedAt.Store(monotime())
 	c.role.Store(roleParked)
 	// Checked once parked: a call registered before this either is seen
 	// here or takes the parked role itself.
@@ -109,32 +109,26 @@ func (c *Conn) endRole() {
 		c.wantReader()
 		return
 	}
-	if c.parkArmed.CompareAndSwap(false, true) {
+	// The timer is pushed back once half its time has passed: under a
+	// steady run of calls it never fires, and is reset twice per
+	// parkTime, not at every call. (Firing costs a goroutine, and a reset
+	// may make the runtime wake a thread for the network poller.) The
+	// role thus stays parked for parkTime/2 to parkTime.
+	if now := monotime(); c.parkUntil.Load()-now < int64(parkTime/2) {
+		c.parkUntil.Store(now + int64(parkTime))
 		c.parkTimer.Reset(parkTime)
 	}
 }
 
-// unpark is the park timer's function: it gives a role parked for
-// parkTime to a reader goroutine.
-func (c *Conn) unpark() {
-	c.parkArmed.Store(false)
-	if c.role.Load() != roleParked {
-		return // whoever parks it next arms the timer again
-	}
-	if wait := c.parkedAt.Load() + int64(parkTime) - monotime(); wait > 0 {
-		if c.parkArmed.CompareAndSwap(false, true) {
-			c.parkTimer.Reset(time.Duration(wait))
-		}
-		return
-	}
-	c.wantReader()
-}
+// unpark is the park timer's function: it gives a parked role to a
+// reader goroutine. It finds the role taken if a caller took it since.
+func (c *Conn) unpark() { c.wantReader() }
 
-// readOwn reads, holding the reader role, until the reply of call p is
-// there, and returns it. It reports false when it gave up the role
+// readOwn reads, holding the reader role, until the reply of call id
+// (p) is there, and returns it. It reports false when it gave up the role
 // first, the reply still to come on p.ch: ctx ended, or a message came
 // that a reader goroutine must handle.
-func (c *Conn) readOwn(ctx context.Context, p *pendingCall) (reply, bool) {
+func (c *Conn) readOwn(ctx context.Context, id uint64, p *pendingCall) (reply, bool) {
 	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, c.interruptFn)
 		defer stop()
@@ -142,11 +136,11 @@ func (c *Conn) readOwn(ctx context.Context, p *pendingCall) (reply, bool) {
 	p.reading.Store(true) // CallTimeout's expiry interrupts the read
 	defer p.reading.Store(false)
 	for {
-		select {
-		case r := <-p.ch:
+		// The reply is on p.ch when the call expired or the connection
+		// closed; the caller's own reading does not use it.
+		if len(p.ch) != 0 {
 			c.endRole()
-			return r, true
-		default:
+			return <-p.ch, true
 		}
 		if ctx.Err() != nil {
 			c.startReader(nil)
@@ -168,26 +162,52 @@ func (c *Conn) readOwn(ctx context.Context, p *pendingCall) (reply, bool) {
 			close(c.readDone)
 			return <-p.ch, true
 		}
-		if !c.deliverReply(msg) {
+		switch r, k := c.readReply(msg, id, p); k {
+		case replyOwn:
+			c.endRole()
+			return r, true
+		case replyNone:
 			c.startReader(msg)
 			return reply{}, false
 		}
 	}
 }
 
-// deliverReply delivers msg if it is a single response, and reports
-// whether it was.
-func (c *Conn) deliverReply(msg []byte) bool {
+// What readReply found.
+const (
+	replyNone  = iota // not a single response: a reader goroutine's
+	replyOther        // a response for another call, delivered
+	replyOwn          // the reply of the caller's own call, returned
+)
+
+// readReply delivers msg if it is a single response. The reply of call
+// id (p) itself, if still pending, it returns instead of sending it on
+// p.ch, which the caller would then take it from.
+func (c *Conn) readReply(msg []byte, id uint64, p *pendingCall) (reply, int) {
 	if len(msg) == 0 || msg[0] != '{' {
-		return false
+		return reply{}, replyNone
 	}
 	f, ok := parseFrame(c.msgs, msg, c.o.MaxBatch, c.o.MaxDepth)
-	isReply := ok && !f.tooDeep && !f.batch && f.msgs[0].isResponse()
-	if isReply {
-		c.deliver(&f.msgs[0], false)
+	defer c.keepMsgs(f.msgs)
+	if !ok || f.tooDeep || f.batch || !f.msgs[0].isResponse() {
+		return reply{}, replyNone
 	}
-	c.keepMsgs(f.msgs)
-	return isReply
+	m := &f.msgs[0]
+	if got, ok := parseOurID(m.id); ok && got == id {
+		c.mu.Lock()
+		own := c.pending[id] == p
+		if own {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		if own {
+			r := decodeReply(m)
+			r.read = true
+			return r, replyOwn
+		}
+	}
+	c.deliver(m, false)
+	return reply{}, replyOther
 }
 
 // interruptRead interrupts the read of a caller holding the role.
