@@ -55,7 +55,7 @@ type passing struct {
 	r  reply
 }
 
-// mayPass reports whether the reader may give the role with the reply to
+// mayPassLocked reports whether the reader may give the role with the reply to
 // call p: when it is the only call pending and its caller waits alone. It
 // runs on the reader, with c.mu held.
 func (c *Conn) mayPassLocked(p *pendingCall) bool {
