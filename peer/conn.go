@@ -73,9 +73,13 @@ type Conn struct {
 	parkTimer   *time.Timer
 	parkUntil   atomic.Int64 // when parkTimer fires (monotime), as last reset
 	pass        passing
-	interruptFn func()                // interruptRead, made once
-	readers     atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
-	rbatch      atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
+	interruptFn func() // interruptRead, made once
+	// The ctx whose end interrupts a reading caller, and how to undo that
+	// (see watchCtx); they belong to the role's holder.
+	watchDone <-chan struct{}
+	watchStop func() bool
+	readers   atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
+	rbatch    atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
 	// spawning is set when the watchdog took the reader role from a slow
 	// handler, and cleared at its next look (or once no call runs):
 	// meanwhile concurrent calls run on workers.
@@ -202,6 +206,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 		<-c.readDone
 	}
 	c.wg.Wait()
+	if c.watchStop != nil {
+		c.watchStop() // nobody reads any more
+	}
 	close(c.done)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -114,9 +114,12 @@ func (c *Conn) inlineContext(ctx context.Context, cl *call) *handlerCtx {
 // returns the function that takes it back. At most MaxInFlight slots are
 // lent at once; past that, a handler keeps its slot.
 func (c *Conn) lend(ctx context.Context) (takeBack func()) {
-	leaveReader(ctx)
 	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
-	if !ok || ri.c != c || !ri.slot {
+	if !ok {
+		return func() {}
+	}
+	ri.leaveReader()
+	if ri.c != c || !ri.slot {
 		return func() {}
 	}
 	c.mu.Lock()

@@ -129,10 +129,7 @@ func (c *Conn) unpark() { c.wantReader() }
 // first, the reply still to come on p.ch: ctx ended, or a message came
 // that a reader goroutine must handle.
 func (c *Conn) readOwn(ctx context.Context, id uint64, p *pendingCall) (reply, bool) {
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, c.interruptFn)
-		defer stop()
-	}
+	c.watchCtx(ctx)
 	p.reading.Store(true) // CallTimeout's expiry interrupts the read
 	defer p.reading.Store(false)
 	for {
@@ -171,6 +168,22 @@ func (c *Conn) readOwn(ctx context.Context, id uint64, p *pendingCall) (reply, b
 			return reply{}, false
 		}
 	}
+}
+
+// watchCtx makes sure that the end of ctx interrupts the read of the
+// caller holding the role. The registration stays for the calls that
+// follow with the same ctx (a service's calls often share one), instead of
+// being made and undone for every call: any read it interrupts goes on,
+// and Serve undoes it at the end. It runs on the role's holder.
+func (c *Conn) watchCtx(ctx context.Context) {
+	done := ctx.Done()
+	if done == nil || done == c.watchDone {
+		return
+	}
+	if c.watchStop != nil {
+		c.watchStop()
+	}
+	c.watchDone, c.watchStop = done, context.AfterFunc(ctx, c.interruptFn)
 }
 
 // What readReply found.

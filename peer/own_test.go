@@ -81,10 +81,13 @@ func waitRole(t *testing.T, c *Conn, want int32) {
 // parkedCall makes a call, after which the role is parked: the reader
 // handed it over with the reply. The timer may have given it back
 // already on a slow machine, so it calls until it sees it parked.
-func parkedCall(t *testing.T, c *Conn) {
+func parkedCall(t *testing.T, c *Conn) { parkedCallCtx(t, t.Context(), c) }
+
+// parkedCallCtx is parkedCall with calls made with ctx.
+func parkedCallCtx(t *testing.T, ctx context.Context, c *Conn) {
 	t.Helper()
 	for range 1000 {
-		if err := c.Call(t.Context(), "rpc.ping", nil, nil); err != nil {
+		if err := c.Call(ctx, "rpc.ping", nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if c.role.Load() == roleParked {
@@ -161,12 +164,16 @@ func blockMux() (m *Mux, started chan struct{}, release chan struct{}) {
 
 // TestCallerReadingCancelled checks that a call whose caller reads for
 // the connection returns when its context ends: the read is interrupted
-// between two messages, and the connection goes on as before.
+// between two messages, and the connection goes on as before. The calls
+// before it were made with the same context, whose watch they share.
 func TestCallerReadingCancelled(t *testing.T) {
 	m, started, _ := blockMux()
 	c, _ := ownPair(t, nil, &Options{Router: m})
-	parkedCall(t, c)
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	parkedCall(t, c) // with another context first
+	parkedCallCtx(t, ctx, c)
+	parkedCallCtx(t, ctx, c)
 	errc := make(chan error, 1)
 	go func() { errc <- c.Call(ctx, "block", nil, nil) }()
 	<-started

@@ -270,10 +270,13 @@ func (c *Conn) moveReader(s uint64) bool {
 // back to its caller would otherwise wait that long for the reader to
 // read the answer.
 func leaveReader(ctx context.Context) {
-	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
-	if !ok {
-		return
+	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
+		ri.leaveReader()
 	}
+}
+
+// leaveReader is leaveReader for the handler of ri.
+func (ri *reqInfo) leaveReader() {
 	if s := ri.reader.Swap(0); s != 0 {
 		ri.c.moveReader(s)
 	}
