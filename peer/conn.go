@@ -196,7 +196,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 	})
 	defer stop()
 	c.rctx, c.hctx = context.WithoutCancel(ctx), hctx
-	c.readLoop(nil)
+	c.readLoop()
 	select {
 	case <-c.readDone:
 	default:

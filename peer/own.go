@@ -92,7 +92,11 @@ func (c *Conn) startReader(first []byte) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.readLoop(first)
+		if first != nil {
+			c.readFrom(first)
+		} else {
+			c.readLoop()
+		}
 	}()
 }
 

@@ -66,9 +66,13 @@ var readerWatch struct {
 
 // readLoop reads and dispatches messages until reading ends, when it
 // closes readDone, or until the watchdog took the reader role from it, or
-// it gave the role to a caller (see own.go). It dispatches first, a
-// message read by a caller, before it reads.
-func (c *Conn) readLoop(first []byte) {
+// it gave the role to a caller (see own.go).
+//
+// Its frame is kept small: an idle connection's reader parks at the end of
+// a chain of frames (the HTTP server's, the transport's, the WebSocket
+// library's) that fits in a goroutine's first 4 KiB of stack, and a few
+// words more on this one would double every idle connection's stack.
+func (c *Conn) readLoop() {
 	c.readers.Add(1)
 	defer c.readers.Add(-1)
 	// The replies a reader held back (see below) are written: its
@@ -76,24 +80,18 @@ func (c *Conn) readLoop(first []byte) {
 	c.out.holdWrites(false)
 	c.held = false
 	for {
-		msg := first
-		if first != nil {
-			first = nil
-		} else {
-			began := c.readStart()
-			var err error
-			msg, err = c.t.Read(c.rctx)
-			if errors.Is(err, errInterrupted) {
+		began := c.readStart()
+		msg, err := c.t.Read(c.rctx)
+		if err != nil {
+			if c.interrupted(err) {
 				continue // meant for a caller that held the role
 			}
-			if err != nil {
-				c.letGo() // before the connection closes
-				c.readFailed(err)
-				break
-			}
-			c.readEnd(began)
-			c.reads.Add(1)
+			c.letGo() // before the connection closes
+			c.readFailed(err)
+			break
 		}
+		c.readEnd(began)
+		c.reads.Add(1)
 		if len(msg) > c.o.MaxMessage {
 			c.letGo()
 			c.limit(LimitMessage)
@@ -118,6 +116,26 @@ func (c *Conn) readLoop(first []byte) {
 	}
 	c.giveTurn()
 	close(c.readDone)
+}
+
+// interrupted reports whether err is that of a read interrupted for a
+// caller (see own.go), which the reader ignores. Not inlined, for
+// readLoop's frame.
+//
+//go:noinline
+func (c *Conn) interrupted(err error) bool { return errors.Is(err, errInterrupted) }
+
+// readFrom dispatches a message that a caller read and passed on with
+// the role (see own.go), then reads on.
+func (c *Conn) readFrom(msg []byte) {
+	if !c.dispatch(c.hctx, msg) {
+		return
+	}
+	if c.pass.p != nil {
+		c.passRole()
+		return
+	}
+	c.readLoop()
 }
 
 // readAhead holds the queue (outbox.holdWrites) while the reader runs a
@@ -258,7 +276,7 @@ func (c *Conn) moveReader(s uint64) bool {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.readLoop(nil)
+		c.readLoop()
 	}()
 	return true
 }
