@@ -171,15 +171,21 @@ func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 			return b, nil
 		}
 	}
+	return nil, wsError(err)
+}
+
+// wsError is the error of a failed read. (A function of its own: Read's
+// frame is on the stack of every idle connection's reader.)
+func wsError(err error) error {
 	var ce websocket.CloseError
 	switch {
 	case errors.As(err, &ce):
-		return nil, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
+		return &CloseError{Code: int(ce.Code), Reason: ce.Reason}
 	case errors.Is(err, websocket.ErrMessageTooBig):
 		// The library has closed the connection with 1009 itself.
-		return nil, &CloseError{Code: CloseTooBig, Reason: "message too big"}
+		return &CloseError{Code: CloseTooBig, Reason: "message too big"}
 	}
-	return nil, err
+	return err
 }
 
 // readMessage reads a message into a buffer shared by all connections
