@@ -158,7 +158,8 @@ func NewConn(t Transport, opts *Options) *Conn {
 	if c.o.PollWake {
 		c.wk = newWaker()
 	}
-	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.o.CallerReads && c.o.Share == nil && c.ahead == nil {
+	// The role passes to a caller waiting on the poll waker (see own.go).
+	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.o.CallerReads && c.wk != nil && c.o.Share == nil && c.ahead == nil {
 		c.ownReads = true
 		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
 		c.parkTimer.Stop()

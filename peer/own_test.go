@@ -51,7 +51,11 @@ func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
 	if opts == nil {
 		opts = new(Options)
 	}
-	opts.PollWake, opts.CallerReads = true, true
+	opts.CallerReads = true
+	if NewConn(WebSocketOver(ws, gc), opts).ownReads {
+		t.Fatal("callers read without the poll waker, which the role passes through")
+	}
+	opts.PollWake = true
 	c = NewConn(WebSocketOver(ws, gc), opts)
 	if !c.ownReads {
 		t.Fatal("callers do not read over WebSocketOver")
