@@ -31,9 +31,8 @@ import (
 // on the reader, never on a caller's goroutine), and when its context
 // ends: its read is then interrupted between two messages (see
 // GatherConn.Read), which is why the role passes only over a transport
-// that can do that. Batch, Ping and the hub's forwarded calls, which wait
-// for a message but read none, take the parked role back for a reader
-// goroutine first.
+// that can do that. Batch and Ping, which wait for a message but read
+// none, give a parked role to a reader goroutine first.
 
 // Reader role states (Conn.role).
 const (
@@ -55,9 +54,9 @@ type passing struct {
 	r  reply
 }
 
-// mayPassLocked reports whether the reader may give the role with the reply to
-// call p: when it is the only call pending and its caller waits alone. It
-// runs on the reader, with c.mu held.
+// mayPassLocked reports whether the reader may give the role with the
+// reply to call p: when it is the only call pending and its caller waits
+// alone. It runs on the reader, with c.mu held.
 func (c *Conn) mayPassLocked(p *pendingCall) bool {
 	return c.ownReads && p.solo && len(c.pending) == 0
 }
