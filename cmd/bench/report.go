@@ -139,10 +139,10 @@ measured once per process, first (lower is better); **client**, sequential
 calls made with the Go client (` + "`client.Dial`, `Call`" + `), compared with the load
 generator's own raw frames to the same hub (the "floor" column of that row);
 **handoff**, the same raw frames, but read by a goroutine of their own that
-hands each reply to the caller over a channel, as a client must that reads
-the other side's calls and events while its callers wait: what that
-hand-off costs, against the same baseline (the Go client wakes a caller
-waiting alone through Go's network poller instead, which costs less);
+hands each reply to the caller over a channel, as a client that reads the
+other side's calls and events while its callers wait would: what that
+hand-off costs, against the same baseline (the Go client avoids it: a call
+made while no other is pending reads its own reply);
 **clientpipe**, 64 goroutines calling at once through one Go client,
 compared with pipe's raw frames to the same hub: when calls overlap, one
 wake of the reader hands over many replies;
