@@ -253,6 +253,46 @@ func TestFloorWork(t *testing.T) {
 	}
 }
 
+// TestMeasureSpread checks that a result carries the median of the
+// per-run ratios and the lowest and the highest of them, and that the
+// table, the page and the chart show that spread.
+func TestMeasureSpread(t *testing.T) {
+	hubRuns := []float64{90, 100, 80, 120, 95}
+	runs := 0
+	s := &scenario{name: "seq", unit: "calls/s", target: 0.9,
+		run: func(_ context.Context, _ *load, u string) (figure, error) {
+			if u == "floor" {
+				return figure{value: 100}, nil
+			}
+			runs++
+			return figure{value: hubRuns[runs-1]}, nil
+		}}
+	r, err := measure(t.Context(), s, &load{}, len(hubRuns), "hub", "floor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ratio != 0.95 || r.RatioLow != 0.8 || r.RatioHigh != 1.2 || r.Reps != 5 {
+		t.Fatalf("ratio %v (%v-%v) over %d runs, want 0.95 (0.8-1.2) over 5", r.Ratio, r.RatioLow, r.RatioHigh, r.Reps)
+	}
+	var table bytes.Buffer
+	printTable(&table, []result{r})
+	page := page(meta{Reps: 5}, []result{r}, "ratios.svg", nil)
+	svg := ratioChart([]result{r})
+	if !strings.Contains(table.String(), "0.80-1.20") || !bytes.Contains(page, []byte("| 0.95 | 0.80-1.20 |")) ||
+		!bytes.Contains(svg, []byte("<path")) {
+		t.Errorf("spread missing:\n%s\n%s\n%s", table.String(), page, svg)
+	}
+
+	// One run has no spread to show.
+	r.Reps = 1
+	if got := r.spreadText(); got != "-" {
+		t.Errorf("one run: spread %q, want -", got)
+	}
+	if bytes.Contains(ratioChart([]result{r}), []byte("<path")) {
+		t.Error("one run: the chart draws a whisker")
+	}
+}
+
 // TestRatioText checks that a ratio is shown on the same side of its
 // target as it is.
 func TestRatioText(t *testing.T) {

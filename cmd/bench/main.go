@@ -20,8 +20,8 @@
 // it, beside the floor, tell the peer package's cost from the hub's.
 //
 // "run" drives the scenarios against the hub and, when given, the floor,
-// alternately, several times, and prints the median of each with its
-// ratio: seq (sequential calls on one connection), pipe (64 calls in
+// alternately, several times (-reps, 5 by default), and prints the median
+// of each with its ratio, and the lowest and highest per-run ratio: seq (sequential calls on one connection), pipe (64 calls in
 // flight on one connection), conns (100 connections calling), batch
 // (batches of 100 requests), fanout (events to 10,000 subscribers), idle
 // (memory per idle connection), client (the Go client's sequential calls,

@@ -101,7 +101,10 @@ minimal WebSocket server (coder/websocket) that answers every frame with a
 fixed reply and relays published frames to subscribers through a bounded
 queue each, doing no JSON-RPC work at all. Each figure is the median of %d
 runs, alternating hub and floor; the ratio is the median of the per-run
-ratios, so that the machine's drift between runs cancels out.
+ratios, so that the machine's drift between runs cancels out. The "runs"
+column gives the lowest and the highest of those per-run ratios (the
+whiskers on the chart): how far a single run on this machine may land
+from the median, and so how firmly a target is met.
 
 - Date: %s
 - Machine: %s, %d CPUs, %s
@@ -110,8 +113,8 @@ ratios, so that the machine's drift between runs cancels out.
 
 ![Ratios to the floor](%s)
 
-| scenario | what | hub | floor | ratio | target | | hub p50 | hub p99 | floor p50 | floor p99 |
-| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
+| scenario | what | hub | floor | ratio | runs | target | | hub p50 | hub p99 | floor p50 | floor p99 |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
 `, m.Reps, m.Date, m.CPU, m.CPUs, m.OS, m.Go, m.Command, chart)
 	for _, r := range results {
 		verdict := "missed"
@@ -122,9 +125,9 @@ ratios, so that the machine's drift between runs cancels out.
 			verdict = "met"
 		}
 		target := strings.NewReplacer(">=", "≥", "<=", "≤").Replace(r.targetText())
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.ratioText(),
-			target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
+			r.spreadText(), target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
 	}
 	b.WriteString(`
 The scenarios: **seq**, one connection making calls one after another;
@@ -215,7 +218,8 @@ var scenarioText = map[string]string{
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's
-// target marked, as an SVG image.
+// target marked and, where there were several runs, a whisker from the
+// lowest per-run ratio to the highest, as an SVG image.
 func ratioChart(results []result) []byte {
 	const (
 		left, top, rowH, barH = 250, 40, 36, 20
@@ -223,15 +227,15 @@ func ratioChart(results []result) []byte {
 	)
 	maxRatio := 1.5
 	for _, r := range results {
-		maxRatio = max(maxRatio, r.Ratio*1.1, r.Target*1.1)
+		maxRatio = max(maxRatio, r.Ratio*1.1, r.RatioHigh*1.05, r.Target*1.1)
 	}
 	x := func(v float64) float64 { return left + v/maxRatio*plotW }
 	height := top + rowH*len(results) + 40
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, sans-serif" font-size="13">
 <rect width="100%%" height="100%%" fill="#fff"/>
-<text x="%d" y="22" font-size="15" font-weight="600">Hub / floor, same run (target marked)</text>
-`, width, height, width, height, left)
+<text x="%d" y="22" font-size="15" font-weight="600">Hub / floor, same run (median; whiskers: lowest and highest run; target dashed)</text>
+`, width, height, width, height, 12)
 	for v := 0.0; v <= maxRatio+1e-9; v += 0.5 {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" text-anchor="middle" fill="#666">%.1f</text>
 `, x(v), top-6, x(v), height-30, x(v), height-14, v)
@@ -253,7 +257,12 @@ func ratioChart(results []result) []byte {
 <rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>
 <text x="%.1f" y="%d">%s</text>
 `, left-8, y+barH-5, html.EscapeString(label), left, y, x(r.Ratio)-left, barH, color,
-			x(r.Ratio)+4, y+barH-5, r.ratioText())
+			max(x(r.Ratio), x(r.RatioHigh))+4, y+barH-5, r.ratioText())
+		if r.Reps > 1 && r.RatioLow != 0 {
+			mid := y + barH/2
+			fmt.Fprintf(&b, `<path d="M%.1f %dV%dM%.1f %dH%.1fM%.1f %dV%d" stroke="#333" stroke-width="1.5" fill="none"/>
+`, x(r.RatioLow), mid-5, mid+5, x(r.RatioLow), mid, x(r.RatioHigh), x(r.RatioHigh), mid-5, mid+5)
+		}
 		if r.Target != 0 {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="2" stroke-dasharray="4 2"/>
 `, x(r.Target), y-3, x(r.Target), y+barH+3)

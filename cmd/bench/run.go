@@ -18,13 +18,16 @@ import (
 
 // result is one scenario's outcome over all repetitions: medians, and the
 // median of the per-repetition ratios (each taken from measurements made
-// back to back, so that the machine's drift cancels out).
+// back to back, so that the machine's drift cancels out), with the lowest
+// and the highest of them: how far one run may land from the median.
 type result struct {
 	Scenario      string  `json:"scenario"`
 	Unit          string  `json:"unit"`
 	Hub           float64 `json:"hub"`
 	Floor         float64 `json:"floor,omitempty"`
 	Ratio         float64 `json:"ratio,omitempty"`
+	RatioLow      float64 `json:"ratioLow,omitempty"`
+	RatioHigh     float64 `json:"ratioHigh,omitempty"`
 	Target        float64 `json:"target"`
 	LowerIsBetter bool    `json:"lowerIsBetter,omitempty"`
 	HubP50        float64 `json:"hubP50us,omitempty"`
@@ -60,8 +63,8 @@ type meta struct {
 func runCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	l := &load{}
-	fs.DurationVar(&l.duration, "duration", 3*time.Second, "how long each timed scenario runs")
-	reps := fs.Int("reps", 3, "repetitions of each scenario (idle runs once)")
+	fs.DurationVar(&l.duration, "duration", 2*time.Second, "how long each timed scenario runs")
+	reps := fs.Int("reps", 5, "repetitions of each scenario (idle runs once)")
 	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client,handoff,clientpipe,neighbor,beside", "the `list` of scenarios to run")
 	fs.IntVar(&l.window, "window", 64, "calls in flight in pipe")
 	fs.IntVar(&l.conns, "conns", 100, "connections in conns")
@@ -206,6 +209,9 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 	if withFloor {
 		r.Floor, r.FloorP50, r.FloorP99 = medians(floor)
 		r.Ratio = median(ratios)
+		if len(ratios) > 0 {
+			r.RatioLow, r.RatioHigh = slices.Min(ratios), slices.Max(ratios)
+		}
 	}
 	return r, nil
 }
@@ -228,6 +234,15 @@ func (r *result) ratioText() string {
 			return s
 		}
 	}
+}
+
+// spreadText is the lowest and the highest per-run ratio, as "0.91-1.02",
+// when there were several runs; else "-".
+func (r *result) spreadText() string {
+	if r.Reps < 2 || r.RatioLow == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f-%.2f", r.RatioLow, r.RatioHigh)
 }
 
 // targetText says the target, as ">= 0.9" or "<= 1.2", or "-" for none.
@@ -265,11 +280,11 @@ func median(v []float64) float64 {
 
 func printTable(w io.Writer, results []result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tunit\thub\tfloor\tratio\ttarget\t\thub p50\thub p99\tfloor p50\tfloor p99\t")
+	fmt.Fprintln(tw, "scenario\tunit\thub\tfloor\tratio\truns\ttarget\t\thub p50\thub p99\tfloor p50\tfloor p99\t")
 	for _, r := range results {
-		ratio, verdict := "-", ""
+		ratio, spread, verdict := "-", "-", ""
 		if r.Floor != 0 {
-			ratio = r.ratioText()
+			ratio, spread = r.ratioText(), r.spreadText()
 		}
 		if r.Floor != 0 && r.Target != 0 {
 			verdict = "missed"
@@ -277,8 +292,8 @@ func printTable(w io.Writer, results []result) {
 				verdict = "met"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			r.Scenario, r.Unit, human(r.Hub), human(r.Floor), ratio, r.targetText(), verdict,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Unit, human(r.Hub), human(r.Floor), ratio, spread, r.targetText(), verdict,
 			micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
 	}
 	tw.Flush()
