@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // reportCmd writes the benchmarks page: the machine, the commands, the
@@ -222,14 +223,26 @@ var scenarioText = map[string]string{
 // lowest per-run ratio to the highest, as an SVG image.
 func ratioChart(results []result) []byte {
 	const (
-		left, top, rowH, barH = 250, 40, 36, 20
-		width, plotW          = 720, 420
+		top, rowH, barH = 40, 36, 20
+		plotW           = 420
+		// charW is a generous width of a character of the labels' font:
+		// the label column is as wide as the longest label needs.
+		charW = 7
 	)
 	maxRatio := 1.5
-	for _, r := range results {
+	labels := make([]string, len(results))
+	longest := 0
+	for i, r := range results {
 		maxRatio = max(maxRatio, r.Ratio*1.1, r.RatioHigh*1.05, r.Target*1.1)
+		labels[i] = scenarioText[r.Scenario]
+		if r.LowerIsBetter {
+			labels[i] += " (lower is better)"
+		}
+		longest = max(longest, utf8.RuneCountInString(labels[i]))
 	}
-	x := func(v float64) float64 { return left + v/maxRatio*plotW }
+	left := 20 + longest*charW
+	width := left + plotW + 60 // room for the last figure
+	x := func(v float64) float64 { return float64(left) + v/maxRatio*plotW }
 	height := top + rowH*len(results) + 40
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, sans-serif" font-size="13">
@@ -249,14 +262,11 @@ func ratioChart(results []result) []byte {
 		case r.met():
 			color = "#2e8b57"
 		}
-		label := scenarioText[r.Scenario]
-		if r.LowerIsBetter {
-			label += " (lower is better)"
-		}
+		label := labels[i]
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>
 <rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>
 <text x="%.1f" y="%d">%s</text>
-`, left-8, y+barH-5, html.EscapeString(label), left, y, x(r.Ratio)-left, barH, color,
+`, left-8, y+barH-5, html.EscapeString(label), left, y, x(r.Ratio)-x(0), barH, color,
 			max(x(r.Ratio), x(r.RatioHigh))+4, y+barH-5, r.ratioText())
 		if r.Reps > 1 && r.RatioLow != 0 {
 			mid := y + barH/2
