@@ -21,10 +21,11 @@
 //
 // "run" drives the scenarios against the hub and, when given, the floor,
 // alternately, several times (-reps, 5 by default), and prints the median
-// of each with its ratio, and the lowest and highest per-run ratio: seq (sequential calls on one connection), pipe (64 calls in
-// flight on one connection), conns (100 connections calling), batch
-// (batches of 100 requests), fanout (events to 10,000 subscribers), idle
-// (memory per idle connection), client (the Go client's sequential calls,
+// of each with its ratio and the lowest and highest per-run ratio: seq
+// (sequential calls on one connection), pipe (64 calls in flight on one
+// connection), conns (100 connections calling), batch (batches of 100
+// requests), fanout (events to 10,000 subscribers), idle (memory per idle
+// connection), client (the Go client's sequential calls,
 // against this program's raw ones to the same hub) and neighbor
 // (sequential calls beside a client with 1,600 calls in flight, against
 // the same calls alone), beside (the same, with the heavy client in a

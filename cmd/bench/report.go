@@ -247,8 +247,8 @@ func ratioChart(results []result) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, sans-serif" font-size="13">
 <rect width="100%%" height="100%%" fill="#fff"/>
-<text x="%d" y="22" font-size="15" font-weight="600">Hub / floor, same run (median; whiskers: lowest and highest run; target dashed)</text>
-`, width, height, width, height, 12)
+<text x="12" y="22" font-size="15" font-weight="600">Hub / floor, same run (median; whiskers: lowest and highest run; target dashed)</text>
+`, width, height, width, height)
 	for v := 0.0; v <= maxRatio+1e-9; v += 0.5 {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" text-anchor="middle" fill="#666">%.1f</text>
 `, x(v), top-6, x(v), height-30, x(v), height-14, v)
