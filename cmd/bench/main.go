@@ -25,15 +25,15 @@
 // (sequential calls on one connection), pipe (64 calls in flight on one
 // connection), conns (100 connections calling), batch (batches of 100
 // requests), fanout (events to 10,000 subscribers), idle (memory per idle
-// connection), client (the Go client's sequential calls,
-// against this program's raw ones to the same hub) and neighbor
-// (sequential calls beside a client with 1,600 calls in flight, against
-// the same calls alone), beside (the same, with the heavy client in a
-// process of its own, against the hub and the floor), and cluster (fanout
-// across two hubs joined over NATS, publisher on one and subscribers on
-// the other, against both on one: the CPU time of the two hub processes
-// per delivered event; -start starts the two, -cluster A,B names running
-// ones). It prints a table, and one JSON object per result with -json.
+// connection), client (the Go client's sequential calls, against this
+// program's raw ones to the same hub) and neighbor (sequential calls beside
+// a client with 1,600 calls in flight, against the same calls alone),
+// beside (the same, with the heavy client in a process of its own, against
+// the hub and the floor), and cluster (fanout across two hubs joined over
+// NATS, publisher on one and subscribers on the other, against both on one:
+// the CPU time of the two hub processes per delivered event; -start starts
+// the two, -cluster A,B names running ones). It prints a table, and one
+// JSON object per result with -json.
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and
 // prints, every interval, what was published and delivered, the p99 call
