@@ -262,13 +262,12 @@ func ratioChart(results []result) []byte {
 		case r.met():
 			color = "#2e8b57"
 		}
-		label := labels[i]
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>
 <rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>
 <text x="%.1f" y="%d">%s</text>
-`, left-8, y+barH-5, html.EscapeString(label), left, y, x(r.Ratio)-x(0), barH, color,
+`, left-8, y+barH-5, html.EscapeString(labels[i]), left, y, x(r.Ratio)-x(0), barH, color,
 			max(x(r.Ratio), x(r.RatioHigh))+4, y+barH-5, r.ratioText())
-		if r.Reps > 1 && r.RatioLow != 0 {
+		if r.hasSpread() {
 			mid := y + barH/2
 			fmt.Fprintf(&b, `<path d="M%.1f %dV%dM%.1f %dH%.1fM%.1f %dV%d" stroke="#333" stroke-width="1.5" fill="none"/>
 `, x(r.RatioLow), mid-5, mid+5, x(r.RatioLow), mid, x(r.RatioHigh), x(r.RatioHigh), mid-5, mid+5)

@@ -236,10 +236,14 @@ func (r *result) ratioText() string {
 	}
 }
 
+// hasSpread reports whether r has a lowest and a highest per-run ratio
+// to show: it ran several times, against a floor.
+func (r *result) hasSpread() bool { return r.Reps > 1 && r.RatioLow != 0 }
+
 // spreadText is the lowest and the highest per-run ratio, as "0.91-1.02",
 // when there were several runs; else "-".
 func (r *result) spreadText() string {
-	if r.Reps < 2 || r.RatioLow == 0 {
+	if !r.hasSpread() {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f-%.2f", r.RatioLow, r.RatioHigh)
