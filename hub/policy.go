@@ -15,6 +15,7 @@ const (
 	Provide                     // rpc.provide a method name or pattern (may hold wildcards)
 	Call                        // call a method that a peer provides (the method's name)
 	Presence                    // rpc.presence of a topic, and "presence": true on rpc.subscribe
+	Address                     // rpc.call to chosen peers; the target is "peer.<id>", "user.<identity>" or "topic.<topic>"
 )
 
 func (a Action) String() string {
@@ -29,6 +30,8 @@ func (a Action) String() string {
 		return "call"
 	case Presence:
 		return "presence"
+	case Address:
+		return "address"
 	}
 	return "unknown action"
 }
@@ -46,7 +49,8 @@ func (a Action) String() string {
 type Policy func(ctx context.Context, action Action, topic string) error
 
 // DefaultPolicy lets any peer subscribe to any pattern and call any
-// provided method, and refuses every rpc.publish and rpc.provide: only the
+// provided method, and refuses every rpc.publish, rpc.provide and
+// addressed rpc.call: only the
 // server's Go code publishes (Hub.Publish), and a peer serves methods to
 // the others only when a Policy says it may. It is the policy of a Hub
 // with none set.
