@@ -726,8 +726,18 @@ export class Client extends EventTarget {
   // ---- outgoing ----
 
   #write(conn, text) {
-    this.#o.trace?.("send", text);
+    this.#trace("send", text);
     conn.ws.send(text);
+  }
+
+  // trace shows a message to options.trace. What the trace throws is
+  // reported, never lets a message be lost.
+  #trace(direction, text) {
+    try {
+      this.#o.trace?.(direction, text);
+    } catch (err) {
+      this.#report(err, "trace");
+    }
   }
 
   // calls sends requests (one, or a batch) once the connection is open
@@ -825,7 +835,7 @@ export class Client extends EventTarget {
   #receive(conn, data) {
     if (conn !== this.#conn) return;
     const text = typeof data === "string" ? data : new TextDecoder().decode(data);
-    this.#o.trace?.("receive", text);
+    this.#trace("receive", text);
     let msg;
     try {
       msg = JSON.parse(text, this.#reviver);
@@ -921,9 +931,11 @@ export class Client extends EventTarget {
     if (m.id === null) {
       // An error for no id: the hub could not read the request's id. Of
       // our own messages only a batch the hub refused as a whole (over its
-      // size limit) is answered so; with one batch in flight, it is that.
+      // size limit) is answered so, with -32600; with one batch in flight,
+      // it is that. A parse error answers a raw message: the client's own
+      // are always JSON.
       const err = m.error ? new RPCError(m.error.code, m.error.message, m.error.data) : new Error("response without id");
-      if (this.#batches.size === 1) [...this.#batches][0].fail(err);
+      if (this.#batches.size === 1 && err.code === ErrorCode.InvalidRequest) [...this.#batches][0].fail(err);
       else this.#report(err, "a response without id");
       return;
     }
