@@ -203,10 +203,10 @@ func TestTokenAsSubprotocol(t *testing.T) {
 	if got.Sum != 42 {
 		t.Errorf("with the token: add gave %v", got.Sum)
 	}
-	// From another origin the client cannot learn why (its probe is a
-	// cross-origin POST); that the connection is refused is what counts.
-	if !strings.HasPrefix(got.Wrong, "cannot connect") {
-		t.Errorf("with a wrong token: %q, want the connection refused", got.Wrong)
+	// From another origin too, the client learns why: the hub answers its
+	// probe's CORS preflight.
+	if !strings.HasPrefix(got.Wrong, "cannot connect") || !strings.Contains(got.Wrong, "HTTP 401") {
+		t.Errorf("with a wrong token: %q, want the connection refused with HTTP 401", got.Wrong)
 	}
 
 	pg := newTab(t)
