@@ -87,7 +87,12 @@ export function serveOn(c, method, s) {
       s.ready = true;
       s.chip?.classList.remove("pending");
     },
-    (err) => c === app.client && app.note(`Providing ${method} failed: ${err instanceof RPCError ? `${err.code} ${err.message}` : err.message}`),
+    (err) => {
+      if (c !== app.client) return;
+      app.note(`Providing ${method} failed: ${err instanceof RPCError ? `${err.code} ${err.message}` : err.message}`);
+      s.provided = false; // still served to the hub's own calls
+      showServed();
+    },
   );
 }
 

@@ -93,4 +93,13 @@ func TestPlaygroundProvide(t *testing.T) {
 	}
 	a.waitText("#incoming .entry:first-child", "tab.hello")
 	a.waitText("#incoming .entry:first-child .badge", "answered")
+
+	// A name the hub refuses to route: the page says so, and serves it to
+	// the hub's own calls only.
+	a.do(typeInto("#serve-name", "tab..bad"), chromedp.Click(chromedp.CSS("#register-form button")))
+	a.waitText("#calls .entry .explain", "Providing tab..bad failed: -32602")
+	a.waitText(`#served .chip[data-method="tab..bad"]`, "replies")
+	if got := a.text(`#served .chip[data-method="tab..bad"]`); strings.Contains(got, "provided") {
+		t.Errorf("a refused provision still shows as provided: %s", got)
+	}
 }
