@@ -222,7 +222,8 @@ export class Client extends EventTarget {
   #pingOut = false;
   #nextId = 1;
   #pending = new Map(); // id -> {resolve, reject, onProgress}
-  #batches = new Set(); // batches in flight: {fail}
+  #batches = new Set(); // batches in flight: {fail, raws}
+  #raws = 0; // messages sent with sendRaw
   #waiting = new Set(); // calls waiting for the connection: {run, fail}
   #handlers = new Map(); // method -> handler
   #running = new Map(); // key of a hub request being served -> AbortController
@@ -477,6 +478,7 @@ export class Client extends EventTarget {
    */
   sendRaw(text) {
     if (this.#state !== "open") throw new DisconnectedError();
+    this.#raws++;
     this.#write(this.#conn, String(text));
   }
 
@@ -810,7 +812,7 @@ export class Client extends EventTarget {
           return finish(false, err);
         }
         if (isBatch && open > 0) {
-          batch = { fail: (err) => finish(false, err) };
+          batch = { fail: (err) => finish(false, err), raws: this.#raws };
           this.#batches.add(batch);
         }
         this.#write(conn, text);
@@ -932,10 +934,12 @@ export class Client extends EventTarget {
       // An error for no id: the hub could not read the request's id. Of
       // our own messages only a batch the hub refused as a whole (over its
       // size limit) is answered so, with -32600; with one batch in flight,
-      // it is that. A parse error answers a raw message: the client's own
-      // are always JSON.
+      // and no raw message sent since (it may be the raw message's), it is
+      // that. A parse error answers a raw message: the client's own are
+      // always JSON.
       const err = m.error ? new RPCError(m.error.code, m.error.message, m.error.data) : new Error("response without id");
-      if (this.#batches.size === 1 && err.code === ErrorCode.InvalidRequest) [...this.#batches][0].fail(err);
+      const [batch] = this.#batches;
+      if (this.#batches.size === 1 && err.code === ErrorCode.InvalidRequest && batch.raws === this.#raws) batch.fail(err);
       else this.#report(err, "a response without id");
       return;
     }

@@ -114,6 +114,23 @@ test("a parse error for a raw message does not fail the batch in flight", async 
   assert.deepEqual(errors, [["a response without id", -32700]]);
 });
 
+test("an Invalid Request without id after a raw message does not fail the batch in flight", async (t) => {
+  const { client, peer } = await open(t);
+  const errors = [];
+  client.addEventListener("error", (e) => {
+    e.preventDefault();
+    errors.push([e.context, e.error.code]);
+  });
+  const p = client.batch([{ method: "a" }, { method: "b" }]);
+  const reqs = await peer.read();
+  client.sendRaw('{"foo": "boo"}');
+  await peer.readText();
+  peer.send({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request" } });
+  peer.send(reqs.map((r) => ({ jsonrpc: "2.0", id: r.id, result: r.method })));
+  assert.deepEqual((await p).map((r) => r.value), ["a", "b"]);
+  assert.deepEqual(errors, [["a response without id", -32600]]);
+});
+
 test("a trace that throws loses no message, either way", async (t) => {
   const errors = [];
   const { client, peer } = await open(t, {
