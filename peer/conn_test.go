@@ -800,3 +800,12 @@ func TestFailedNotificationIsLogged(t *testing.T) {
 		t.Fatal("no log line for a notification refused with -32602")
 	}
 }
+
+func TestDescribeUnregisteredPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Describe of an unregistered method did not panic")
+		}
+	}()
+	NewMux().Describe("nothing", Doc{Summary: "never"})
+}

@@ -24,15 +24,25 @@ type openRPCInfo struct {
 
 type openRPCMethod struct {
 	Name           string              `json:"name"`
+	Summary        string              `json:"summary,omitempty"`
 	ParamStructure string              `json:"paramStructure"`
 	Params         []contentDescriptor `json:"params"`
 	Result         *contentDescriptor  `json:"result,omitempty"`
 }
 
 type contentDescriptor struct {
-	Name     string `json:"name"`
-	Required bool   `json:"required,omitempty"`
-	Schema   schema `json:"schema"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+	Schema      schema `json:"schema"`
+}
+
+// Doc documents a method in rpc.discover, beside the schemas its
+// handler gives: a one-line summary, and a description of each parameter
+// by its name in the document.
+type Doc struct {
+	Summary string
+	Params  map[string]string
 }
 
 // schema is a JSON Schema, built as a map so that only the keys that apply
@@ -53,7 +63,15 @@ func (m *Mux) discover(context.Context, *Request) (any, error) {
 	}
 	methods := m.load()
 	for _, name := range m.Methods() {
-		doc.Methods = append(doc.Methods, describe(name, methods[name].h))
+		e := methods[name]
+		meth := describe(name, e.h)
+		if e.doc != nil {
+			meth.Summary = e.doc.Summary
+			for i := range meth.Params {
+				meth.Params[i].Description = e.doc.Params[meth.Params[i].Name]
+			}
+		}
+		doc.Methods = append(doc.Methods, meth)
 	}
 	return doc, nil
 }

@@ -283,3 +283,36 @@ func ExampleAcceptWebSocket() {
 	fmt.Println(sum)
 	// Output: 42
 }
+
+// A method documented for rpc.discover: its summary and its parameters'
+// descriptions go beside the schemas that Func derives.
+func ExampleMux_Describe() {
+	mux := peer.NewMux()
+	mux.Handle("add", peer.Func(func(ctx context.Context, p struct{ A, B float64 }) (float64, error) {
+		return p.A + p.B, nil
+	}))
+	mux.Describe("add", peer.Doc{Summary: "Adds two numbers.", Params: map[string]string{"A": "the first", "B": "the second"}})
+	opts := &peer.Options{Router: mux}
+	reply := peer.Respond(context.Background(), []byte(`{"jsonrpc":"2.0","method":"rpc.discover","id":1}`), opts)
+	var doc struct {
+		Result struct {
+			Methods []struct {
+				Name, Summary string
+				Params        []struct{ Name, Description string }
+			}
+		}
+	}
+	if err := json.Unmarshal(reply, &doc); err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range doc.Result.Methods {
+		fmt.Println(m.Name+":", m.Summary)
+		for _, p := range m.Params {
+			fmt.Printf("  %s: %s\n", p.Name, p.Description)
+		}
+	}
+	// Output:
+	// add: Adds two numbers.
+	//   A: the first
+	//   B: the second
+}

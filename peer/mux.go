@@ -96,6 +96,7 @@ type Mux struct {
 type muxEntry struct {
 	h    Handler
 	mode Mode
+	doc  *Doc
 }
 
 // NewMux returns an empty Mux.
@@ -131,6 +132,25 @@ func (m *Mux) Handle(method string, h Handler, mode ...Mode) {
 		panic("peer: method " + method + " registered twice")
 	}
 	next := make(map[string]muxEntry, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[method] = e
+	m.methods.Store(&next)
+}
+
+// Describe documents method, registered before, in rpc.discover. It
+// panics if method is not registered.
+func (m *Mux) Describe(method string, doc Doc) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.load()
+	e, ok := old[method]
+	if !ok {
+		panic("peer: Describe of " + method + ", which is not registered")
+	}
+	e.doc = &doc
+	next := make(map[string]muxEntry, len(old))
 	for k, v := range old {
 		next[k] = v
 	}

@@ -235,7 +235,19 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, refusedOrigin, "origin not allowed")
 		return
 	}
+	// A page of an allowed origin may read the answers, a refusal's status
+	// too: that is how its client learns why a handshake failed (browsers
+	// hide it), with a POST that needs a CORS preflight.
+	if origin := r.Header.Get("Origin"); origin != "" {
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Add("Vary", "Origin")
+	}
 	switch {
+	case r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "":
+		w.Header().Set("Access-Control-Allow-Methods", "POST")
+		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		w.Header().Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost:
 		s.servePost(w, r)
 	case r.Method == http.MethodGet && isUpgrade(r):

@@ -446,3 +446,49 @@ func TestWebSocketOutlivesHTTPHandler(t *testing.T) {
 	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"from middleware","id":1}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"value","id":1}`))
 }
+
+// A page of an allowed origin may read the hub's answers over POST, a
+// refusal's status included (its client probes so to learn why a
+// handshake failed): the hub answers the CORS preflight and marks each
+// answer. A page of another origin gets neither.
+func TestCORSForAllowedOrigins(t *testing.T) {
+	ts := newTestServer(t, &server.Options{
+		AllowedOrigins: []string{"https://app.example.org"},
+		Authenticate:   server.TokenAuth(map[string]string{"s3cret": "ada"}),
+	})
+	preflight := func(origin string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodOptions, ts.URL+"/rpc", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization,content-type")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := preflight("https://app.example.org")
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example.org" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")), "authorization") {
+		t.Errorf("preflight from an allowed origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp := preflight("https://evil.com"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight from another origin: %d %v", resp.StatusCode, resp.Header)
+	}
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/rpc", strings.NewReader(`{"jsonrpc":"2.0","method":"rpc.ping","id":0}`))
+	req.Header.Set("Origin", "https://app.example.org")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer guess")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusUnauthorized || r.Header.Get("Access-Control-Allow-Origin") != "https://app.example.org" {
+		t.Errorf("a refused POST from an allowed origin: %d %v", r.StatusCode, r.Header)
+	}
+}

@@ -222,7 +222,8 @@ export class Client extends EventTarget {
   #pingOut = false;
   #nextId = 1;
   #pending = new Map(); // id -> {resolve, reject, onProgress}
-  #batches = new Set(); // batches in flight: {fail}
+  #batches = new Set(); // batches in flight: {fail, raws}
+  #raws = 0; // messages sent with sendRaw
   #waiting = new Set(); // calls waiting for the connection: {run, fail}
   #handlers = new Map(); // method -> handler
   #running = new Map(); // key of a hub request being served -> AbortController
@@ -477,6 +478,7 @@ export class Client extends EventTarget {
    */
   sendRaw(text) {
     if (this.#state !== "open") throw new DisconnectedError();
+    this.#raws++;
     this.#write(this.#conn, String(text));
   }
 
@@ -726,8 +728,18 @@ export class Client extends EventTarget {
   // ---- outgoing ----
 
   #write(conn, text) {
-    this.#o.trace?.("send", text);
+    this.#trace("send", text);
     conn.ws.send(text);
+  }
+
+  // trace shows a message to options.trace. What the trace throws is
+  // reported, never lets a message be lost.
+  #trace(direction, text) {
+    try {
+      this.#o.trace?.(direction, text);
+    } catch (err) {
+      this.#report(err, "trace");
+    }
   }
 
   // calls sends requests (one, or a batch) once the connection is open
@@ -800,7 +812,7 @@ export class Client extends EventTarget {
           return finish(false, err);
         }
         if (isBatch && open > 0) {
-          batch = { fail: (err) => finish(false, err) };
+          batch = { fail: (err) => finish(false, err), raws: this.#raws };
           this.#batches.add(batch);
         }
         this.#write(conn, text);
@@ -825,7 +837,7 @@ export class Client extends EventTarget {
   #receive(conn, data) {
     if (conn !== this.#conn) return;
     const text = typeof data === "string" ? data : new TextDecoder().decode(data);
-    this.#o.trace?.("receive", text);
+    this.#trace("receive", text);
     let msg;
     try {
       msg = JSON.parse(text, this.#reviver);
@@ -921,9 +933,13 @@ export class Client extends EventTarget {
     if (m.id === null) {
       // An error for no id: the hub could not read the request's id. Of
       // our own messages only a batch the hub refused as a whole (over its
-      // size limit) is answered so; with one batch in flight, it is that.
+      // size limit) is answered so, with -32600; with one batch in flight,
+      // and no raw message sent since (it may be the raw message's), it is
+      // that. A parse error answers a raw message: the client's own are
+      // always JSON.
       const err = m.error ? new RPCError(m.error.code, m.error.message, m.error.data) : new Error("response without id");
-      if (this.#batches.size === 1) [...this.#batches][0].fail(err);
+      const [batch] = this.#batches;
+      if (this.#batches.size === 1 && err.code === ErrorCode.InvalidRequest && batch.raws === this.#raws) batch.fail(err);
       else this.#report(err, "a response without id");
       return;
     }

@@ -9,7 +9,7 @@ import (
 	"net/http"
 )
 
-//go:embed index.html playground.css playground.js favicon.svg switchboard.js switchboard.d.ts
+//go:embed index.html playground.css playground*.js favicon.svg switchboard.js switchboard.d.ts
 var files embed.FS
 
 // csp keeps the playground to its own files. It may connect anywhere: a

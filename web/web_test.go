@@ -30,6 +30,7 @@ func TestHandler(t *testing.T) {
 	}{
 		{"/", "<title>Switchboard playground</title>", "text/html", map[string]string{"Content-Security-Policy": "default-src 'self'"}},
 		{"/playground.js", `from "./switchboard.js"`, "text/javascript", nil},
+		{"/playground-topics.js", `from "./playground-view.js"`, "text/javascript", nil},
 		{"/playground.css", "--accent", "text/css", nil},
 		{"/favicon.svg", "<svg", "image/svg+xml", nil},
 		// Pages of other origins may import the client.

@@ -104,6 +104,15 @@ func TestPlayground(t *testing.T) {
 	tb.waitText("#raw-reply", "-32700")
 	tb.waitText("#frames .frame.send .kind", "not JSON")
 
+	// History, presence and positions, for a screenshot of those panels.
+	publish(t, h.URL(), "chat.room2", `{"text":"second"}`)
+	tb.do(chromedp.Click(chromedp.CSS("#history-form button")), chromedp.Click(chromedp.CSS("#presence-form button")))
+	tb.waitText("#history-result", "3 events of chat.>")
+	tb.waitText("#presence-result", "1 peer on chat.room1")
+	eval[bool](tb, `(document.querySelector("#history-title").scrollIntoView(), scrollBy(0, -70), true)`)
+	tb.do(colorScheme("light"))
+	tb.screenshot("playground-streams.png")
+
 	// The frames so far, for the screenshots: the method tab, the top.
 	tb.do(colorScheme("light"), chromedp.Click(chromedp.CSS("#tab-method")), typeInto("#method", "add"), typeInto("#params", "[1, 2]"))
 	eval[bool](tb, `(scrollTo(0, 0), true)`)
@@ -114,6 +123,11 @@ func TestPlayground(t *testing.T) {
 	tb.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
 	if w := eval[int](tb, `document.documentElement.scrollWidth`); w > 390 {
 		t.Errorf("at 390 px the page is %d px wide", w)
+	}
+	// There the Frames card comes right under the Request card, near the
+	// buttons that send the frames.
+	if !eval[bool](tb, `document.querySelector(".frames").getBoundingClientRect().top < document.querySelector("#calls").getBoundingClientRect().top`) {
+		t.Error("at 390 px the Frames card is not above the Calls card")
 	}
 	eval[bool](tb, `(scrollTo(0, 0), true)`)
 	tb.screenshot("playground-phone.png")
@@ -189,10 +203,10 @@ func TestTokenAsSubprotocol(t *testing.T) {
 	if got.Sum != 42 {
 		t.Errorf("with the token: add gave %v", got.Sum)
 	}
-	// From another origin the client cannot learn why (its probe is a
-	// cross-origin POST); that the connection is refused is what counts.
-	if !strings.HasPrefix(got.Wrong, "cannot connect") {
-		t.Errorf("with a wrong token: %q, want the connection refused", got.Wrong)
+	// From another origin too, the client learns why: the hub answers its
+	// probe's CORS preflight.
+	if !strings.HasPrefix(got.Wrong, "cannot connect") || !strings.Contains(got.Wrong, "HTTP 401") {
+		t.Errorf("with a wrong token: %q, want the connection refused with HTTP 401", got.Wrong)
 	}
 
 	pg := newTab(t)

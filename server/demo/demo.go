@@ -35,6 +35,27 @@ func Register(m *peer.Mux) {
 	m.Handle("add", peer.Func(add))
 	m.Handle("sleep", peer.Func(sleep))
 	m.Handle("callback", peer.Func(callback))
+	for name, doc := range docs {
+		m.Describe(name, doc)
+	}
+}
+
+// docs describes the demo methods in rpc.discover, so that a tool like
+// the playground can say what each one does.
+var docs = map[string]peer.Doc{
+	"subtract": {Summary: "Subtracts subtrahend from minuend: [42, 23] or {\"minuend\": 42, \"subtrahend\": 23}.",
+		Params: map[string]string{"minuend": "the number to subtract from", "subtrahend": "the number subtracted"}},
+	"sum":          {Summary: "Adds any count of numbers: [1, 2, 4].", Params: map[string]string{"params": "the numbers, by position"}},
+	"get_data":     {Summary: "Returns [\"hello\", 5], as in the specification's batch example.", Params: map[string]string{"params": "ignored"}},
+	"update":       {Summary: "Takes anything and does nothing: the specification sends it as a notification.", Params: map[string]string{"params": "ignored"}},
+	"notify_hello": {Summary: "Takes anything and does nothing: the specification sends it as a notification.", Params: map[string]string{"params": "ignored"}},
+	"notify_sum":   {Summary: "Takes anything and does nothing: the specification sends it as a notification.", Params: map[string]string{"params": "ignored"}},
+	"echo":         {Summary: "Returns its params unchanged, big numbers and all.", Params: map[string]string{"params": "anything, returned as sent"}},
+	"add":          {Summary: "Adds two numbers: [1, 2] or {\"a\": 1, \"b\": 2}.", Params: map[string]string{"a": "the first number", "b": "the second number"}},
+	"sleep": {Summary: "Waits ms milliseconds, sending rpc.progress about every 100 ms; rpc.cancel ends it with -32002.",
+		Params: map[string]string{"ms": "how long to wait, in milliseconds (at most ten minutes)"}},
+	"callback": {Summary: "Calls method on the calling peer, over the same connection, and returns that call's result or error.",
+		Params: map[string]string{"method": "the method the hub calls on you", "params": "its params, passed on unchanged"}},
 }
 
 // SubtractParams are the params of subtract, by position or by name.

@@ -201,3 +201,37 @@ func TestDiscoverAgreesWithBinding(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscoverDescribesEveryMethod checks that each demo method says in
+// rpc.discover what it does, and what each of its params is.
+func TestDiscoverDescribesEveryMethod(t *testing.T) {
+	var resp struct {
+		Result struct {
+			Methods []struct {
+				Name    string `json:"name"`
+				Summary string `json:"summary"`
+				Params  []struct {
+					Name        string `json:"name"`
+					Description string `json:"description"`
+				} `json:"params"`
+			} `json:"methods"`
+		} `json:"result"`
+	}
+	opts := &peer.Options{Router: demo.Mux()}
+	if err := json.Unmarshal(peer.Respond(t.Context(), []byte(`{"jsonrpc":"2.0","method":"rpc.discover","id":0}`), opts), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Result.Methods) == 0 {
+		t.Fatal("rpc.discover lists no methods")
+	}
+	for _, m := range resp.Result.Methods {
+		if m.Summary == "" {
+			t.Errorf("%s has no summary", m.Name)
+		}
+		for _, p := range m.Params {
+			if p.Description == "" {
+				t.Errorf("%s: param %s has no description", m.Name, p.Name)
+			}
+		}
+	}
+}

@@ -96,6 +96,66 @@ test("a batch the hub refuses as a whole rejects", async (t) => {
   assert.equal(err.code, -32600);
 });
 
+test("a parse error for a raw message does not fail the batch in flight", async (t) => {
+  const { client, peer } = await open(t);
+  const errors = [];
+  client.addEventListener("error", (e) => {
+    e.preventDefault();
+    errors.push([e.context, e.error.code]);
+  });
+  const p = client.batch([{ method: "sleep", params: { ms: 300 } }, { method: "add", params: [1, 2] }]);
+  const reqs = await peer.read();
+  client.sendRaw('{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]');
+  assert.match(await peer.readText(), /foobar, "params"/);
+  peer.send({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } });
+  peer.send(reqs.map((r, i) => ({ jsonrpc: "2.0", id: r.id, result: i === 0 ? { slept: 300 } : 3 })));
+  const out = await p;
+  assert.deepEqual(out.map((r) => r.value), [{ slept: 300 }, 3]);
+  assert.deepEqual(errors, [["a response without id", -32700]]);
+});
+
+test("an Invalid Request without id after a raw message does not fail the batch in flight", async (t) => {
+  const { client, peer } = await open(t);
+  const errors = [];
+  client.addEventListener("error", (e) => {
+    e.preventDefault();
+    errors.push([e.context, e.error.code]);
+  });
+  const p = client.batch([{ method: "a" }, { method: "b" }]);
+  const reqs = await peer.read();
+  client.sendRaw('{"foo": "boo"}');
+  await peer.readText();
+  peer.send({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request" } });
+  peer.send(reqs.map((r) => ({ jsonrpc: "2.0", id: r.id, result: r.method })));
+  assert.deepEqual((await p).map((r) => r.value), ["a", "b"]);
+  assert.deepEqual(errors, [["a response without id", -32600]]);
+});
+
+test("a trace that throws loses no message, either way", async (t) => {
+  const errors = [];
+  const { client, peer } = await open(t, {
+    trace: (direction, text) => {
+      if (text.includes("12345678901234567890")) throw new TypeError(`cannot show ${direction}`);
+    },
+  });
+  client.addEventListener("error", (e) => {
+    e.preventDefault();
+    errors.push([e.context, e.error.message]);
+  });
+  client.sendRaw('{"jsonrpc":"2.0","method":"add","params":[1,2],"id":12345678901234567890}');
+  assert.equal(await peer.readText(), '{"jsonrpc":"2.0","method":"add","params":[1,2],"id":12345678901234567890}');
+  const p = client.call("echo", [12345678901234567890n]);
+  const req = await peer.readText();
+  assert.match(req, /"params":\[12345678901234567890\]/);
+  peer.send(`{"jsonrpc":"2.0","id":${JSON.parse(req).id},"result":[12345678901234567890]}`);
+  assert.deepEqual(await p, [12345678901234567000]);
+  assert.deepEqual(errors, [
+    ["trace", "cannot show send"],
+    ["trace", "cannot show send"],
+    ["trace", "cannot show receive"],
+  ]);
+});
+
 test("a batch of notifications resolves once sent", async (t) => {
   const { client, peer } = await open(t);
   const out = await client.batch([{ method: "a", notification: true }]);

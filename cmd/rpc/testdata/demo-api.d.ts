@@ -8,14 +8,42 @@ import type { Method, Params } from "@switchboard-rpc/client";
 
 /** The methods of Switchboard 0.0.0. */
 export interface API {
-  add: Method<[a: number, b: number] | { a: number; b: number }, number>;
-  callback: Method<[method: string, params?: unknown] | { method: string; params?: unknown }, unknown>;
+  /** Adds two numbers: [1, 2] or {"a": 1, "b": 2}. */
+  add: Method<[a: number, b: number] | {
+    /** the first number */
+    a: number;
+    /** the second number */
+    b: number;
+  }, number>;
+  /** Calls method on the calling peer, over the same connection, and returns that call's result or error. */
+  callback: Method<[method: string, params?: unknown] | {
+    /** the method the hub calls on you */
+    method: string;
+    /** its params, passed on unchanged */
+    params?: unknown;
+  }, unknown>;
+  /** Returns its params unchanged, big numbers and all. */
   echo: Method<Params | undefined, unknown>;
+  /** Returns ["hello", 5], as in the specification's batch example. */
   get_data: Method<Params | undefined, unknown[]>;
+  /** Takes anything and does nothing: the specification sends it as a notification. */
   notify_hello: Method<Params | undefined, unknown>;
+  /** Takes anything and does nothing: the specification sends it as a notification. */
   notify_sum: Method<Params | undefined, unknown>;
-  sleep: Method<[ms: number] | { ms: number }, { slept: number }>;
-  subtract: Method<[minuend: number, subtrahend: number] | { minuend: number; subtrahend: number }, number>;
+  /** Waits ms milliseconds, sending rpc.progress about every 100 ms; rpc.cancel ends it with -32002. */
+  sleep: Method<[ms: number] | {
+    /** how long to wait, in milliseconds (at most ten minutes) */
+    ms: number;
+  }, { slept: number }>;
+  /** Subtracts subtrahend from minuend: [42, 23] or {"minuend": 42, "subtrahend": 23}. */
+  subtract: Method<[minuend: number, subtrahend: number] | {
+    /** the number to subtract from */
+    minuend: number;
+    /** the number subtracted */
+    subtrahend: number;
+  }, number>;
+  /** Adds any count of numbers: [1, 2, 4]. */
   sum: Method<number[], number>;
+  /** Takes anything and does nothing: the specification sends it as a notification. */
   update: Method<Params | undefined, unknown>;
 }

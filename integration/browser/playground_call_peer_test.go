@@ -1,0 +1,48 @@
+package browser_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// One tab calls another by its peer id: the Peers panel of the first
+// fills the Request form with an rpc.call addressed to the second, which
+// answers with a method it registered. It needs rpc.call and rpc.whoami
+// in the hub (PROTOCOL.md section 8).
+func TestPlaygroundCallThisPeer(t *testing.T) {
+	a, h := openPlayground(t, 1280, 900)
+	b := openSecondPlayground(t, h.URL())
+	b.do(
+		typeInto("#serve-name", "tab.greet"),
+		chromedp.SetValue(chromedp.CSS("#serve-mode"), "reply"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#serve-mode").dispatchEvent(new Event("change"))`),
+		chromedp.SetValue(chromedp.CSS("#serve-reply"), `"hello from tab b"`),
+		chromedp.Click(chromedp.CSS("#register-form button")),
+		chromedp.Click(chromedp.CSS("#presence-form button")),
+	)
+	b.waitText("#presence-result", "1 peer on chat.room1")
+	b.do(chromedp.Click(chromedp.CSS("#whoami")))
+	b.waitText("#me", "This page is peer ")
+	id := eval[string](b, `document.querySelector("#me").textContent.match(/peer ([0-9a-f-]+)/)[1]`)
+	b.waitText(`#peers .peer[data-peer="`+id+`"] .badge`, "you")
+
+	a.do(typeInto("#peer-method", "tab.greet"), chromedp.Click(chromedp.CSS("#presence-form button")))
+	a.waitText("#presence-result", "2 peers on chat.room1")
+	a.do(chromedp.Click(chromedp.CSS(`#peers .peer[data-peer="` + id + `"] button`)))
+	if m := eval[string](a, `document.querySelector("#method").value`); m != "rpc.call" {
+		t.Errorf("the form's method: %q", m)
+	}
+	var params struct{ Peer, Method string }
+	if err := json.Unmarshal([]byte(eval[string](a, `document.querySelector("#params").value`)), &params); err != nil || params.Peer != id || params.Method != "tab.greet" {
+		t.Errorf("the form's params: %+v (%v)", params, err)
+	}
+	a.do(chromedp.Click(chromedp.CSS("#call")))
+	a.waitText("#calls .entry:first-child .badge", "result")
+	if got := a.text("#calls .entry:first-child pre.result"); got != `"hello from tab b"` {
+		t.Errorf("a's rpc.call to b: %s", got)
+	}
+	b.waitText("#incoming .entry:first-child", "tab.greet")
+	b.waitText("#incoming .entry:first-child .badge", "answered")
+}

@@ -1,0 +1,101 @@
+// The frame log: every message on the WebSocket, both ways, named and
+// timed, through the client's trace option.
+import { $, el, jsonView, prettyText, isRaw, clock, ms } from "./playground-view.js";
+
+export const frames = {
+  list: $("frames"),
+  asked: { send: new Map(), receive: new Map() }, // id key -> when a request went that way
+  shown: 0,
+  hiddenPings: new Set(), // ids of rpc.ping calls, whose answers hide with them
+  max: 400,
+  observers: [], // fn(direction, value, ok, info) for each frame
+
+  add(direction, text) {
+    const now = performance.now();
+    const { value, ok } = prettyText(text);
+    const info = classify(value, ok);
+    const isPing = info.ping || (info.ids.length > 0 && info.ids.every((k) => this.hiddenPings.has(k)) && direction === "receive");
+    if (info.requests) for (const [k, method] of info.calls) this.asked[direction].set(k, { now, method });
+    if (info.ping && direction === "send") for (const k of info.ids) this.hiddenPings.add(k);
+    // A response's latency: since the request it answers went the other way.
+    let latency;
+    if (info.responses) {
+      const asked = this.asked[direction === "send" ? "receive" : "send"];
+      const reqs = info.ids.map((k) => asked.get(k)).filter((r) => r !== undefined);
+      if (reqs.length > 0) {
+        latency = now - Math.min(...reqs.map((r) => r.now));
+        if (!Array.isArray(value)) info.summary += ` ← ${reqs[0].method}`;
+      }
+      for (const k of info.ids) asked.delete(k), this.hiddenPings.delete(k);
+    }
+    const li = el(
+      "li",
+      { class: `frame ${direction} k-${info.kind}`, "data-ping": isPing ? "1" : undefined, hidden: isPing && !$("show-pings").checked },
+      el(
+        "div",
+        { class: "frame-head" },
+        el("span", { class: "dir", title: direction === "send" ? "sent by this page" : "received from the hub" }, direction === "send" ? "↑" : "↓"),
+        el("span", { class: "kind" }, info.label),
+        el("span", { class: "summary" }, info.summary),
+        el("span", { class: "time" }, clock()),
+        latency !== undefined && el("span", { class: "lat", title: direction === "send" ? "time this page took to answer" : "time the hub took to answer" }, "+" + ms(latency)),
+      ),
+      ok ? jsonView(value) : el("pre", { class: "json j-bad" }, text),
+    );
+    const atBottom = this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 40;
+    this.list.querySelector(".empty")?.remove();
+    this.list.append(li);
+    while (this.list.children.length > this.max) this.list.firstElementChild.remove();
+    this.shown++;
+    $("frame-count").textContent = String(this.shown);
+    if (atBottom) this.list.scrollTop = this.list.scrollHeight;
+    for (const fn of this.observers) fn(direction, value, ok, info);
+  },
+};
+
+// idKey is an id as a map key: a number as written, even beyond 2^53.
+export const idKey = (id) => (typeof id === "string" ? "s" + id : "n" + (isRaw(id) ? id.rawJSON : String(id)));
+
+// classify names a frame: its kind, a one-line summary, and the ids in it.
+export function classify(value, ok) {
+  if (!ok) return { kind: "invalid", label: "not JSON", summary: "", ids: [] };
+  if (Array.isArray(value)) {
+    const parts = value.map((v) => classify(v, true));
+    const ids = parts.flatMap((p) => p.ids);
+    const calls = parts.flatMap((p) => p.calls ?? []);
+    const counts = {};
+    for (const p of parts) counts[p.label] = (counts[p.label] ?? 0) + 1;
+    return {
+      kind: parts.some((p) => p.kind === "error") ? "error" : "batch",
+      label: `batch of ${value.length}`,
+      summary: Object.entries(counts).map(([k, n]) => (n > 1 ? `${n} × ${k}` : k)).join(", "),
+      ids,
+      calls,
+      requests: parts.some((p) => p.requests),
+      responses: parts.some((p) => p.responses),
+    };
+  }
+  if (value === null || typeof value !== "object") return { kind: "invalid", label: "not a request", summary: "", ids: [] };
+  const id = "id" in value ? ` #${JSON.stringify(value.id)}` : "";
+  if (typeof value.method === "string") {
+    const p = value.params;
+    if (value.method === "rpc.event") return { kind: "event", label: "event", summary: p?.topic ?? "", ids: [] };
+    if (value.method === "rpc.progress") return { kind: "note", label: "progress", summary: `for #${JSON.stringify(p?.id)}`, ids: [] };
+    if (value.method === "rpc.cancel") return { kind: "note", label: "cancel", summary: `of #${JSON.stringify(p?.id)}`, ids: [] };
+    if (!("id" in value)) return { kind: "notification", label: "notification", summary: value.method, ids: [] };
+    const k = idKey(value.id);
+    return { kind: "call", label: "call", summary: value.method + id, ids: [k], calls: [[k, value.method]], requests: true, ping: value.method === "rpc.ping" };
+  }
+  if ("error" in value) return { kind: "error", label: "error", summary: `${value.error?.code ?? ""} ${value.error?.message ?? ""}${id}`, ids: [idKey(value.id)], responses: true };
+  if ("result" in value) return { kind: "result", label: "result", summary: id.trim(), ids: [idKey(value.id)], responses: true };
+  return { kind: "invalid", label: "not a request", summary: "", ids: [] };
+}
+
+$("show-pings").addEventListener("change", (e) => {
+  for (const li of frames.list.querySelectorAll("[data-ping]")) li.hidden = !e.target.checked;
+});
+$("clear-frames").addEventListener("click", () => {
+  frames.list.replaceChildren(el("li", { class: "empty" }, "Cleared."));
+  frames.shown = 0;
+  $("frame-count").textContent = "";
+});
