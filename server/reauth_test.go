@@ -22,9 +22,9 @@ import (
 func newJWTServer(t *testing.T) *testServer {
 	t.Helper()
 	set, err := rules.Compile([]rules.Rule{
-		{Allow: []string{"subscribe"}, On: []string{"user.{user}.>"}, Who: "authenticated"},
-		{Allow: []string{"call"}, On: []string{"add"}, Who: "authenticated"},
-		{Allow: []string{"publish", "address"}, On: []string{">"}, Who: "role=backend"},
+		{Allow: []string{"subscribe"}, To: []string{"user.{user}.>"}, Who: "authenticated"},
+		{Allow: []string{"call"}, To: []string{"add"}, Who: "authenticated"},
+		{Allow: []string{"publish", "address"}, To: []string{">"}, Who: "role=backend"},
 	})
 	if err != nil {
 		t.Fatal(err)

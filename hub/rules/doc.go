@@ -7,10 +7,10 @@
 //
 //	rules:
 //	  - allow: [subscribe]
-//	    on: ["user.{user}.>"]   # {user}: the word must be the peer's own identity
+//	    to: ["user.{user}.>"]   # {user}: the word must be the peer's own identity
 //	    who: authenticated
 //	  - allow: [publish, address]
-//	    on: [">"]
+//	    to: [">"]
 //	    who: role=backend       # a token claim "role" with the value "backend"
 //
 // who is "anyone", "authenticated" (any identity), or "claim=value" (a

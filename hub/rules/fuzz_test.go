@@ -19,7 +19,7 @@ func FuzzAllow(f *testing.F) {
 		f.Add(s[0], s[1], "alice")
 	}
 	f.Fuzz(func(t *testing.T, pattern, target, user string) {
-		set, err := rules.Compile([]rules.Rule{{Allow: []string{"publish"}, On: []string{pattern}, Who: "anyone"}})
+		set, err := rules.Compile([]rules.Rule{{Allow: []string{"publish"}, To: []string{pattern}, Who: "anyone"}})
 		if err != nil {
 			return
 		}

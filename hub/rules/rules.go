@@ -14,11 +14,11 @@ type Rule struct {
 	// Allow lists the actions: subscribe (with rpc.history and
 	// rpc.presence), publish, provide, call, address.
 	Allow []string `json:"allow" yaml:"allow"`
-	// On lists the patterns the actions may be done on: topics for
+	// To lists the patterns the actions may be done on: topics for
 	// subscribe and publish, methods for provide and call, rpc.call
 	// addresses ("user.<identity>", "topic.<topic>", "peer.<id>") for
 	// address.
-	On []string `json:"on" yaml:"on"`
+	To []string `json:"to" yaml:"to"`
 	// Who is "anyone", "authenticated", or "claim=value".
 	Who string `json:"who" yaml:"who"`
 }
@@ -87,10 +87,10 @@ func (s *Set) add(r Rule) error {
 	if len(r.Allow) == 0 {
 		return errors.New("allow lists no action")
 	}
-	if len(r.On) == 0 {
-		return errors.New("on lists no pattern")
+	if len(r.To) == 0 {
+		return errors.New("to lists no pattern")
 	}
-	for _, p := range r.On {
+	for _, p := range r.To {
 		if err := checkPattern(p, true); err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func (s *Set) add(r Rule) error {
 		if a < 0 {
 			return fmt.Errorf("unknown action %q: want one of %s", name, strings.Join(actionNames[:], ", "))
 		}
-		for _, p := range r.On {
+		for _, p := range r.To {
 			c.pattern = p
 			s.by[a] = append(s.by[a], c)
 		}
@@ -117,7 +117,7 @@ func (s *Set) add(r Rule) error {
 func Demo() *Set {
 	all := make([]string, 0, numActions)
 	all = append(all, actionNames[:]...)
-	s, err := Compile([]Rule{{Allow: all, On: []string{">"}, Who: "anyone"}})
+	s, err := Compile([]Rule{{Allow: all, To: []string{">"}, Who: "anyone"}})
 	if err != nil {
 		panic(err)
 	}

@@ -13,11 +13,11 @@ import (
 
 // walkThrough is the rule set of docs/security.md's deployment.
 var walkThrough = []rules.Rule{
-	{Allow: []string{"subscribe"}, On: []string{"user.{user}.>"}, Who: "authenticated"},
-	{Allow: []string{"call"}, On: []string{"add"}, Who: "authenticated"},
-	{Allow: []string{"publish", "address", "subscribe"}, On: []string{">"}, Who: "role=backend"},
-	{Allow: []string{"subscribe"}, On: []string{"news.*"}, Who: "anyone"},
-	{Allow: []string{"provide"}, On: []string{"billing.*"}, Who: "team=[billing]"},
+	{Allow: []string{"subscribe"}, To: []string{"user.{user}.>"}, Who: "authenticated"},
+	{Allow: []string{"call"}, To: []string{"add"}, Who: "authenticated"},
+	{Allow: []string{"publish", "address", "subscribe"}, To: []string{">"}, Who: "role=backend"},
+	{Allow: []string{"subscribe"}, To: []string{"news.*"}, Who: "anyone"},
+	{Allow: []string{"provide"}, To: []string{"billing.*"}, Who: "team=[billing]"},
 }
 
 func token(sub string, claims map[string]any, grants string) *rules.Identity {
@@ -150,19 +150,19 @@ func TestCompileErrors(t *testing.T) {
 		rule rules.Rule
 		want string
 	}{
-		{"no who", rules.Rule{Allow: []string{"publish"}, On: []string{"a"}}, "who is missing"},
-		{"bad who", rules.Rule{Allow: []string{"publish"}, On: []string{"a"}, Who: "everybody"}, `who "everybody"`},
-		{"unknown action", rules.Rule{Allow: []string{"pubish"}, On: []string{"a"}, Who: "anyone"}, `unknown action "pubish"`},
-		{"no action", rules.Rule{On: []string{"a"}, Who: "anyone"}, "no action"},
+		{"no who", rules.Rule{Allow: []string{"publish"}, To: []string{"a"}}, "who is missing"},
+		{"bad who", rules.Rule{Allow: []string{"publish"}, To: []string{"a"}, Who: "everybody"}, `who "everybody"`},
+		{"unknown action", rules.Rule{Allow: []string{"pubish"}, To: []string{"a"}, Who: "anyone"}, `unknown action "pubish"`},
+		{"no action", rules.Rule{To: []string{"a"}, Who: "anyone"}, "no action"},
 		{"no pattern", rules.Rule{Allow: []string{"publish"}, Who: "anyone"}, "no pattern"},
-		{"empty word", rules.Rule{Allow: []string{"publish"}, On: []string{"a..b"}, Who: "anyone"}, "empty word"},
-		{"> not last", rules.Rule{Allow: []string{"publish"}, On: []string{">.a"}, Who: "anyone"}, "last word"},
-		{"other placeholder", rules.Rule{Allow: []string{"publish"}, On: []string{"user.{id}"}, Who: "anyone"}, "placeholder"},
-		{"partial wildcard", rules.Rule{Allow: []string{"publish"}, On: []string{"a*"}, Who: "anyone"}, "whole word"},
+		{"empty word", rules.Rule{Allow: []string{"publish"}, To: []string{"a..b"}, Who: "anyone"}, "empty word"},
+		{"> not last", rules.Rule{Allow: []string{"publish"}, To: []string{">.a"}, Who: "anyone"}, "last word"},
+		{"other placeholder", rules.Rule{Allow: []string{"publish"}, To: []string{"user.{id}"}, Who: "anyone"}, "placeholder"},
+		{"partial wildcard", rules.Rule{Allow: []string{"publish"}, To: []string{"a*"}, Who: "anyone"}, "whole word"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := rules.Compile([]rules.Rule{{Allow: []string{"call"}, On: []string{"x"}, Who: "anyone"}, tt.rule})
+			_, err := rules.Compile([]rules.Rule{{Allow: []string{"call"}, To: []string{"x"}, Who: "anyone"}, tt.rule})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "rule 2: ") {
 				t.Errorf("Compile = %v, want rule 2 and %q", err, tt.want)
 			}
