@@ -61,9 +61,9 @@ const (
 	// "kid" makes the hub fetch the JWKS URL before its time: a stream of
 	// tokens with made-up kids costs one fetch per interval.
 	JWKSRefetchInterval = 30 * time.Second
-	// JWTLeeway is how far ahead of the hub's clock a token's "nbf" and
-	// "iat" may be, for clocks that disagree a little. "exp" is exact: a
-	// connection closes when it passes.
+	// JWTLeeway is how far ahead of the hub's clock a token's "nbf" may
+	// be, for clocks that disagree a little ("iat" is not checked). "exp"
+	// is exact: a connection closes when it passes.
 	JWTLeeway = 30 * time.Second
 )
 
@@ -258,7 +258,7 @@ func (j *JWT) Verify(ctx context.Context, token string) (*rules.Token, error) {
 		return nil, err
 	}
 	if exp != nil {
-		if !time.Now().Before(exp.Time) { // exact: the leeway is for nbf and iat
+		if !time.Now().Before(exp.Time) { // exact: the leeway is for nbf
 			return nil, jwt.ErrTokenExpired
 		}
 		t.Expires = exp.Time
