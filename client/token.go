@@ -115,8 +115,8 @@ func (c *Client) refresh(pc *peer.Conn, tt *tokenTimer) {
 		tt.arm(tokenExpiry(tok))
 		return
 	}
-	if c.ctx.Err() != nil {
-		return
+	if c.ctx.Err() != nil || pc.Err() != nil {
+		return // closed meanwhile: that is the news, and run reports it
 	}
 	err = fmt.Errorf("%w: %w", ErrTokenRefused, err)
 	c.log.Warn("token refresh failed", zap.Error(err))
