@@ -4,6 +4,14 @@
 //
 //	hub -addr 127.0.0.1:8080 -demo
 //
+// Settings may come from a config file, whose keys are the flags' names
+// (plus "rules", who may do what); SWITCHBOARD_<NAME> environment
+// variables override it, and flags override both. check-config checks a
+// file and prints the configuration it makes, secrets redacted:
+//
+//	hub -config hub.yaml
+//	hub check-config hub.yaml
+//
 // SIGINT or SIGTERM shuts it down gracefully: new connections are refused,
 // calls in flight finish (up to -shutdown-timeout), WebSockets close with
 // 1001, and the command exits 0.
