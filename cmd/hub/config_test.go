@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"io"
 	"os"
@@ -168,9 +167,6 @@ func TestRunWithConfig(t *testing.T) {
 	}
 	file := writeFile(t, "hub.yaml", "jwt-key: "+key+"\nanonymous: true\nrules:\n  - allow: [subscribe]\n    to: [news.*]\n    who: anyone\n")
 	url, _ := start(t, "-config", file)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	_ = ctx
 	resp, body := httpDo(t, "POST", url+"/rpc", "application/json", `{"jsonrpc":"2.0","method":"rpc.publish","params":["news.x",1],"id":1}`)
 	if resp.StatusCode != 200 || !strings.Contains(body, "-32001") {
 		t.Errorf("anonymous publish: %d %s", resp.StatusCode, body)
