@@ -60,7 +60,8 @@ type Client struct {
 	ready  chan struct{} // closed when pc is set or the client closes
 	state  State
 	closed bool
-	err    error // why the client closed
+	err    error     // why the client closed
+	exp    time.Time // when the token of the last connection made expires (TokenFunc)
 
 	changes []stateChange // not yet reported to OnState
 	changed chan struct{} // 1-buffered: changes has news
@@ -156,9 +157,13 @@ func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
 	defer cancel()
 	dialed := new(dialedConn)
+	header, exp, err := c.dialHeader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", url, err)
+	}
 	ws, resp, err := websocket.Dial(context.WithValue(ctx, dialedKey{}, dialed), url, &websocket.DialOptions{
 		HTTPClient: c.hc,
-		HTTPHeader: c.o.Header,
+		HTTPHeader: header,
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
@@ -193,6 +198,9 @@ func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 		_ = pc.Close()
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
+	c.mu.Lock()
+	c.exp = exp
+	c.mu.Unlock()
 	return pc, nil
 }
 
@@ -207,6 +215,9 @@ func (c *Client) run(pc *peer.Conn) {
 		tick = t.C
 	}
 	var pingErr error
+	var tt tokenTimer // the token's refresh, with Options.TokenFunc
+	defer tt.stop()
+	tt.arm(c.tokenExp())
 	for {
 		select {
 		case <-pc.Closing():
@@ -216,6 +227,9 @@ func (c *Client) run(pc *peer.Conn) {
 			if err := c.ping(pc); err != nil {
 				pingErr = err
 			}
+			continue
+		case <-tt.C():
+			c.refresh(pc, &tt)
 			continue
 		}
 		cause := pc.Err()
@@ -244,6 +258,7 @@ func (c *Client) run(pc *peer.Conn) {
 		c.log.Info("reconnected", zap.String("url", url))
 		c.setState(StateConnected, nil)
 		pc = next
+		tt.arm(c.tokenExp())
 	}
 }
 
@@ -565,4 +580,11 @@ func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 		h, mode = r.user.Lookup(method)
 	}
 	return r.prov.lookup(method, h, mode)
+}
+
+// tokenExp returns the expiry of the last connection's token.
+func (c *Client) tokenExp() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exp
 }

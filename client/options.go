@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"net/http"
 	"time"
@@ -32,6 +33,18 @@ type Options struct {
 	// Token, if set, is sent as "Authorization: Bearer <Token>" with the
 	// WebSocket handshake (and each reconnection).
 	Token string
+
+	// TokenFunc, if set, is called for a token before each connection
+	// attempt, whose handshake carries it as Token would, and again before
+	// the token expires: a JSON Web Token's exp is read (not verified),
+	// and a quarter of its remaining life before it (at most 30 s before)
+	// the new token is sent with rpc.auth, so that the hub does not close
+	// the connection (4001). A refresh that fails, because TokenFunc
+	// returned an error or the hub refused the token, is reported to
+	// OnState as StateConnected with an error wrapping ErrTokenRefused,
+	// and tried again while the old token holds. It takes precedence over
+	// Token.
+	TokenFunc func(ctx context.Context) (string, error)
 
 	// Header holds extra HTTP headers for the handshake.
 	Header http.Header
@@ -87,7 +100,9 @@ type Options struct {
 
 	// OnState, if set, is called at each change of the connection's state,
 	// with the error that caused it (nil for StateConnecting and
-	// StateConnected, and for StateClosed after Close). Calls come one at a
+	// StateConnected, and for StateClosed after Close). It is also called
+	// with StateConnected and an error wrapping ErrTokenRefused when a
+	// token refresh fails (TokenFunc). Calls come one at a
 	// time, in order, from a goroutine of the client's own, StateClosed
 	// last (also when Dial fails). OnState may call the client, but not
 	// its Close; while it runs, later changes wait to be reported.

@@ -42,7 +42,11 @@
 // it returns reaches handlers and the hub's policy through [hub.Identity].
 // [Options].Authorize refuses single methods with -32001. [BearerToken]
 // reads a token from a header, a WebSocket subprotocol ([Subprotocol]) or
-// the query string; [TokenAuth] checks it in constant time. A [Listener]
+// the query string; [TokenAuth] checks it in constant time. A [JWT]
+// verifies JSON Web Tokens (PROTOCOL.md section 9): its Authenticate gives
+// a *rules.Identity whose grants and claims the hub/rules policy reads;
+// with [Options].Reauthenticate, rpc.auth replaces a live connection's
+// token, and a connection whose token expires is closed with 4001. A [Listener]
 // caps connections in total and per address, and serves TLS.
 //
 // # Limits

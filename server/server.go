@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/hub/rules"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/zap"
 )
@@ -47,6 +48,14 @@ type Options struct {
 	// are decided by the hub's Policy instead.
 	// For a handler marked peer.Inline it runs on the reader: it must not block.
 	Authorize func(ctx context.Context, method string) error
+
+	// Reauthenticate, if set, verifies the token a WebSocket peer sends
+	// with rpc.auth (PROTOCOL.md section 9): one of the connection's
+	// subject replaces its token, grants and expiry. A connection whose
+	// identity is a *rules.Identity (as [JWT.Authenticate] gives) is closed
+	// with 4001 "token expired" when its token's expiry passes. Usually
+	// [JWT.Verify].
+	Reauthenticate func(ctx context.Context, token string) (*rules.Token, error)
 
 	// AllowedOrigins lists the origins, beyond the request's own host,
 	// that may open a WebSocket or POST from a browser, as host patterns
@@ -157,6 +166,7 @@ type Server struct {
 	mux      *http.ServeMux
 	counters counters
 	share    *peer.Share // BusyReaders; nil: no cap
+	expiries expiries    // of the connections with a token
 
 	mu       sync.Mutex
 	closing  bool
@@ -199,7 +209,7 @@ func New(opts *Options) *Server {
 	if app != nil && s.o.Authorize != nil {
 		app = authorizer{app, s.o.Authorize}
 	}
-	s.router = s.hub.Router(app)
+	s.router = authRouter{s, s.hub.Router(app)}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/rpc", s.serveRPC)
 	s.mux.HandleFunc("/", s.serveRoot)

@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/hub/rules"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/zap"
 )
@@ -73,6 +74,9 @@ func (s *Server) servePeer(ctx context.Context, t peer.Transport, remote string,
 	s.mu.Unlock()
 
 	p := s.hub.Join(conn, id, identity)
+	if tok, ok := identity.(*rules.Identity); ok {
+		defer s.expiries.watch(conn, tok)()
+	}
 	s.counters.accepted.Add(1)
 	start := time.Now()
 	if identity != nil {

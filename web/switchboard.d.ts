@@ -279,6 +279,10 @@ export interface ClientOptions {
   /**
    * A bearer token, or a function returning one (called before each connection attempt, so it may refresh it).
    * Sent as the WebSocket subprotocol "switchboard.bearer.<base64url(token)>", beside "switchboard".
+   * A function is also called again before a JSON Web Token's `exp` (a quarter of its remaining life before,
+   * at most 30 s before), and the new token is sent with `rpc.auth`, so that the hub does not close the
+   * connection with 4001. A refresh that fails (the function throws, or the hub refuses the token) is an
+   * "error" event (ClientErrorEvent, context "refreshing the token"), tried again while the old token holds.
    */
   token?: string | (() => string | undefined | Promise<string | undefined>);
   /** Milliseconds a call may take, waiting for the connection included. Default 30000; 0: no limit. */

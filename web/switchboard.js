@@ -144,6 +144,26 @@ const defaults = {
 
 const noTimer = 0;
 
+// A token from a token function is replaced a quarter of its remaining
+// life before its exp, at most this long before (ms); a failed refresh is
+// tried again after half the time left, at least minRefreshRetry.
+const maxRefreshMargin = 30_000;
+const minRefreshRetry = 500;
+
+// tokenExpiry reads the exp of a JSON Web Token (not verified: the hub
+// does that), in ms since the epoch; undefined for another token.
+function tokenExpiry(token) {
+  const parts = typeof token === "string" ? token.split(".") : [];
+  if (parts.length !== 3) return undefined;
+  try {
+    const b64 = parts[1].replace(/-/g, "+").replace(/_/g, "/");
+    const exp = JSON.parse(atob(b64.padEnd(Math.ceil(b64.length / 4) * 4, "="))).exp;
+    return typeof exp === "number" ? exp * 1000 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 // How many positions a handler shared by subscriptions remembers, so as to
 // take an event replayed for each of them once.
 const recentPositions = 10_000;
@@ -219,6 +239,7 @@ export class Client extends EventTarget {
   #retries = 0; // reconnection attempts since the last open
   #retryTimer = noTimer;
   #pingTimer = noTimer;
+  #tokenTimer = noTimer;
   #pingOut = false;
   #nextId = 1;
   #pending = new Map(); // id -> {resolve, reject, onProgress}
@@ -581,6 +602,7 @@ export class Client extends EventTarget {
     this.#tried = Infinity;
     this.#pingOut = false;
     if (this.#o.pingInterval > 0) this.#pingTimer = setInterval(() => this.#ping(conn), this.#o.pingInterval);
+    this.#armRefresh(conn);
     this.#setState("open", { url: this.url });
     if (conn !== this.#conn) return;
     const waiting = [...this.#waiting];
@@ -614,6 +636,8 @@ export class Client extends EventTarget {
     this.#conn = null;
     clearInterval(this.#pingTimer);
     this.#pingTimer = noTimer;
+    clearTimeout(this.#tokenTimer);
+    this.#tokenTimer = noTimer;
     try {
       conn.ws.close(code >= 3000 && code <= 4999 ? code : 1000, reason);
     } catch {
@@ -690,6 +714,45 @@ export class Client extends EventTarget {
     }
   }
 
+  // ---- tokens that expire (PROTOCOL.md section 9) ----
+
+  // armRefresh schedules the replacement of conn's token when the token
+  // option is a function and the token a JWT with an exp: a quarter of its
+  // remaining life before exp (at most 30 s before), or after delay.
+  #armRefresh(conn, delay) {
+    clearTimeout(this.#tokenTimer);
+    this.#tokenTimer = noTimer;
+    if (typeof this.#o.token !== "function") return;
+    const exp = tokenExpiry(conn.token);
+    if (exp === undefined) return;
+    if (delay === undefined) {
+      const left = exp - Date.now();
+      delay = left - Math.min(left / 4, maxRefreshMargin);
+    }
+    this.#tokenTimer = setTimeout(() => this.#refresh(conn), Math.max(0, delay));
+  }
+
+  // refresh gets a fresh token and sends it with rpc.auth. A failure is
+  // reported as an "error" event (context "refreshing the token") and
+  // tried again while the old token holds; when it expires, the hub
+  // closes the connection (4001) and the client reconnects with a new one.
+  async #refresh(conn) {
+    this.#tokenTimer = noTimer;
+    if (conn !== this.#conn) return;
+    try {
+      const token = await this.#o.token();
+      if (conn !== this.#conn) return;
+      await this.call("rpc.auth", { token });
+      conn.token = token;
+      if (conn === this.#conn) this.#armRefresh(conn);
+    } catch (err) {
+      if (conn !== this.#conn) return;
+      this.#report(new Error(`token refresh failed: ${err?.message ?? err}`, { cause: err }), "refreshing the token");
+      const left = (tokenExpiry(conn.token) ?? 0) - Date.now();
+      if (left > 0 && conn === this.#conn) this.#armRefresh(conn, Math.max(left / 2, minRefreshRetry));
+    }
+  }
+
   #failInFlight(err) {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
@@ -705,6 +768,7 @@ export class Client extends EventTarget {
     this.#state = "closed";
     clearTimeout(this.#retryTimer);
     clearInterval(this.#pingTimer);
+    clearTimeout(this.#tokenTimer);
     globalThis.removeEventListener?.("online", this.#online);
     const conn = this.#conn;
     this.#conn = null;

@@ -107,7 +107,7 @@ func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Requ
 			http.NotFound(w, r)
 			return
 		}
-		if _, err := authenticate(r); err != nil {
+		if id, err := authenticate(r); err != nil || id == nil { // nil: an anonymous peer (-anonymous)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return

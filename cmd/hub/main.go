@@ -4,6 +4,14 @@
 //
 //	hub -addr 127.0.0.1:8080 -demo
 //
+// Settings may come from a config file, whose keys are the flags' names
+// (plus "rules", who may do what); SWITCHBOARD_<NAME> environment
+// variables override it, and flags override both. check-config checks a
+// file and prints the configuration it makes, secrets redacted:
+//
+//	hub -config hub.yaml
+//	hub check-config hub.yaml
+//
 // SIGINT or SIGTERM shuts it down gracefully: new connections are refused,
 // calls in flight finish (up to -shutdown-timeout), WebSockets close with
 // 1001, and the command exits 0.
@@ -25,6 +33,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/hub/rules"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
@@ -36,6 +45,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	run := run
+	if len(os.Args) > 1 && os.Args[1] == "check-config" {
+		run = func(_ context.Context, args []string, stderr io.Writer, _ func(net.Addr)) error {
+			return checkConfig(args[1:], os.Stdout, stderr)
+		}
+	}
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "hub:", err)
@@ -69,6 +84,9 @@ type config struct {
 	minHeapMB       uint64
 
 	listen listenConfig
+
+	identity identityFlags // -config, JSON Web Tokens, rules
+	flags    *flag.FlagSet // all of the above, for check-config
 }
 
 func parseFlags(args []string, out io.Writer) (*config, error) {
@@ -98,12 +116,17 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
 	fs.Uint64Var(&c.minHeapMB, "min-heap-mb", defaultMinHeapMB, "let the heap grow to this many `MiB` before the garbage collector runs, however little of it is live: fewer collections when the hub holds few connections (0: as GOGC says)")
 	c.listen.flags(fs)
+	c.identity.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	if err := c.identity.load(fs); err != nil {
+		return nil, err
+	}
+	c.flags = fs
 	return &c, nil
 }
 
@@ -148,7 +171,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}}
 	if c.demo {
 		demo.Register(mux)
-		hubOpts.Policy = hub.AllowAll
+		hubOpts.Policy = rules.Demo().Policy
+	}
+	set, err := c.identity.ruleSet()
+	if err != nil {
+		return err
+	}
+	if set != nil { // the config file's rules, in demo mode too
+		hubOpts.Policy = set.Policy
+		opts.Authorize = set.Authorize
 	}
 	c.routes.apply(hubOpts)
 	cl, err := c.cluster.join(ctx, hubOpts, log)
@@ -167,12 +198,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 			return err
 		}
 	}
-	if c.tokenFile != "" {
-		tokens, err := readTokens(c.tokenFile)
-		if err != nil {
-			return err
-		}
-		opts.Authenticate = server.TokenAuth(tokens)
+	opts.Authenticate, opts.Reauthenticate, err = c.identity.authenticate(ctx, c.tokenFile, log)
+	if err != nil {
+		return err
 	}
 	metrics := prom.New()
 	opts.OnServe = metrics.Observe
@@ -205,8 +233,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	log.Info("hub listening", zap.String("addr", ln.Addr().String()), zap.Bool("demo", c.demo),
-		zap.Bool("auth", c.tokenFile != ""), zap.Bool("tls", c.listen.tlsCert != ""))
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && c.tokenFile == "" {
+		zap.Bool("auth", opts.Authenticate != nil), zap.Bool("jwt", c.identity.usesJWT()), zap.Bool("rules", set != nil),
+		zap.Bool("tls", c.listen.tlsCert != ""))
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && opts.Authenticate == nil {
 		log.Warn("listening beyond loopback without -token-file: anyone who reaches this address can call the hub")
 	}
 	if ready != nil {

@@ -622,3 +622,50 @@ test("matches", () => {
   assert.ok(matches("*", "x"));
   assert.ok(!matches("a.b", "a.b.c"));
 });
+
+// jwt returns an unsigned token with sub and an exp secs from now: the
+// client reads exp, the hub (not here) verifies.
+function jwt(sub, secs) {
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+  return `${b64({ alg: "HS256", typ: "JWT" })}.${b64({ sub, exp: Math.floor(Date.now() / 1000) + secs })}.sig`;
+}
+
+test("a token function's JWT is refreshed with rpc.auth before it expires", async (t) => {
+  let n = 0;
+  const tokens = [];
+  const { peer, st } = await openClient(t, "ws://hub/rpc", {
+    token: () => {
+      tokens.push(jwt("alice", 2));
+      n++;
+      return tokens[tokens.length - 1];
+    },
+  });
+  const req = await peer.read(); // within 2 s: before the first token expires
+  assert.equal(req.method, "rpc.auth");
+  assert.equal(n, 2);
+  assert.deepEqual(req.params, { token: tokens[1] });
+  peer.send({ jsonrpc: "2.0", id: req.id, result: { user: "alice", expires: null } });
+  const again = await peer.read(); // and the new one is refreshed in turn
+  assert.equal(again.method, "rpc.auth");
+  assert.deepEqual(again.params, { token: tokens[2] });
+  assert.ok(!st.names().includes("disconnected"), `states ${st.names()}`);
+});
+
+test("a refused token refresh is an error event, and the connection stays", async (t) => {
+  const { client, peer, st } = await openClient(t, "ws://hub/rpc", { token: () => jwt("alice", 2) });
+  const reported = new Promise((resolve) =>
+    client.addEventListener("error", (e) => {
+      e.preventDefault();
+      resolve(e);
+    }),
+  );
+  const req = await peer.read();
+  assert.equal(req.method, "rpc.auth");
+  peer.send({ jsonrpc: "2.0", id: req.id, error: { code: -32001, message: "Unauthorized: the token is for another user" } });
+  const e = await reported;
+  assert.equal(e.context, "refreshing the token");
+  assert.match(e.error.message, /token refresh failed: Unauthorized/);
+  assert.equal(e.error.cause.code, -32001);
+  assert.equal(client.state, "open");
+  assert.ok(!st.names().includes("disconnected"), `states ${st.names()}`);
+});

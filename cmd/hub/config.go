@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"go.yaml.in/yaml/v3"
+)
+
+// A config file (-config FILE, YAML or JSON) holds the flags as keys of
+// the same names, plus "rules". Each flag takes, in order of precedence:
+// the command line, the SWITCHBOARD_<NAME> environment variable (the name
+// upper case, "-" as "_"), the file, its default. The mapping walks the
+// FlagSet, so every flag is covered, whoever adds it.
+
+// envPrefix starts the environment variable of each flag.
+const envPrefix = "SWITCHBOARD_"
+
+// envName returns the environment variable of a flag.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// fileConfig is what a config file says beyond the flags.
+type fileConfig struct {
+	rules    []rules.Rule
+	hasRules bool
+}
+
+// applyConfig sets the flags of fs not given on the command line from the
+// environment and from the config file, if any (-config, or
+// SWITCHBOARD_CONFIG). fs has been parsed.
+func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	fromEnv := map[string]bool{}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok || onCommandLine[f.Name] || err != nil {
+			return
+		}
+		fromEnv[f.Name] = true
+		if e := fs.Set(f.Name, v); e != nil {
+			err = fmt.Errorf("%s: %w", envName(f.Name), e)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	fc := &fileConfig{}
+	path := fs.Lookup("config").Value.String()
+	if path == "" {
+		return fc, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	values, fc, err := parseConfig(data, fs)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%w", path, err)
+	}
+	for _, kv := range values {
+		if onCommandLine[kv.name] || fromEnv[kv.name] {
+			continue
+		}
+		if err := fs.Set(kv.name, kv.value); err != nil {
+			return nil, fmt.Errorf("%s:%d: %s: %w", path, kv.line, kv.name, err)
+		}
+	}
+	return fc, nil
+}
+
+type keyValue struct {
+	name, value string
+	line        int
+}
+
+// parseConfig reads a config file: a mapping whose keys are flag names or
+// "rules". An unknown key is an error naming it and its line; so is a
+// value that is neither a scalar nor a list of scalars (a list becomes a
+// comma-separated value).
+func parseConfig(data []byte, fs *flag.FlagSet) ([]keyValue, *fileConfig, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &fileConfig{}, nil // an empty file
+		}
+		return nil, nil, fmt.Errorf(" %w", err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, nil, fmt.Errorf("%d: the config is a mapping of keys to values", root.Line)
+	}
+	fc := &fileConfig{}
+	var values []keyValue
+	seen := map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if prev, dup := seen[k.Value]; dup {
+			return nil, nil, fmt.Errorf("%d: key %q again (first on line %d)", k.Line, k.Value, prev)
+		}
+		seen[k.Value] = k.Line
+		if k.Value == "rules" {
+			rs, err := parseRules(v)
+			if err != nil {
+				return nil, nil, err
+			}
+			fc.rules, fc.hasRules = rs, true
+			continue
+		}
+		if k.Value == "config" || fs.Lookup(k.Value) == nil {
+			return nil, nil, fmt.Errorf("%d: unknown key %q%s", k.Line, k.Value, suggest(k.Value, fs))
+		}
+		var value string
+		switch v.Kind {
+		case yaml.ScalarNode:
+			value = v.Value
+		case yaml.SequenceNode:
+			parts := make([]string, 0, len(v.Content))
+			for _, e := range v.Content {
+				if e.Kind != yaml.ScalarNode {
+					return nil, nil, fmt.Errorf("%d: %s: a list of plain values", e.Line, k.Value)
+				}
+				parts = append(parts, e.Value)
+			}
+			value = strings.Join(parts, ",")
+		default:
+			return nil, nil, fmt.Errorf("%d: %s: want a value or a list, not a mapping", v.Line, k.Value)
+		}
+		values = append(values, keyValue{k.Value, value, k.Line})
+	}
+	return values, fc, nil
+}
+
+// parseRules reads the "rules" list, refusing unknown keys by line, and
+// compiles it to check it.
+func parseRules(n *yaml.Node) ([]rules.Rule, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("%d: rules is a list", n.Line)
+	}
+	known := []string{"allow", "to", "who"}
+	out := make([]rules.Rule, 0, len(n.Content))
+	for _, r := range n.Content {
+		if r.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("%d: a rule is a mapping of allow, to and who", r.Line)
+		}
+		for i := 0; i < len(r.Content); i += 2 {
+			if k := r.Content[i]; !slices.Contains(known, k.Value) {
+				return nil, fmt.Errorf("%d: unknown key %q in a rule (want allow, to, who)", k.Line, k.Value)
+			}
+		}
+		var rule rules.Rule
+		if err := r.Decode(&rule); err != nil {
+			return nil, fmt.Errorf("%d: %w", r.Line, err)
+		}
+		if _, err := rules.Compile([]rules.Rule{rule}); err != nil {
+			return nil, fmt.Errorf("%d: %s", r.Line, strings.TrimPrefix(err.Error(), "rule 1: "))
+		}
+		out = append(out, rule)
+	}
+	return out, nil
+}
+
+// suggest names the flag a mistyped key most likely meant.
+func suggest(key string, fs *flag.FlagSet) string {
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(key, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// printConfig writes the effective configuration as a config file would
+// hold it: every flag, then the rules. Secrets are redacted.
+func printConfig(w io.Writer, fs *flag.FlagSet, fc *fileConfig) error {
+	var root yaml.Node
+	root.Kind = yaml.MappingNode
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "config" {
+			return
+		}
+		k := &yaml.Node{Kind: yaml.ScalarNode, Value: f.Name}
+		v := &yaml.Node{Kind: yaml.ScalarNode, Value: redact(f.Name, f.Value.String())}
+		root.Content = append(root.Content, k, v)
+	})
+	if fc.hasRules {
+		var rs yaml.Node
+		if err := rs.Encode(fc.rules); err != nil {
+			return err
+		}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "rules"}, &rs)
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// redact hides secrets: the value of a flag named for one (a password, a
+// secret, a token itself rather than its file), and the password of a
+// URL ("nats://user:pass@host").
+func redact(name, value string) string {
+	if value == "" {
+		return value
+	}
+	for _, s := range []string{"password", "secret", "-token"} {
+		if strings.HasSuffix(name, s) || name == strings.TrimPrefix(s, "-") {
+			return "REDACTED"
+		}
+	}
+	parts := strings.Split(value, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "REDACTED")
+				parts[i] = u.String()
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,34 @@
+// Package rules turns declarative authorization rules, and the grants a
+// JSON Web Token carries, into a [hub.Policy]: who may subscribe to which
+// topics (and read their history and presence), publish, provide and call
+// methods, and address peers with rpc.call (PROTOCOL.md sections 8 and 9).
+//
+// A rule names actions, patterns and who it is for:
+//
+//	rules:
+//	  - allow: [subscribe]
+//	    to: ["user.{user}.>"]   # {user}: the word must be the peer's own identity
+//	    who: authenticated
+//	  - allow: [publish, address]
+//	    to: [">"]
+//	    who: role=backend       # a token claim "role" with the value "backend"
+//
+// who is "anyone", "authenticated" (any identity), or "claim=value" (a
+// token whose claim has that value, or holds it in a list). Patterns are
+// dot-separated words: "*" stands for one word, ">" (last) for one or
+// more, and "{user}" for the peer's identity. A pattern covers what a peer
+// asks for word by word, so "user.{user}.>" lets alice subscribe to
+// "user.alice.inbox" and to "user.alice.>", and nobody to "user.*.inbox".
+// What no rule allows is refused with -32001.
+//
+// A token whose claims hold a "switchboard" object is judged by those
+// grants alone ([Grants]); the rules apply to every other peer. The
+// system methods rpc.ping, rpc.whoami, rpc.discover, rpc.cancel,
+// rpc.progress and rpc.auth are always allowed.
+//
+//	set, err := rules.Compile(cfg.Rules)
+//	h := hub.New(&hub.Options{Policy: set.Policy})
+//	srv := server.New(&server.Options{Hub: h, Authorize: set.Authorize})
+//
+// Checking a rule allocates nothing: it compares words in place.
+package rules

@@ -1,0 +1,291 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+)
+
+// JWT verification, PROTOCOL.md section 9: github.com/golang-jwt/jwt/v5
+// parses and verifies tokens, github.com/MicahParks/keyfunc/v3 reads key
+// sets and keeps a JWKS URL's keys fresh. This file ties the algorithms to
+// the key and turns the claims into a rules.Token.
+
+// JWTOptions configures a [JWT] verifier. Key or JWKSURL is required, not
+// both.
+type JWTOptions struct {
+	// Key is the verification key, as a file holds it: an HMAC secret's
+	// raw bytes (at least 32), a PEM public key (RSA, EC or Ed25519, as
+	// "PUBLIC KEY", "RSA PUBLIC KEY" or a "CERTIFICATE"), or a JWKS
+	// document ({"keys": [...]}), whose keys are chosen by "kid".
+	Key []byte
+
+	// JWKSURL is fetched for a key set, then again every
+	// [JWKSRefreshInterval], and at once (at most every
+	// [JWKSRefetchInterval]) when a token names a "kid" it does not hold.
+	// When the URL is down, the keys last fetched stay in use.
+	JWKSURL string
+
+	// HTTPClient fetches JWKSURL. Nil: http.DefaultClient.
+	HTTPClient *http.Client
+
+	// Audience and Issuer, if set, are required of the "aud" and "iss"
+	// claims.
+	Audience, Issuer string
+
+	// Logger receives failed JWKS fetches (Warn). Nil discards them.
+	Logger *zap.Logger
+}
+
+const (
+	// JWKSRefreshInterval is how often a JWKS URL is fetched again.
+	JWKSRefreshInterval = 10 * time.Minute
+	// JWKSRefetchInterval is how often, at most, a token naming an unknown
+	// "kid" makes the hub fetch the JWKS URL before its time: a stream of
+	// tokens with made-up kids costs one fetch per interval.
+	JWKSRefetchInterval = 30 * time.Second
+	// JWTLeeway is how far ahead of the hub's clock a token's "nbf" may
+	// be, for clocks that disagree a little ("iat" is not checked). "exp"
+	// is exact: a connection closes when it passes.
+	JWTLeeway = 30 * time.Second
+)
+
+// jwtAlgs are the algorithms section 9 accepts, each for one kind of key.
+var jwtAlgs = []string{"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"}
+
+// JWT verifies JSON Web Tokens. It is safe for concurrent use.
+type JWT struct {
+	key    any             // a fixed key: []byte or a public key
+	set    keyfunc.Keyfunc // or a key set, chosen by kid
+	parser *jwt.Parser
+}
+
+// NewJWT returns a verifier for the key or key set o names. With a
+// JWKSURL it fetches the set once before returning (a failure is logged,
+// not returned: the set is fetched again when a token needs it), and
+// refreshes it until ctx ends.
+func NewJWT(ctx context.Context, o *JWTOptions) (*JWT, error) {
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	opts := []jwt.ParserOption{jwt.WithValidMethods(jwtAlgs), jwt.WithLeeway(JWTLeeway)}
+	if o.Audience != "" {
+		opts = append(opts, jwt.WithAudience(o.Audience))
+	}
+	if o.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(o.Issuer))
+	}
+	j := &JWT{parser: jwt.NewParser(opts...)}
+	var err error
+	switch {
+	case len(o.Key) > 0 && o.JWKSURL != "":
+		return nil, errors.New("jwt: a key or a JWKS URL, not both")
+	case o.JWKSURL != "":
+		j.set, err = keyfunc.NewDefaultOverrideCtx(ctx, []string{o.JWKSURL}, keyfunc.Override{
+			Client:            o.HTTPClient,
+			HTTPTimeout:       10 * time.Second,
+			RefreshInterval:   JWKSRefreshInterval,
+			RefreshUnknownKID: rate.NewLimiter(rate.Every(JWKSRefetchInterval), 1),
+			// Bounds the refetch, and the wait for the limiter: a token
+			// that would wait longer is refused at once.
+			RateLimitWaitMax: 5 * time.Second,
+			RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
+				return func(_ context.Context, err error) {
+					log.Warn("jwks fetch failed", zap.String("url", u), zap.Error(err))
+				}
+			},
+		})
+	case len(o.Key) > 0:
+		err = j.readKey(o.Key)
+	default:
+		return nil, errors.New("jwt: no key")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jwt: %w", err)
+	}
+	return j, nil
+}
+
+// readKey reads a fixed key or a key set from a file's bytes.
+func (j *JWT) readKey(b []byte) error {
+	trimmed := bytes.TrimSpace(b)
+	switch {
+	case bytes.HasPrefix(trimmed, []byte("{")):
+		var doc struct {
+			Keys []json.RawMessage `json:"keys"`
+		}
+		if err := json.Unmarshal(trimmed, &doc); err != nil || len(doc.Keys) == 0 {
+			return errors.New(`key file looks like JSON but is no JWKS document ({"keys": [...]})`)
+		}
+		set, err := keyfunc.NewJWKSetJSON(trimmed)
+		if err != nil {
+			return err
+		}
+		j.set = set
+	case bytes.HasPrefix(trimmed, []byte("-----BEGIN")):
+		key, err := parsePEM(trimmed)
+		if err != nil {
+			return err
+		}
+		j.key = key
+	default:
+		if len(b) < 32 {
+			return fmt.Errorf("an HMAC secret needs at least 32 bytes, the key file has %d", len(b))
+		}
+		j.key = b
+	}
+	return nil
+}
+
+func parsePEM(b []byte) (any, error) {
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return nil, errors.New("key file: no PEM block")
+	}
+	var key any
+	var err error
+	switch block.Type {
+	case "PUBLIC KEY":
+		key, err = x509.ParsePKIXPublicKey(block.Bytes)
+	case "RSA PUBLIC KEY":
+		key, err = x509.ParsePKCS1PublicKey(block.Bytes)
+	case "CERTIFICATE":
+		var cert *x509.Certificate
+		if cert, err = x509.ParseCertificate(block.Bytes); err == nil {
+			key = cert.PublicKey
+		}
+	default:
+		return nil, fmt.Errorf("key file: a PEM %q; the hub needs the public key only", block.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	if algsFor(key) == nil {
+		return nil, fmt.Errorf("key file: a %T key, not RSA, EC P-256/P-384 or Ed25519", key)
+	}
+	return key, nil
+}
+
+// algsFor returns the algorithms a key verifies, nil for a key of no use.
+func algsFor(key any) []string {
+	switch k := key.(type) {
+	case []byte:
+		return []string{"HS256", "HS384", "HS512"}
+	case *rsa.PublicKey:
+		return []string{"RS256", "RS384", "RS512", "PS256"}
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256():
+			return []string{"ES256"}
+		case elliptic.P384():
+			return []string{"ES384"}
+		}
+	case ed25519.PublicKey:
+		return []string{"EdDSA"}
+	}
+	return nil
+}
+
+var errAlgKey = errors.New("algorithm does not fit the key")
+
+// keyFor returns the keyfunc of one verification: the key (or the keys of
+// the set) that fit the token's algorithm.
+func (j *JWT) keyFor(ctx context.Context) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		alg := t.Method.Alg()
+		if j.set == nil {
+			if !slices.Contains(algsFor(j.key), alg) {
+				return nil, errAlgKey
+			}
+			return j.key, nil
+		}
+		k, err := j.set.KeyfuncCtx(ctx)(t)
+		if err != nil {
+			return nil, err
+		}
+		if ks, ok := k.(jwt.VerificationKeySet); ok { // no kid: every key of the set that fits
+			var fit jwt.VerificationKeySet
+			for _, k := range ks.Keys {
+				if slices.Contains(algsFor(k), alg) {
+					fit.Keys = append(fit.Keys, k)
+				}
+			}
+			if len(fit.Keys) == 0 {
+				return nil, errAlgKey
+			}
+			return fit, nil
+		}
+		if !slices.Contains(algsFor(k), alg) {
+			return nil, errAlgKey
+		}
+		return k, nil
+	}
+}
+
+// Verify checks a token and returns what it says. The error says why a
+// token is refused, never what it holds.
+func (j *JWT) Verify(ctx context.Context, token string) (*rules.Token, error) {
+	var claims jwt.MapClaims
+	if _, err := j.parser.ParseWithClaims(token, &claims, j.keyFor(ctx)); err != nil {
+		return nil, err
+	}
+	t := &rules.Token{Claims: claims}
+	sub, err := claims.GetSubject()
+	if err != nil || sub == "" {
+		return nil, errors.New("token has no sub")
+	}
+	t.Subject = sub
+	exp, err := claims.GetExpirationTime()
+	if err != nil {
+		return nil, err
+	}
+	if exp != nil {
+		if !time.Now().Before(exp.Time) { // exact: the leeway is for nbf
+			return nil, jwt.ErrTokenExpired
+		}
+		t.Expires = exp.Time
+	}
+	if g, ok := claims["switchboard"]; ok {
+		raw, err := json.Marshal(g)
+		if err != nil {
+			return nil, err
+		}
+		if t.Grants, err = rules.ParseGrants(raw); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Authenticate is an Options.Authenticate that takes a request's
+// [BearerToken] as a JWT. The identity is a *rules.Identity; a missing or
+// refused token is ErrUnauthorized (401).
+func (j *JWT) Authenticate(r *http.Request) (any, error) {
+	tok := BearerToken(r)
+	if tok == "" {
+		return nil, fmt.Errorf("%w: no token", ErrUnauthorized)
+	}
+	t, err := j.Verify(r.Context(), tok)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, err)
+	}
+	return rules.NewIdentity(t), nil
+}
