@@ -35,14 +35,15 @@ type cli struct {
 	compact  bool
 
 	// Flags of some commands only.
-	progress bool         // call: print rpc.progress on stderr
-	count    int          // subscribe: exit after this many events
-	since    positionFlag // subscribe, history: after this position
-	presence bool         // subscribe: print presence changes
-	limit    int          // history: at most this many events
-	rawJSON  bool         // discover: print the OpenRPC document
-	shell    string       // serve, call: the shell that runs commands
-	serve    specFlag     // call: METHOD=COMMAND the hub may call back
+	progress bool           // call: print rpc.progress on stderr
+	count    int            // subscribe: exit after this many events
+	since    positionFlag   // subscribe, history: after this position
+	presence bool           // subscribe: print presence changes
+	limit    int            // history: at most this many events
+	rawJSON  bool           // discover: print the OpenRPC document
+	shell    string         // serve, call: the shell that runs commands
+	serve    specFlag       // call: METHOD=COMMAND the hub may call back
+	to       client.Address // call: the peers to call the method on
 }
 
 type headerFlag []string
