@@ -75,6 +75,7 @@ func runCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&l.dialers, "dialers", 32, "connections opened at once")
 	fs.IntVar(&l.neighborConns, "neighbor-conns", 8, "connections of the heavy neighbor in neighbor")
 	fs.IntVar(&l.neighborWindow, "neighbor-window", 200, "calls in flight on each of them")
+	fs.IntVar(&l.addressees, "addressees", 1000, "peers of the topic in addressed-topic")
 	clusterURLs := fs.String("cluster", "", "`URLs` of two hubs of one cluster, A,B, for the cluster scenario (with -start, two are started)")
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
