@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
@@ -69,4 +70,25 @@ func TestCallPeers(t *testing.T) {
 	if r.code != 2 {
 		t.Fatalf("two addresses: %+v", r)
 	}
+}
+
+// rpc serve prints the id it is addressed by, and with -subscribe is
+// among a topic's peers: rpc call -peer and -topic reach it.
+func TestServeAddressed(t *testing.T) {
+	h := hubtest.Start(t, nil)
+	_, _, lines := start(t, "serve", "-subscribe", "room.7", h.WS(), "draft=echo my draft")
+	var id string
+	deadline := time.After(wait)
+	for id == "" {
+		select {
+		case l := <-lines:
+			if _, after, ok := strings.Cut(l, "rpc: serving draft as peer "); ok {
+				id = after
+			}
+		case <-deadline:
+			t.Fatal("no peer id printed")
+		}
+	}
+	rpc(t, "", "call", "-peer", id, h.HTTP(), "draft").check(t, 0, `"my draft"`+"\n")
+	rpc(t, "", "call", "-topic", "room.7", h.HTTP(), "draft").check(t, 0, `{"peer":{"id":"`+id+`"},"result":"my draft"}`+"\n")
 }

@@ -44,7 +44,14 @@ type cli struct {
 	shell    string         // serve, call: the shell that runs commands
 	serve    specFlag       // call: METHOD=COMMAND the hub may call back
 	to       client.Address // call: the peers to call the method on
+	present  listFlag       // serve: topics to subscribe to
 }
+
+// listFlag collects the values of a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 type headerFlag []string
 
