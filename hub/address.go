@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,39 +49,38 @@ const addressUsage = `rpc.call takes {"peer": id} or {"user": name} or {"topic":
 
 // readAddress reads the params of an rpc.call.
 func (h *Hub) readAddress(params json.RawMessage) (*address, error) {
+	// Plain strings, not pointers: an empty address is refused as a
+	// missing one, and decoding allocates less.
 	var p struct {
-		Peer    *string         `json:"peer"`
-		User    *string         `json:"user"`
-		Topic   *string         `json:"topic"`
+		Peer    string          `json:"peer"`
+		User    string          `json:"user"`
+		Topic   string          `json:"topic"`
 		Method  string          `json:"method"`
 		Params  json.RawMessage `json:"params"`
-		Timeout *float64        `json:"timeout"`
+		Timeout json.RawMessage `json:"timeout"`
 	}
 	if firstByte(params) != '{' || json.Unmarshal(params, &p) != nil {
 		return nil, invalidParams(addressUsage)
 	}
 	a := &address{timeout: h.o.ForwardTimeout}
 	given := 0
-	for _, s := range []*string{p.Peer, p.User, p.Topic} {
-		if s != nil {
+	for _, s := range [...]string{p.Peer, p.User, p.Topic} {
+		if s != "" {
 			given++
 		}
 	}
 	switch {
 	case given != 1:
-		return nil, invalidParams("exactly one address: " + addressUsage)
-	case p.Peer != nil:
-		a.peer, a.target = *p.Peer, "peer."+*p.Peer
-	case p.User != nil:
-		a.user, a.target = *p.User, "user."+*p.User
-	case p.Topic != nil:
-		if err := h.checkTopic(*p.Topic, false); err != nil {
+		return nil, invalidParams("exactly one address, not empty: " + addressUsage)
+	case p.Peer != "":
+		a.peer, a.target = p.Peer, "peer."+p.Peer
+	case p.User != "":
+		a.user, a.target = p.User, "user."+p.User
+	default:
+		if err := h.checkTopic(p.Topic, false); err != nil {
 			return nil, err
 		}
-		a.topic, a.target = *p.Topic, "topic."+*p.Topic
-	}
-	if a.target == "peer." || a.target == "user." {
-		return nil, invalidParams("an empty address: " + addressUsage)
+		a.topic, a.target = p.Topic, "topic."+p.Topic
 	}
 	switch {
 	case p.Method == "":
@@ -96,9 +96,9 @@ func (h *Hub) readAddress(params json.RawMessage) (*address, error) {
 	default:
 		return nil, invalidParams("the params to pass on must be an array or an object")
 	}
-	if p.Timeout != nil {
-		ms := *p.Timeout
-		if !(ms > 0) {
+	if len(p.Timeout) > 0 && string(p.Timeout) != "null" {
+		ms, err := strconv.ParseFloat(string(p.Timeout), 64)
+		if err != nil || !(ms > 0) {
 			return nil, invalidParams("the timeout must be a positive number of milliseconds")
 		}
 		if d := time.Duration(ms * float64(time.Millisecond)); a.timeout <= 0 || d < a.timeout {
