@@ -393,3 +393,37 @@ func TestAddressTopicThousand(t *testing.T) {
 	}
 	wantError(t, rpcCall(ctx(t), caller, map[string]any{"topic": "room.7", "method": "state"}, nil), peer.CodeOverloaded, "")
 }
+
+// The timeout of an rpc.call is at most the hub's forward timeout; a
+// notification to a topic reaches every peer of it.
+func TestAddressTimeoutBoundAndTopicNotification(t *testing.T) {
+	rh := startHub(t, &hub.Options{ForwardTimeout: 200 * time.Millisecond})
+	svcs := []*service{newService(t, "a"), newService(t, "b")}
+	var first hub.PeerInfo
+	for i, s := range svcs {
+		c := rh.dial(t, s)
+		if err := c.Call(ctx(t), "rpc.subscribe", []string{"room.7"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = whoami(t, c)
+		}
+	}
+	caller := rh.dial(t, nil)
+	start := time.Now()
+	err := rpcCall(ctx(t), caller, map[string]any{"peer": first.ID, "method": "billing.wait", "timeout": 60000}, nil)
+	wantError(t, err, peer.CodeTimeout, "")
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("a 60 s timeout under a 200 ms forward timeout ended after %v", took)
+	}
+	recvT(t, svcs[0].ended)
+
+	if err := caller.Notify(ctx(t), "rpc.call", map[string]any{"topic": "room.7", "method": "billing.note", "params": []string{"to all"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs {
+		if got := recvT(t, s.notes); got != `["to all"]` {
+			t.Fatalf("%s got %s", s.name, got)
+		}
+	}
+}

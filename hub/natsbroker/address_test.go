@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -33,6 +34,10 @@ func TestAddressAcrossNodes(t *testing.T) {
 	defer cancel()
 	eventually(t, a, "a to know b and c", func() bool { return len(a.b.Members()) == 2 })
 
+	var me hub.PeerInfo
+	if err := caller.Call(ctx, "rpc.whoami", nil, &me); err != nil || me.Node != "a" || me.User != "alice" || me.ID == "" {
+		t.Fatalf("rpc.whoami on a: %+v, %v", me, err)
+	}
 	var res struct{ By string }
 	if err := caller.Call(ctx, "rpc.call", map[string]any{"peer": onC, "method": "svc.echo", "params": []int{1}}, &res); err != nil || res.By != "c" {
 		t.Fatalf("rpc.call to a peer on c: %+v, %v", res, err)
