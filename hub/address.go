@@ -157,7 +157,7 @@ func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessa
 func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address) (json.RawMessage, error) {
 	call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: to.ID, Node: to.Node}
 	if !call.Notification {
-		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) }
+		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) } // nothing without a request in ctx
 	}
 	rctx := ctx
 	if a.timeout > 0 {
@@ -208,16 +208,22 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 		}
 		return nil, nil
 	}
+	// The peers' rpc.progress is not passed on: the caller could not
+	// tell whose it is, and a thousand peers' would swamp it. A context
+	// of no request's, ending with ctx, keeps Forward from relaying it.
+	quiet, stop := context.WithCancel(context.Background())
+	defer stop()
+	defer context.AfterFunc(ctx, stop)()
 	out := make([]peerAnswer, n)
 	var wg sync.WaitGroup
 	for i, p := range local {
 		out[i].Peer = p.Info()
-		wg.Go(func() { out[i].set(h.forwardTo(ctx, p, a)) })
+		wg.Go(func() { out[i].set(h.forwardTo(quiet, p, a)) })
 	}
 	for j, info := range remote {
 		i := len(local) + j
 		out[i].Peer = info
-		wg.Go(func() { out[i].set(h.routeTo(ctx, d, info, a)) })
+		wg.Go(func() { out[i].set(h.routeTo(quiet, d, info, a)) })
 	}
 	wg.Wait()
 	return peerAnswers{out}, nil

@@ -427,3 +427,55 @@ func TestAddressTimeoutBoundAndTopicNotification(t *testing.T) {
 		}
 	}
 }
+
+// A call of a topic passes no progress on (whose would it be?); its
+// timeout answers -32003 for each peer, which is sent rpc.cancel; and
+// rpc.cancel from the caller reaches every peer.
+func TestAddressTopicProgressAndCancel(t *testing.T) {
+	rh := startHub(t, nil)
+	svcs := []*service{newService(t, "a"), newService(t, "b")}
+	for _, s := range svcs {
+		if err := rh.dial(t, s).Call(ctx(t), "rpc.subscribe", []string{"room.7"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := rh.raw(t)
+	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"billing.wait","timeout":300},"id":"t"}`)
+	var reply struct {
+		ID     string
+		Method string
+		Result struct{ Results []struct{ Error *peer.Error } }
+	}
+	if err := json.Unmarshal([]byte(readWS(t, ws)), &reply); err != nil || reply.ID != "t" {
+		t.Fatalf("the first message after the call is not its answer: %+v, %v", reply, err)
+	}
+	if len(reply.Result.Results) != 2 || reply.Result.Results[0].Error.Code != peer.CodeTimeout || reply.Result.Results[1].Error.Code != peer.CodeTimeout {
+		t.Fatalf("answer %+v", reply.Result)
+	}
+	for _, s := range svcs {
+		recvT(t, s.started)
+		if err := recvT(t, s.ended); !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s's handler ended with %v", s.name, err)
+		}
+	}
+
+	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"billing.wait"},"id":"u"}`)
+	for _, s := range svcs {
+		recvT(t, s.started)
+	}
+	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"u"}}`)
+	for _, s := range svcs {
+		if err := recvT(t, s.ended); !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s's handler ended with %v", s.name, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(readWS(t, ws)), &reply); err != nil || reply.ID != "u" || len(reply.Result.Results) != 2 {
+		t.Fatalf("the cancelled call's answer: %+v, %v", reply, err)
+	}
+	for _, r := range reply.Result.Results {
+		if r.Error == nil || r.Error.Code != peer.CodeCancelled {
+			t.Fatalf("an entry of the cancelled call: %+v", r.Error)
+		}
+	}
+	waitUntil(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
+}

@@ -466,8 +466,8 @@ export class Client extends EventTarget {
    * left out): {peer, result} or {peer, error}, the error an RPCError
    * (-32003 for a peer that did not answer in time). options are call's:
    * the timeout also bounds the call at the hub, a little before it passes
-   * here; signal cancels it at the peers; onProgress gets their
-   * rpc.progress data.
+   * here; signal cancels it at the peers; onProgress gets the rpc.progress
+   * data of one peer (the hub passes on none from a user's or a topic's).
    */
   async callPeer(to, method, params, options = {}) {
     const address = typeof to === "string" ? { peer: to } : { ...to };
