@@ -139,6 +139,7 @@ func TestAddressTimeoutAndTargetLost(t *testing.T) {
 
 	err := rpcCall(ctx(t), caller, map[string]any{"peer": me.ID, "method": "billing.wait", "timeout": 50}, nil)
 	wantError(t, err, peer.CodeTimeout, "Request timed out")
+	recvT(t, svc.started) // billing.wait's, so that the next is billing.hold's
 	if err := recvT(t, svc.ended); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the target's handler ended with %v", err)
 	}
@@ -353,7 +354,9 @@ func TestAddressTopicThousand(t *testing.T) {
 	})
 	start := time.Now()
 	var res peerResults
-	if err := rpcCall(context.Background(), caller, map[string]any{"topic": "room.7", "method": "state", "timeout": 3000}, &res); err != nil {
+	// The timeout leaves room for 900 answers on a slow machine (with
+	// the race detector, under load, 3 s was not always enough).
+	if err := rpcCall(context.Background(), caller, map[string]any{"topic": "room.7", "method": "state", "timeout": 10000}, &res); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
@@ -378,8 +381,8 @@ func TestAddressTopicThousand(t *testing.T) {
 	if len(ids) != n || counts["timeout"] != n/10 || counts["error"] != n/10 || counts["result"] != n*8/10 {
 		t.Fatalf("%d peers, %v", len(ids), counts)
 	}
-	if took < 3*time.Second || took > 20*time.Second {
-		t.Fatalf("answered after %v, want the 3 s timeout", took)
+	if took < 10*time.Second || took > 30*time.Second {
+		t.Fatalf("answered after %v, want the 10 s timeout", took)
 	}
 	waitUntil(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
 

@@ -181,6 +181,7 @@ func TestCallAPeerCancelTimeoutLost(t *testing.T) {
 	if m := decode(t, got); m.Error == nil || m.Error.Code != -32003 {
 		t.Fatalf("a call past its timeout: %s", got)
 	}
+	wait(t, tg.started, "the target's handler started for the call with a timeout")
 	wait(t, tg.cancelled, "the target's handler cancelled at the timeout")
 
 	// The target goes away.
@@ -276,7 +277,8 @@ func TestCallATopicOfAThousand(t *testing.T) {
 	ws := dialWS(t, h.WebSocketURL())
 	ws.SetReadLimit(1 << 20)
 	start := time.Now()
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"state","timeout":2000},"id":1}`)
+	// The timeout leaves room for 900 answers from a hub under load.
+	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"state","timeout":10000},"id":1}`)
 	var reply struct {
 		Result struct {
 			Results []struct {
@@ -306,8 +308,8 @@ func TestCallATopicOfAThousand(t *testing.T) {
 	if len(ids) != n || counts["timed out"] != n/10 || counts["errors"] != n/10 || counts["results"] != n*8/10 {
 		t.Fatalf("%d entries of %d peers: %v", len(reply.Result.Results), len(ids), counts)
 	}
-	if took < 2*time.Second || took > 30*time.Second {
-		t.Fatalf("answered after %v; want the 2 s timeout", took)
+	if took < 10*time.Second || took > 40*time.Second {
+		t.Fatalf("answered after %v; want the 10 s timeout", took)
 	}
 	t.Logf("1,000 peers answered in %v", took)
 
