@@ -33,7 +33,7 @@ func TestCallPeer(t *testing.T) {
 
 	progress := make(chan string, 1)
 	pctx := peer.WithProgress(ctx(t), func(data json.RawMessage) { progress <- string(data) })
-	short, cancel := context.WithTimeout(pctx, 300*time.Millisecond)
+	short, cancel := context.WithTimeout(pctx, 2*time.Second)
 	defer cancel()
 	err = caller.CallPeer(short, me.ID, "work", nil, nil)
 	if got := recv(t, progress, "progress"); got != `"half"` {

@@ -83,7 +83,7 @@ func TestAddressAcrossNodes(t *testing.T) {
 	if got := recvT(t, progress); string(got) != `"started"` {
 		t.Fatalf("progress %s", got)
 	}
-	<-started
+	recvT(t, started)
 	c.b.Conn().Close() // c is lost: it stops answering and its heartbeats stop
 	wantCode(t, recvT(t, errc), peer.CodeProviderLost)
 	if st := a.h.Stats().Routes; st.InFlight != 0 {
