@@ -117,8 +117,8 @@ func TestAddressAcrossNodes(t *testing.T) {
 	pctx := peer.WithProgress(ctx, func(data json.RawMessage) { progress <- string(data) })
 	errc := make(chan error, 1)
 	go func() { errc <- caller.CallPeer(pctx, ids[2], "long", nil, nil) }()
-	<-started
-	if p := <-progress; p != `"working on n3"` {
+	within(t, started)
+	if p := within(t, progress); p != `"working on n3"` {
 		t.Fatalf("progress %s", p)
 	}
 	hubs[2].Kill()
@@ -131,4 +131,16 @@ func TestAddressAcrossNodes(t *testing.T) {
 		t.Fatalf("n1's peer after n3 was killed: %q, %v", got, err)
 	}
 	wantCode(t, "n3's peer after n3 was killed", caller.CallPeer(ctx, ids[2], "where", nil, nil), peer.CodeNoSuchPeer)
+}
+
+// within returns the next value from ch, failing the test after 30 s.
+func within[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing within 30s")
+		panic("unreachable")
+	}
 }
