@@ -57,6 +57,14 @@
 // After a reconnection the client provides its methods again. The hub
 // decides who may provide what (its Policy); see docs/routing.md.
 //
+// # Calling other peers
+//
+// [Client.CallPeer] calls a method on one peer of the hub, chosen by its
+// id (which [Client.WhoAmI] tells each peer), wherever it is connected;
+// [Client.CallPeers] calls every peer of a user or of a topic and returns
+// one [PeerResult] each. [HTTPClient] has both, over POST. The hub
+// decides who may address whom.
+//
 // # Events
 //
 // The hub sends events as rpc.event notifications. The client queues each

@@ -271,3 +271,56 @@ func ExampleDial_cluster() {
 	// on the second node: true
 	// add: 3
 }
+
+// One client calls a method on another, chosen by its peer id; then a
+// backend over HTTP POST asks every subscriber of a topic.
+func ExampleClient_CallPeer() {
+	url, stop := demoHub()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// alice's tab serves confirm.
+	mux := peer.NewMux()
+	mux.Handle("confirm", peer.Func(func(_ context.Context, p struct{ Amount int }) (string, error) {
+		return fmt.Sprintf("confirmed %d", p.Amount), nil
+	}))
+	tab, err := client.Dial(ctx, strings.Replace(url, "http", "ws", 1), &client.Options{Router: mux})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tab.Close()
+	if _, err := tab.Subscribe(ctx, "room.7", func(client.Event) {}); err != nil {
+		log.Fatal(err)
+	}
+	me, err := tab.WhoAmI(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// A backend without a WebSocket of its own calls it by id.
+	backend := client.NewHTTP(url, nil)
+	defer backend.Close()
+	var answer string
+	if err := backend.CallPeer(ctx, me.ID, "confirm", map[string]int{"amount": 42}, &answer); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(answer)
+
+	// Every peer on room.7: one result each.
+	results, err := backend.CallPeers(ctx, client.Address{Topic: "room.7"}, "confirm", map[string]int{"amount": 7})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range results {
+		var s string
+		fmt.Println(r.Peer.ID == me.ID, r.Decode(&s), s)
+	}
+
+	err = backend.CallPeer(ctx, "no-such-peer", "confirm", nil, nil)
+	fmt.Println(err)
+	// Output:
+	// confirmed 42
+	// true <nil> confirmed 7
+	// jsonrpc error -32007: No such peer: no-such-peer
+}

@@ -40,7 +40,8 @@ type Directory interface {
 	// rpc.cancel and Route waits a while for its answer (normally
 	// -32002); when ctx's deadline passes it returns at once. It returns
 	// -32006 when the peer or its node is lost before answering, and
-	// -32601 when no other node provides the method (or has the peer).
+	// -32601 when no other node provides the method, -32007 when none has
+	// the peer. With call.Node set, only that node is asked for the peer.
 	Route(ctx context.Context, call RemoteCall) (json.RawMessage, error)
 
 	// Peers returns the peers of the other nodes that an event on topic
@@ -80,6 +81,7 @@ type RemoteCall struct {
 	Params       json.RawMessage
 	Notification bool
 	Peer         string                     // a peer's id, or "" for any provider of Method
+	Node         string                     // with Peer, the node it is connected to, if known
 	Progress     func(data json.RawMessage) // the callee's rpc.progress data; may be nil
 }
 
@@ -123,27 +125,33 @@ func (h *Hub) forwardRemote(ctx context.Context, d Directory, req *peer.Request)
 	if err == nil {
 		return res, nil
 	}
+	return nil, h.remoteError(ctx, err)
+}
+
+// remoteError turns an error of Directory.Route, for the caller whose
+// request ctx serves, into the caller's answer.
+func (h *Hub) remoteError(ctx context.Context, err error) error {
 	var e *peer.Error
 	switch {
 	case errors.As(err, &e):
 		if e.Code == peer.CodeProviderLost {
 			h.routes.lost.Add(1)
 		}
-		return nil, e
+		return e
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, errForwardTimeout
+		return errForwardTimeout
 	}
 	h.routes.lost.Add(1)
-	return nil, errProviderLost
+	return errProviderLost
 }
 
 // ServeRemoteCall serves a call that another node of the cluster sends to
 // this hub: to a peer of this hub that provides call.Method (the one with
 // the fewest forwarded calls in flight), or, with call.Peer set, to that
 // peer. It returns the peer's answer unchanged: the raw result, or its
-// *peer.Error. Its own answers are -32601 (no such provider or peer
+// *peer.Error. Its own answers are -32601 (no such provider), -32007 (no such peer
 // here), -32004 (every provider at Options.MaxForwards), -32006 (the peer
 // disconnected before answering) and -32002 (ctx was cancelled: the peer
 // was sent rpc.cancel). A Directory calls it; ctx carries the caller's
@@ -152,7 +160,7 @@ func (h *Hub) ServeRemoteCall(ctx context.Context, call RemoteCall) (json.RawMes
 	var p *Peer
 	if call.Peer != "" {
 		if p = h.Peer(call.Peer); p == nil {
-			return nil, peer.Errorf(peer.CodeMethodNotFound, "Method not found: no peer %s", call.Peer)
+			return nil, errNoSuchPeer(call.Peer)
 		}
 	} else {
 		var err error
@@ -256,7 +264,7 @@ func (h *Hub) clusterPresence(ctx context.Context, topic string) ([]PeerInfo, er
 // CallPeer calls method on the peer with the given id, connected to this
 // node or, in a cluster, to any other, and decodes its result into result
 // (a pointer; nil discards it). It returns the peer's *peer.Error when it
-// answers with one, -32601 when no node has that peer, and -32006 when
+// answers with one, -32007 when no node has that peer, and -32006 when
 // the peer or its node is lost before it answers. When ctx ends, the peer
 // is sent rpc.cancel. A ctx made with [peer.WithProgress] receives the
 // rpc.progress notifications of a peer of this node.
@@ -266,7 +274,7 @@ func (h *Hub) CallPeer(ctx context.Context, id, method string, params, result an
 	}
 	d := h.directory()
 	if d == nil {
-		return peer.Errorf(peer.CodeMethodNotFound, "Method not found: no peer %s", id)
+		return errNoSuchPeer(id)
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {

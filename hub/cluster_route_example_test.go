@@ -34,5 +34,5 @@ func ExampleHub_CallPeer() {
 	fmt.Println(err)
 	// Output:
 	// hello, hub <nil>
-	// jsonrpc error -32601: Method not found: no peer no-such-peer
+	// jsonrpc error -32007: No such peer: no-such-peer
 }

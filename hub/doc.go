@@ -68,6 +68,20 @@
 // or it is shutting down (-32005). rpc.discover lists the provided methods
 // as their providers describe them. [Hub.Stats] counts the forwarded calls.
 //
+// # Calls of chosen peers
+//
+// rpc.call lets the caller choose the peer: by its id (rpc.whoami tells a
+// peer its own), or every peer of a user or of a topic, on this node or,
+// with a [Directory], any other; callers over HTTP POST too. It takes
+// the path of forwarded calls, with the same answers of the hub's own,
+// and -32007 for a peer that is nowhere; a user or a topic is answered
+// with one entry per peer. The Policy's [Address] action decides who may
+// address whom; [DefaultPolicy] lets no one. docs/routing.md describes it.
+//
+//	rpc.whoami  (none)                                              -> {"id": ..., "user": ..., "node": ...}
+//	rpc.call    {"peer": id, "method": m, "params": p, "timeout": ms} -> the peer's answer
+//	rpc.call    {"user": u} or {"topic": t}, with the same           -> {"results": [{"peer": {...}, "result" or "error"}, ...]}
+//
 // # Streams
 //
 // Every event gets a position in the hub's stream (seq, over all topics,

@@ -45,6 +45,11 @@ type Options struct {
 	// method at the cap gets -32004.
 	MaxForwards int
 
+	// MaxAddressed caps the peers one rpc.call to a user or a topic
+	// reaches. Default [DefaultMaxAddressed]; a call that would reach
+	// more gets -32004 and reaches none.
+	MaxAddressed int
+
 	// History bounds the events the in-memory store keeps, per topic and
 	// in all, for rpc.history and for subscriptions that resume from a
 	// position. The zero value keeps each topic's last 1000 events of the
@@ -141,6 +146,9 @@ func New(opts *Options) *Hub {
 	}
 	if h.o.MaxForwards <= 0 {
 		h.o.MaxForwards = DefaultMaxForwards
+	}
+	if h.o.MaxAddressed <= 0 {
+		h.o.MaxAddressed = DefaultMaxAddressed
 	}
 	seqr, _ := h.o.Broker.(Sequencer)
 	if h.o.Store == nil {

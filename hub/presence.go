@@ -31,14 +31,19 @@ type PeerInfo struct {
 
 // Info returns how presence shows p.
 func (p *Peer) Info() PeerInfo {
-	info := PeerInfo{ID: p.id, Node: p.h.node()}
-	switch u := p.identity.(type) {
+	return PeerInfo{ID: p.id, User: userOf(p.identity), Node: p.h.node()}
+}
+
+// userOf returns the user an identity shows as: itself when it is a
+// string, its String() when it is a fmt.Stringer, else "".
+func userOf(identity any) string {
+	switch u := identity.(type) {
 	case string:
-		info.User = u
+		return u
 	case fmt.Stringer:
-		info.User = u.String()
+		return u.String()
 	}
-	return info
+	return ""
 }
 
 // Presence returns the peers that an event published on topic would

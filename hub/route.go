@@ -34,7 +34,8 @@ type routes struct {
 
 	inflight  atomic.Int64
 	lost      atomic.Uint64
-	forwarded sync.Map // method -> *atomic.Uint64
+	addressed atomic.Uint64 // calls and notifications sent by rpc.call (address.go)
+	forwarded sync.Map      // method -> *atomic.Uint64
 	methods   atomic.Int64
 }
 
@@ -135,19 +136,25 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 	if err == nil {
 		return res, nil
 	}
+	return nil, h.forwardError(ctx, err)
+}
+
+// forwardError turns an error of Forward, for the caller whose request
+// ctx serves, into the caller's answer.
+func (h *Hub) forwardError(ctx context.Context, err error) error {
 	var e *peer.Error
 	switch {
 	case errors.As(err, &e):
-		return nil, e // the provider's answer, or -32005 from a hub going away
+		return e // the peer's answer, or -32005 from a hub going away
 	case errors.Is(err, peer.ErrClosed):
 		h.routes.lost.Add(1)
-		return nil, errProviderLost
+		return errProviderLost
 	case ctx.Err() != nil:
-		return nil, ctx.Err() // the caller left: no one reads the answer
+		return ctx.Err() // the caller left: no one reads the answer
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, errForwardTimeout
+		return errForwardTimeout
 	}
-	return nil, errInvalidAnswer
+	return errInvalidAnswer
 }
 
 // pick chooses the provider of method with the fewest forwarded calls in
@@ -242,6 +249,11 @@ type RouteStats struct {
 	// ProviderLost counts the forwarded calls answered -32006: their
 	// provider disconnected before answering.
 	ProviderLost uint64
+
+	// Addressed counts the calls and notifications rpc.call sent to the
+	// peers it addressed (one per peer); InFlight includes those not
+	// yet answered, ProviderLost those whose peer left first.
+	Addressed uint64
 }
 
 func (h *Hub) routeStats() RouteStats {
@@ -254,6 +266,7 @@ func (h *Hub) routeStats() RouteStats {
 		InFlight:     int(r.inflight.Load()),
 		Forwarded:    make(map[string]uint64),
 		ProviderLost: r.lost.Load(),
+		Addressed:    r.addressed.Load(),
 	}
 	r.forwarded.Range(func(k, v any) bool {
 		st.Forwarded[k.(string)] = v.(*atomic.Uint64).Load()

@@ -43,6 +43,10 @@ func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 		return r.h.handlers.history, peer.Concurrent
 	case "rpc.presence":
 		return r.h.handlers.presence, peer.Concurrent
+	case "rpc.whoami":
+		return whoamiHandler{r.h}, peer.Inline
+	case "rpc.call":
+		return addressHandler{r.h}, peer.Concurrent
 	}
 	return r.h.lookup(r.app, method) // the app's methods, then the provided ones
 }

@@ -27,6 +27,7 @@ const (
 	CodeOverloaded   Code = -32004 // over a limit: rate, subscriptions
 	CodeShuttingDown Code = -32005 // going away: the call did not run
 	CodeProviderLost Code = -32006 // the peer serving a forwarded call disconnected
+	CodeNoSuchPeer   Code = -32007 // no connected peer matches the address of an rpc.call
 )
 
 // Error is a JSON-RPC error object. It travels on the wire and implements

@@ -38,7 +38,15 @@ export interface SystemAPI {
   "rpc.presence": Method<{ topic: string }, { peers: PeerInfo[] }>;
   "rpc.provide": Method<{ methods: string[] } | string[], { methods: string[] }>;
   "rpc.unprovide": Method<{ methods: string[] } | string[], { methods: string[] }>;
+  "rpc.whoami": Method<undefined, PeerInfo>;
+  "rpc.call": Method<Address & { method: string; params?: Params; timeout?: number }, any>;
 }
+
+/** Address chooses the peers of callPeer (rpc.call): one by id, every peer of a user, or of a topic. */
+export type Address = { peer: string; user?: never; topic?: never } | { user: string; peer?: never; topic?: never } | { topic: string; peer?: never; user?: never };
+
+/** PeerAnswer is one peer's answer to a call of a user or a topic. */
+export type PeerAnswer<R = unknown> = { peer: PeerInfo; result: R; error?: undefined } | { peer: PeerInfo; error: RPCError; result?: undefined };
 
 /** OpenRPCDocument is what rpc.discover returns (OpenRPC 1.x). */
 export interface OpenRPCDocument {
@@ -80,6 +88,7 @@ export declare const ErrorCode: {
   readonly Overloaded: -32004;
   readonly ShuttingDown: -32005;
   readonly ProviderLost: -32006;
+  readonly NoSuchPeer: -32007;
 };
 
 /**
@@ -363,6 +372,16 @@ export declare class Client<API extends object = Untyped> extends EventTarget {
   history<T = any>(topic: string, options?: HistoryOptions): Promise<History<T>>;
   /** The peers that an event published on topic would reach (rpc.presence). */
   presence(topic: string, options?: CallOptions): Promise<PeerInfo[]>;
+  /** How the hub shows this client (rpc.whoami): the id other peers call it by. */
+  whoami(options?: CallOptions): Promise<PeerInfo>;
+  /** Calls method on one peer, by id or {peer}, and resolves to its result (rpc.call); -32007 when no such peer is connected. */
+  callPeer<R = any>(to: string | { peer: string }, method: string, params?: Params, options?: CallOptions): Promise<R>;
+  /** Calls method on every peer of a user or a topic (this client left out) and resolves to one answer per peer. */
+  callPeer<R = any>(to: { user: string; peer?: never; topic?: never } | { topic: string; peer?: never; user?: never }, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswer<R>[]>;
+  /** callPeer({user}, ...). */
+  callUser<R = any>(user: string, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswer<R>[]>;
+  /** callPeer({topic}, ...). */
+  callTopic<R = any>(topic: string, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswer<R>[]>;
   /** Serves method for the hub; returns a function that unregisters it. */
   register<P = any, R = unknown>(method: string, handler: Handler<P, R>): () => void;
   /** Sends text as one message, unchecked (it need not be JSON). Throws a DisconnectedError unless open. */

@@ -27,6 +27,7 @@ export const ErrorCode = Object.freeze({
   Overloaded: -32004,
   ShuttingDown: -32005,
   ProviderLost: -32006,
+  NoSuchPeer: -32007,
 });
 
 /** RPCError is a JSON-RPC error: one the other side answered with, or one a
@@ -469,6 +470,53 @@ export class Client extends EventTarget {
   async presence(topic, options) {
     const { peers } = await this.call("rpc.presence", { topic }, options);
     return peers;
+  }
+
+  /** whoami resolves to how the hub shows this client ({id, user, node}):
+   * the id other peers address it by (rpc.whoami). */
+  whoami(options) {
+    return this.call("rpc.whoami", undefined, options);
+  }
+
+  /**
+   * callPeer calls method on peers chosen by the caller, through the hub
+   * (rpc.call). to is a peer id, or {peer: id}, {user: name} or {topic}.
+   * For one peer it resolves to that peer's result, or rejects with its
+   * RPCError (-32007 when no such peer is connected, -32006 when it left
+   * before answering). For a user or a topic it resolves, once every peer
+   * has answered or the timeout passed, to one entry per peer (this client
+   * left out): {peer, result} or {peer, error}, the error an RPCError
+   * (-32003 for a peer that did not answer in time). options are call's:
+   * the timeout also bounds the call at the hub, a little before it passes
+   * here; signal cancels it at the peers; onProgress gets the rpc.progress
+   * data of one peer (the hub passes on none from a user's or a topic's).
+   */
+  async callPeer(to, method, params, options = {}) {
+    const address = typeof to === "string" ? { peer: to } : { ...to };
+    const given = ["peer", "user", "topic"].filter((k) => address[k] !== undefined);
+    if (given.length !== 1) {
+      throw new TypeError("callPeer: want a peer id, or one of {peer}, {user}, {topic}");
+    }
+    const p = { [given[0]]: address[given[0]], method };
+    if (params !== undefined) p.params = params;
+    const timeout = options.timeout ?? this.#o.callTimeout;
+    if (timeout > 0 && timeout < Infinity) p.timeout = Math.max(1, Math.floor(timeout * 0.95));
+    const res = await this.call("rpc.call", p, options);
+    if (given[0] === "peer") return res;
+    return res.results.map((r) =>
+      r.error ? { peer: r.peer, error: new RPCError(r.error.code, r.error.message, r.error.data) } : r,
+    );
+  }
+
+  /** callUser is callPeer({user}, ...): every peer of one identity. */
+  callUser(user, method, params, options) {
+    return this.callPeer({ user }, method, params, options);
+  }
+
+  /** callTopic is callPeer({topic}, ...): every peer an event on topic
+   * would reach. */
+  callTopic(topic, method, params, options) {
+    return this.callPeer({ topic }, method, params, options);
   }
 
   /**

@@ -52,7 +52,7 @@ func TestScenarios(t *testing.T) {
 
 	// 300 ms per timed scenario: with the race detector, on a busy
 	// machine, 100 ms sometimes saw no call complete.
-	l := &load{duration: 300 * time.Millisecond, window: 8, conns: 4, batch: 10, subscribers: 20, events: 5, idle: 20, dialers: 4, neighborConns: 2, neighborWindow: 8}
+	l := &load{duration: 300 * time.Millisecond, window: 8, conns: 4, batch: 10, subscribers: 20, events: 5, idle: 20, dialers: 4, neighborConns: 2, neighborWindow: 8, addressees: 20}
 	hubURL := "ws" + strings.TrimPrefix(hubTS.URL, "http") + "/rpc"
 	floorURL := "ws" + strings.TrimPrefix(floorTS.URL, "http") + "/"
 	var results []result

@@ -53,6 +53,7 @@ type load struct {
 	dialers     int           // connections opened at once
 
 	neighborConns, neighborWindow int // the heavy neighbor, neighbor
+	addressees                    int // peers of the topic, addressed-topic
 
 	clusterA, clusterB string // two nodes of a cluster, cluster
 }
@@ -70,6 +71,9 @@ var scenarios = []*scenario{
 	{name: "neighbor", unit: "calls/s", run: neighborScenario, baseline: seqScenario},
 	{name: "beside", unit: "calls/s", run: besideScenario},
 	{name: "cluster", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeScenario, baseline: sameNodeScenario},
+	{name: "addressed", unit: "calls/s", target: 0.5, run: addressedScenario, baseline: seqScenario},
+	{name: "addressed-fwd", unit: "calls/s", target: 0.9, run: addressedScenario, baseline: forwardedScenario},
+	{name: "addressed-topic", unit: "calls/s", target: 0.33, run: addressedTopicScenario, baseline: topicPublishScenario},
 }
 
 func dial(ctx context.Context, u string) (*conn, error) {

@@ -32,8 +32,10 @@
 // the hub and the floor), and cluster (fanout across two hubs joined over
 // NATS, publisher on one and subscribers on the other, against both on one:
 // the CPU time of the two hub processes per delivered event; -start starts
-// the two, -cluster A,B names running ones). It prints a table, and one
-// JSON object per result with -json.
+// the two, -cluster A,B names running ones), and the addressed ones
+// (rpc.call to a chosen peer against a direct call and a forwarded one, and
+// to the 1,000 peers of a topic against a publish to them). It prints a
+// table, and one JSON object per result with -json.
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and
 // prints, every interval, what was published and delivered, the p99 call

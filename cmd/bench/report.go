@@ -159,7 +159,13 @@ a process of its own, against the hub and against the floor;
 **cluster**, two hubs joined over NATS: the fanout scenario with the
 publisher on one node and the subscribers on the other, against the same
 with the publisher beside its subscribers (the "floor" column), as the CPU
-time of both hub processes per delivered event (lower is better).
+time of both hub processes per delivered event (lower is better);
+**addressed**, sequential ` + "`rpc.call`" + ` to one chosen peer against sequential
+calls of the hub's own echo (the "floor" column): it crosses the hub twice,
+so 0.5 is the target; **addressed-fwd**, the same against a call forwarded
+to that peer as the provider of its method: no slower; **addressed-topic**,
+sequential ` + "`rpc.call`" + ` to the 1,000 peers of a topic, each done once all have
+answered, against publishing to them, each done once all have the event.
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:
@@ -216,6 +222,10 @@ var scenarioText = map[string]string{
 	"neighbor":   "sequential calls beside a heavy client",
 	"beside":     "the same, heavy client in its own process",
 	"cluster":    "fan-out across two nodes vs on one, CPU per delivery",
+
+	"addressed":       "rpc.call to one peer vs a direct call",
+	"addressed-fwd":   "rpc.call to one peer vs a forwarded call",
+	"addressed-topic": "rpc.call to 1,000 peers vs a publish to them",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's

@@ -65,7 +65,7 @@ func runCmd(ctx context.Context, args []string) error {
 	l := &load{}
 	fs.DurationVar(&l.duration, "duration", 2*time.Second, "how long each timed scenario runs")
 	reps := fs.Int("reps", 5, "repetitions of each scenario (idle runs once)")
-	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client,handoff,clientpipe,neighbor,beside", "the `list` of scenarios to run")
+	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client,handoff,clientpipe,neighbor,beside,addressed,addressed-fwd,addressed-topic", "the `list` of scenarios to run")
 	fs.IntVar(&l.window, "window", 64, "calls in flight in pipe")
 	fs.IntVar(&l.conns, "conns", 100, "connections in conns")
 	fs.IntVar(&l.batch, "batch", 100, "requests per batch in batch")
@@ -75,6 +75,7 @@ func runCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&l.dialers, "dialers", 32, "connections opened at once")
 	fs.IntVar(&l.neighborConns, "neighbor-conns", 8, "connections of the heavy neighbor in neighbor")
 	fs.IntVar(&l.neighborWindow, "neighbor-window", 200, "calls in flight on each of them")
+	fs.IntVar(&l.addressees, "addressees", 1000, "peers of the topic in addressed-topic")
 	clusterURLs := fs.String("cluster", "", "`URLs` of two hubs of one cluster, A,B, for the cluster scenario (with -start, two are started)")
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")

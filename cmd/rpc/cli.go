@@ -35,15 +35,23 @@ type cli struct {
 	compact  bool
 
 	// Flags of some commands only.
-	progress bool         // call: print rpc.progress on stderr
-	count    int          // subscribe: exit after this many events
-	since    positionFlag // subscribe, history: after this position
-	presence bool         // subscribe: print presence changes
-	limit    int          // history: at most this many events
-	rawJSON  bool         // discover: print the OpenRPC document
-	shell    string       // serve, call: the shell that runs commands
-	serve    specFlag     // call: METHOD=COMMAND the hub may call back
+	progress bool           // call: print rpc.progress on stderr
+	count    int            // subscribe: exit after this many events
+	since    positionFlag   // subscribe, history: after this position
+	presence bool           // subscribe: print presence changes
+	limit    int            // history: at most this many events
+	rawJSON  bool           // discover: print the OpenRPC document
+	shell    string         // serve, call: the shell that runs commands
+	serve    specFlag       // call: METHOD=COMMAND the hub may call back
+	to       client.Address // call: the peers to call the method on
+	present  listFlag       // serve: topics to subscribe to
 }
+
+// listFlag collects the values of a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 type headerFlag []string
 

@@ -31,11 +31,24 @@ Examples:
 Over a WebSocket, -serve METHOD=COMMAND answers the calls the server makes
 back on the connection while the call runs, as the serve command does:
   rpc call -serve 'upper=tr a-z A-Z' ws://127.0.0.1:8080/rpc callback '{"method": "upper", "params": ["hi"]}'
+
+-peer, -user and -topic call METHOD on peers connected to the hub rather
+than on the hub (rpc.call): the one with that id ("rpc whoami" prints a
+peer's own), or every peer of a user or of a topic. -peer prints the
+peer's result; -user and -topic print one line per peer that answered,
+{"peer": {...}, "result": ...} or {"peer": {...}, "error": {...}}, and
+exit with status 1 when one answered an error. -timeout bounds the call
+at the hub too: a peer that did not answer in time gets -32003.
+  rpc call -peer 0b7c...e1 http://127.0.0.1:8080/rpc confirm '{"amount": 42}'
+  rpc call -topic room.7 ws://127.0.0.1:8080/rpc draft
 `,
 	setup: func(o *cli) {
 		o.fs.BoolVar(&o.progress, "progress", false, "print the call's rpc.progress notifications on stderr (ws:// only)")
 		o.fs.Var(&o.serve, "serve", "answer the server's calls of METHOD with a shell `METHOD=COMMAND` (ws:// only, repeatable)")
 		o.fs.StringVar(&o.shell, "shell", "sh", "the `shell` that runs -serve commands (with -c)")
+		o.fs.StringVar(&o.to.Peer, "peer", "", "call METHOD on the peer with this `id` (rpc.call)")
+		o.fs.StringVar(&o.to.User, "user", "", "call METHOD on every peer of this `user` (rpc.call)")
+		o.fs.StringVar(&o.to.Topic, "topic", "", "call METHOD on every peer of this `topic` (rpc.call)")
 	},
 	run: func(ctx context.Context, o *cli, args []string) error {
 		if len(args) < 2 {
@@ -67,6 +80,9 @@ back on the connection while the call runs, as the serve command does:
 			ctx = peer.WithProgress(ctx, func(data json.RawMessage) {
 				fmt.Fprintf(o.stderr, "progress: %s\n", data)
 			})
+		}
+		if o.to != (client.Address{}) {
+			return o.callPeers(ctx, c, args[1], p)
 		}
 		var res json.RawMessage
 		if err := c.Call(ctx, args[1], p, &res); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -24,14 +25,17 @@ prints is the result, read as JSON, or else as a string (without the final
 newline). A command that exits with a non-zero status answers error -32000
 with its stderr (or its exit status) as the message; a cancelled call kills
 it. serve runs until interrupted and reconnects when the connection drops.
-Needs a ws:// or wss:// URL.
+Needs a ws:// or wss:// URL. It prints its peer id, which other peers
+call it by (rpc call -peer).
 
 Examples:
   rpc serve ws://127.0.0.1:8080/rpc upper='tr a-z A-Z' uptime='uptime -p'
+  rpc serve -subscribe room.7 ws://127.0.0.1:8080/rpc 'draft=echo my draft'
   rpc serve -shell bash ws://hub.example/rpc 'disk=df -h / | tail -1'
 `,
 	setup: func(o *cli) {
 		o.fs.StringVar(&o.shell, "shell", "sh", "the `shell` that runs the commands (with -c)")
+		o.fs.Var(&o.present, "subscribe", "subscribe to `topic` too, to be among its peers for rpc call -topic (repeatable; the events are not printed)")
 	},
 	run: func(ctx context.Context, o *cli, args []string) error {
 		if len(args) < 2 {
@@ -57,7 +61,19 @@ Examples:
 		if err := c.Call(pctx, "rpc.ping", nil, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.stderr, "rpc: serving %s\n", strings.Join(names, ", "))
+		for _, topic := range o.present {
+			if _, err := c.Subscribe(pctx, topic, func(client.Event) {}); err != nil {
+				return err
+			}
+		}
+		// A hub says which peer this is, for the others to address it
+		// (rpc call -peer); another server may not know rpc.whoami.
+		var me struct{ ID string }
+		if err := c.Call(pctx, "rpc.whoami", nil, &me); err == nil && me.ID != "" {
+			fmt.Fprintf(o.stderr, "rpc: serving %s as peer %s\n", strings.Join(names, ", "), me.ID)
+		} else {
+			fmt.Fprintf(o.stderr, "rpc: serving %s\n", strings.Join(names, ", "))
+		}
 		select {
 		case <-ctx.Done():
 			return nil

@@ -18,8 +18,10 @@ import (
 // a request on "<prefix>.call.<node>" with a reply subject of the caller's
 // own; the callee node forwards it to its provider and sends back, on that
 // subject, the provider's rpc.progress data and then its answer. A call to
-// a peer by id goes to every node on "<prefix>.callpeer"; the peer's node
-// answers, the others say they do not have it. Cancelling is a message on
+// a peer by id goes to its node on "<prefix>.call.<node>" when the caller
+// knows the node (from presence), else to every node on
+// "<prefix>.callpeer"; the peer's node answers, the others say they do
+// not have it. Cancelling is a message on
 // "<prefix>.cancel" naming the reply subject.
 
 // cancelWait bounds how long a cancelled call waits for the provider's
@@ -81,6 +83,15 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 		}
 		defer d.done(m, provider)
 		subject, gone = d.b.Subject("call", node), m.gone
+	} else if call.Node != "" {
+		// The caller knows the peer's node: ask that one only.
+		d.mu.Lock()
+		m := d.members[call.Node]
+		d.mu.Unlock()
+		if m == nil {
+			return nil, noPeer(call.Peer), false
+		}
+		node, subject, gone = call.Node, d.b.Subject("call", call.Node), m.gone
 	} else {
 		if d.nodes() == 0 {
 			return nil, noPeer(call.Peer), false
@@ -123,7 +134,7 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 			}
 			switch {
 			case r.NoPeer:
-				if said++; gone == nil && said >= d.nodes() {
+				if said++; call.Node != "" || gone == nil && said >= d.nodes() {
 					return nil, noPeer(call.Peer), false
 				}
 			case r.Accepted != "":
@@ -212,7 +223,7 @@ func (d *directory) onReply(msg *nats.Msg) {
 }
 
 func noPeer(id string) error {
-	return peer.Errorf(peer.CodeMethodNotFound, "Method not found: no peer %s", id)
+	return peer.Errorf(peer.CodeNoSuchPeer, "No such peer: %s", id)
 }
 
 // onCall serves a call from another node, on a goroutine of its own.

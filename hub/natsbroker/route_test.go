@@ -323,7 +323,7 @@ func TestClusterPeersAndCallPeer(t *testing.T) {
 	if e, ok := errors.AsType[*peer.Error](err); !ok || e.Code != 4001 {
 		t.Fatalf("CallPeer svc.fail: %v", err)
 	}
-	wantCode(t, a.h.CallPeer(ctx, "no-such-peer", "svc.echo", nil, nil), peer.CodeMethodNotFound)
+	wantCode(t, a.h.CallPeer(ctx, "no-such-peer", "svc.echo", nil, nil), peer.CodeNoSuchPeer)
 }
 
 // A node whose NATS connection is gone has no subscriber for its calls:

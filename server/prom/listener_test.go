@@ -53,6 +53,7 @@ func TestHubMetrics(t *testing.T) {
 		"switchboard_providers 0\n",
 		"switchboard_forwards_in_flight 0\n",
 		"switchboard_provider_lost_total 0\n",
+		"switchboard_addressed_total 0\n",
 		"switchboard_history_events 0\n",
 		`switchboard_recoveries_total{outcome="incomplete"} 0` + "\n",
 	} {

@@ -11,14 +11,16 @@ var (
 	descProviders = prometheus.NewDesc("switchboard_providers",
 		"Peers providing methods to the others now.", nil, nil)
 	descForwardsInFlight = prometheus.NewDesc("switchboard_forwards_in_flight",
-		"Forwarded calls waiting for their provider's answer now.", nil, nil)
+		"Forwarded and addressed calls waiting for their peer's answer now.", nil, nil)
 	descForwarded = prometheus.NewDesc("switchboard_forwarded_total",
 		`Calls and notifications forwarded to a providing peer, by method (after 1,000 methods, the rest as "(other)").`, []string{"method"}, nil)
 	descProviderLost = prometheus.NewDesc("switchboard_provider_lost_total",
-		"Forwarded calls answered -32006: their provider disconnected first.", nil, nil)
+		"Forwarded and addressed calls answered -32006: their peer disconnected first.", nil, nil)
+	descAddressed = prometheus.NewDesc("switchboard_addressed_total",
+		"Calls and notifications rpc.call sent to the peers it addressed, one per peer.", nil, nil)
 )
 
-var routeDescs = []*prometheus.Desc{descProviders, descForwardsInFlight, descForwarded, descProviderLost}
+var routeDescs = []*prometheus.Desc{descProviders, descForwardsInFlight, descForwarded, descProviderLost, descAddressed}
 
 func collectRoutes(ch chan<- prometheus.Metric, st hub.RouteStats) {
 	ch <- prometheus.MustNewConstMetric(descProviders, prometheus.GaugeValue, float64(st.Providers))
@@ -27,4 +29,5 @@ func collectRoutes(ch chan<- prometheus.Metric, st hub.RouteStats) {
 		ch <- prometheus.MustNewConstMetric(descForwarded, prometheus.CounterValue, float64(n), method)
 	}
 	ch <- prometheus.MustNewConstMetric(descProviderLost, prometheus.CounterValue, float64(st.ProviderLost))
+	ch <- prometheus.MustNewConstMetric(descAddressed, prometheus.CounterValue, float64(st.Addressed))
 }

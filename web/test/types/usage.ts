@@ -75,3 +75,20 @@ async function untyped() {
 }
 
 export { typed, untyped };
+
+async function addressed() {
+  const rpc = await connect("ws://127.0.0.1:8080/rpc");
+  const me: string = (await rpc.whoami()).id;
+  const one: number = await rpc.callPeer<number>(me, "add", [1, 2], { timeout: 500 });
+  const same = await rpc.callPeer({ peer: me }, "confirm", { amount: 1 });
+  const all = await rpc.callTopic<string>("room.7", "draft");
+  for (const a of all) {
+    if (a.error) console.log(a.peer.id, a.error.code);
+    else console.log(a.peer.id, a.result.toUpperCase());
+  }
+  const users = await rpc.callPeer({ user: "alice" }, "draft", undefined, { signal: AbortSignal.timeout(100) });
+  await rpc.callUser("alice", "draft");
+  // @ts-expect-error: one address at a time
+  await rpc.callPeer({ user: "alice", topic: "room.7" }, "draft");
+  return [one, same, users.length];
+}

@@ -1,0 +1,281 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-rpc/switchboard/peer"
+)
+
+// This file holds rpc.whoami and rpc.call: the caller picks the peer, by
+// its id, or every peer of a user or of a topic, and calls a method on
+// it. The calls take the path of forwarded calls (route.go): Forward to a
+// peer of this hub, under an id of its connection's choosing, with
+// rpc.progress and rpc.cancel passed through; Directory.Route to a peer
+// of another node.
+
+// DefaultMaxAddressed is the default of Options.MaxAddressed.
+const DefaultMaxAddressed = 10000
+
+type (
+	whoamiHandler  struct{ h *Hub }
+	addressHandler struct{ h *Hub }
+)
+
+// ServeRPC answers rpc.whoami with how presence shows the caller. Over
+// HTTP POST the caller is the request: it gets an id of its own.
+func (w whoamiHandler) ServeRPC(ctx context.Context, _ *peer.Request) (any, error) {
+	if p := w.h.PeerFromContext(ctx); p != nil {
+		return p.Info(), nil
+	}
+	return PeerInfo{ID: uuid.NewString(), User: userOf(Identity(ctx)), Node: w.h.node()}, nil
+}
+
+// address is what an rpc.call asks: whom (exactly one of peer, user and
+// topic), what, and for how long.
+type address struct {
+	peer, user, topic string
+	target            string // what the Policy sees: "peer.<id>", "user.<identity>" or "topic.<topic>"
+	call              peer.Request
+	timeout           time.Duration // for Forward: not positive means no bound
+}
+
+const addressUsage = `rpc.call takes {"peer": id} or {"user": name} or {"topic": topic}, with "method", and optional "params" and "timeout" (ms)`
+
+// readAddress reads the params of an rpc.call.
+func (h *Hub) readAddress(params json.RawMessage) (*address, error) {
+	// Plain strings, not pointers: an empty address is refused as a
+	// missing one, and decoding allocates less.
+	var p struct {
+		Peer    string          `json:"peer"`
+		User    string          `json:"user"`
+		Topic   string          `json:"topic"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+		Timeout json.RawMessage `json:"timeout"`
+	}
+	if firstByte(params) != '{' || json.Unmarshal(params, &p) != nil {
+		return nil, invalidParams(addressUsage)
+	}
+	a := &address{timeout: h.o.ForwardTimeout}
+	given := 0
+	for _, s := range [...]string{p.Peer, p.User, p.Topic} {
+		if s != "" {
+			given++
+		}
+	}
+	switch {
+	case given != 1:
+		return nil, invalidParams("exactly one address, not empty: " + addressUsage)
+	case p.Peer != "":
+		a.peer, a.target = p.Peer, "peer."+p.Peer
+	case p.User != "":
+		a.user, a.target = p.User, "user."+p.User
+	default:
+		if err := h.checkTopic(p.Topic, false); err != nil {
+			return nil, err
+		}
+		a.topic, a.target = p.Topic, "topic."+p.Topic
+	}
+	switch {
+	case p.Method == "":
+		return nil, invalidParams("no method: " + addressUsage)
+	case strings.HasPrefix(p.Method, "rpc.") && p.Method != "rpc.ping" && p.Method != "rpc.discover":
+		return nil, invalidParams("rpc.call cannot call " + quote(p.Method))
+	}
+	a.call.Method = p.Method
+	switch firstByte(p.Params) {
+	case '[', '{':
+		a.call.Params = p.Params
+	case 0, 'n': // omitted, or null
+	default:
+		return nil, invalidParams("the params to pass on must be an array or an object")
+	}
+	if len(p.Timeout) > 0 && string(p.Timeout) != "null" {
+		ms, err := strconv.ParseFloat(string(p.Timeout), 64)
+		if err != nil || !(ms > 0) {
+			return nil, invalidParams("the timeout must be a positive number of milliseconds")
+		}
+		if d := time.Duration(ms * float64(time.Millisecond)); a.timeout <= 0 || d < a.timeout {
+			a.timeout = max(d, time.Millisecond)
+		}
+	}
+	return a, nil
+}
+
+// ServeRPC serves rpc.call.
+func (ah addressHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, error) {
+	h := ah.h
+	a, err := h.readAddress(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.allow(ctx, Address, a.target); err != nil {
+		return nil, err
+	}
+	a.call.ID = req.ID // zero for a notification, which is passed on as one
+	if a.peer != "" {
+		return h.callPeer(ctx, a)
+	}
+	return h.callPeers(ctx, a)
+}
+
+// callPeer calls a's method on the peer a names, here or on another node.
+func (h *Hub) callPeer(ctx context.Context, a *address) (json.RawMessage, error) {
+	if p := h.Peer(a.peer); p != nil {
+		return h.forwardTo(ctx, p, a)
+	}
+	d := h.directory()
+	if d == nil {
+		return nil, errNoSuchPeer(a.peer)
+	}
+	return h.routeTo(ctx, d, PeerInfo{ID: a.peer}, a)
+}
+
+// forwardTo passes a's call on to p, a peer of this hub.
+func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessage, error) {
+	h.routes.addressed.Add(1)
+	if a.call.IsNotification() {
+		_, err := p.conn.Forward(ctx, &a.call, a.timeout)
+		return nil, err
+	}
+	h.routes.inflight.Add(1)
+	res, err := p.conn.Forward(ctx, &a.call, a.timeout)
+	h.routes.inflight.Add(-1)
+	if err != nil {
+		return nil, h.forwardError(ctx, err)
+	}
+	return res, nil
+}
+
+// routeTo passes a's call on to the peer to of another node.
+func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address) (json.RawMessage, error) {
+	call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: to.ID, Node: to.Node}
+	if !call.Notification {
+		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) } // nothing without a request in ctx
+	}
+	rctx := ctx
+	if a.timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, a.timeout)
+		defer cancel()
+	}
+	h.routes.addressed.Add(1)
+	h.routes.inflight.Add(1)
+	res, err := d.Route(rctx, call)
+	h.routes.inflight.Add(-1)
+	if err != nil {
+		return nil, h.remoteError(ctx, err)
+	}
+	return res, nil
+}
+
+// peerAnswer is one peer's entry in the answer of an rpc.call to a user
+// or a topic.
+type peerAnswer struct {
+	Peer   PeerInfo        `json:"peer"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *peer.Error     `json:"error,omitempty"`
+}
+
+type peerAnswers struct {
+	Results []peerAnswer `json:"results"`
+}
+
+// callPeers calls a's method on every peer of a's user or topic, on every
+// node, the caller left out, all at once; it answers when the last has.
+func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
+	local, remote, err := h.addressees(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	n := len(local) + len(remote)
+	if n > h.o.MaxAddressed {
+		return nil, peer.Errorf(peer.CodeOverloaded, "Overloaded: %s reaches %d peers, more than %d", a.target, n, h.o.MaxAddressed)
+	}
+	d := h.directory()
+	if a.call.IsNotification() {
+		for _, p := range local {
+			_, _ = h.forwardTo(ctx, p, a)
+		}
+		for _, info := range remote {
+			_, _ = h.routeTo(ctx, d, info, a)
+		}
+		return nil, nil
+	}
+	// The peers' rpc.progress is not passed on: the caller could not
+	// tell whose it is, and a thousand peers' would swamp it. A context
+	// of no request's, ending with ctx, keeps Forward from relaying it.
+	quiet, stop := context.WithCancel(context.Background())
+	defer stop()
+	defer context.AfterFunc(ctx, stop)()
+	out := make([]peerAnswer, n)
+	var wg sync.WaitGroup
+	for i, p := range local {
+		out[i].Peer = p.Info()
+		wg.Go(func() { out[i].set(h.forwardTo(quiet, p, a)) })
+	}
+	for j, info := range remote {
+		i := len(local) + j
+		out[i].Peer = info
+		wg.Go(func() { out[i].set(h.routeTo(quiet, d, info, a)) })
+	}
+	wg.Wait()
+	return peerAnswers{out}, nil
+}
+
+func (pa *peerAnswer) set(res json.RawMessage, err error) {
+	switch {
+	case err != nil:
+		pa.Error = peer.ToError(err)
+	case res == nil:
+		pa.Result = json.RawMessage("null")
+	default:
+		pa.Result = res
+	}
+}
+
+// addressees returns the peers of a's user or topic: those of this hub,
+// other than the caller, and those of the other nodes.
+func (h *Hub) addressees(ctx context.Context, a *address) (local []*Peer, remote []PeerInfo, err error) {
+	if a.topic != "" {
+		local, _ = h.Presence(a.topic) // readAddress checked the topic
+	} else {
+		for _, p := range h.Peers() {
+			if userOf(p.identity) == a.user {
+				local = append(local, p)
+			}
+		}
+	}
+	if caller := h.PeerFromContext(ctx); caller != nil {
+		for i, p := range local {
+			if p == caller {
+				local = append(local[:i], local[i+1:]...)
+				break
+			}
+		}
+	}
+	d := h.directory()
+	if d == nil {
+		return local, nil, nil
+	}
+	others, err := d.Peers(ctx, a.topic) // "" for a user: all of them
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, info := range others {
+		if a.topic != "" || info.User == a.user {
+			remote = append(remote, info)
+		}
+	}
+	return local, remote, nil
+}
+
+func errNoSuchPeer(id string) *peer.Error {
+	return peer.Errorf(peer.CodeNoSuchPeer, "No such peer: %s", id)
+}
