@@ -179,6 +179,20 @@ func TestWalkThrough(t *testing.T) {
 		t.Errorf("echo by a user: %d, want -32001", code)
 	}
 
+	// 3. The page answers confirm; the backend reaches it by alice's user
+	// name with rpc.call over POST, and gets her page's answer.
+	eval[bool](t, alice, `(alice.register("confirm", (params) => ({ confirmed: params.amount, by: "alice's tab" })), true)`)
+	reply := backendPost(t, h.URL(), backend, `{"jsonrpc":"2.0","method":"rpc.call","params":{"user":"alice","method":"confirm","params":{"amount":42}},"id":"pay-1"}`)
+	if !strings.Contains(reply, `"id":"pay-1"`) || !strings.Contains(reply, `"user":"alice"`) ||
+		!strings.Contains(reply, `"result":{"confirmed":42,"by":"alice's tab"}`) {
+		t.Errorf("rpc.call to alice: %s", reply)
+	}
+	t.Logf("rpc.call to alice: %s", reply)
+	// A user may not address others: the rules keep address for backends.
+	if code := eval[int](t, alice, `alice.callUser("orders", "confirm", {}).then(() => 0, (e) => e.code)`); code != -32001 {
+		t.Errorf("alice addressing a user: %d, want -32001", code)
+	}
+
 	// 4. A second page, whose token expires and is not refreshed: closed
 	// with 4001, and it says why.
 	bob := openPage(t, login.URL)
