@@ -57,7 +57,7 @@ unit:
 ## (Node 20), a V8 flag turns it on so that big numbers are tested too.
 web-test:
 	@test -d web/node_modules || { echo "web/node_modules is missing: run (cd web && npm ci)"; exit 1; }
-	cd web && node $$(node -e 'JSON.parse("1", (k, v, c) => process.exit(c && c.source ? 0 : 1))' || echo --harmony-json-parse-with-source) --test --test-timeout=60000 test/*.test.js
+	cd web && node $$(node -e 'JSON.parse("1", (k, v, c) => process.exit(c && c.source ? 0 : 1))' || echo --harmony-json-parse-with-source) --test --test-timeout=180000 test/*.test.js
 
 ## screenshots: the playground's pictures in docs/img, taken by the browser tests
 screenshots:
