@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,43 @@ func TestHandler(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSwitchboardModules follows the imports of switchboard.js from the
+// handler: every module it is made of is served, to pages of any origin
+// too (a cross-origin module import needs CORS on each file).
+func TestSwitchboardModules(t *testing.T) {
+	ts := httptest.NewServer(web.Handler())
+	defer ts.Close()
+	imports := regexp.MustCompile(`(?m)^(?:import|export) [^;]*? from "\./([a-z-]+\.js)";`)
+	seen := map[string]bool{"switchboard.js": true}
+	queue := []string{"switchboard.js"}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		resp, err := http.Get(ts.URL + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+			t.Errorf("GET /%s: %d, Content-Type %q", name, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "*" {
+			t.Errorf("GET /%s: Access-Control-Allow-Origin %q, want *", name, got)
+		}
+		for _, m := range imports.FindAllStringSubmatch(string(b), -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				queue = append(queue, m[1])
+			}
+		}
+	}
+	if len(seen) < 2 {
+		t.Fatalf("switchboard.js imports no module of its own: %v", seen)
+	}
+	t.Logf("modules: %d", len(seen))
 }
 
 // TestSwitchboardJS runs testdata/smoke.mjs with node (which make test
