@@ -98,12 +98,11 @@ type Hub struct {
 	last     uint64  // the position of the latest event published
 	watchers node    // the subscriptions that asked for presence changes
 
-	store     Store
-	seqr      Sequencer // Options.Broker, when it gives positions
-	sq        sequenced // its waiters
-	gap       uint64    // events from other nodes may be missing after no position before this
-	epoch     string
-	epochJSON []byte // epoch as a JSON string
+	store Store
+	seqr  Sequencer                 // Options.Broker, when it gives positions
+	sq    sequenced                 // its waiters
+	gap   uint64                    // events from other nodes may be missing after no position before this
+	ep    atomic.Pointer[epochName] // the stream's epoch; replaced under mu (Restart)
 
 	handlers struct {
 		subscribe, unsubscribe, publish, history, presence peer.Handler
@@ -151,15 +150,15 @@ func New(opts *Options) *Hub {
 		h.o.Store = s
 	}
 	h.store = h.o.Store
-	h.epoch = h.store.Epoch()
+	epoch := h.store.Epoch()
 	if seqr != nil {
 		if _, ok := h.store.(positionedStore); !ok {
 			panic("hub: a Sequencer needs a Store that keeps events at its positions, such as MemoryStore")
 		}
 		h.seqr = seqr
-		h.epoch = seqr.Epoch()
+		epoch = seqr.Epoch()
 	}
-	h.epochJSON, _ = json.Marshal(h.epoch)
+	h.ep.Store(newEpochName(epoch))
 	h.last = h.store.Last()
 	h.handlers.history = peer.HandlerFunc(h.serveHistory)
 	h.handlers.presence = peer.HandlerFunc(h.servePresence)
