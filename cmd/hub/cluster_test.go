@@ -1,9 +1,19 @@
 package main
 
 import (
+	"crypto/tls"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 )
 
 // TestEmbeddedNATS: -nats embedded runs NATS in the process and joins
@@ -13,6 +23,70 @@ func TestEmbeddedNATS(t *testing.T) {
 	_, body := rawRequest(t, strings.TrimPrefix(url, "http://"), "/metrics", "")
 	if !strings.Contains(body, `switchboard_cluster_connected{node="n1"} 1`) {
 		t.Fatalf("/metrics without the cluster link of n1:\n%s", grepLines(body, "cluster"))
+	}
+	if status, body := rawRequest(t, strings.TrimPrefix(url, "http://"), "/readyz", ""); status != 200 || body != "ready\n" {
+		t.Fatalf("/readyz: %d %q, want 200 ready", status, body)
+	}
+}
+
+// A JetStream node that cannot reach NATS says so.
+func TestNATSUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-nats", "nats://" + addr, "-nats-jetstream", "-nats-timeout", "500ms"}, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "NATS unreachable") {
+		t.Fatalf("run: %v, want NATS unreachable", err)
+	}
+}
+
+// A NATS server that requires TLS with a client certificate and an NKey:
+// the hub joins it with -nats-tls-* and -nats-nkey, and not without.
+func TestNATSWithTLSAndNKey(t *testing.T) {
+	cert := hubtest.NewCert(t)
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := user.PublicKey()
+	seed, _ := user.Seed()
+	seedFile := filepath.Join(t.TempDir(), "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+		TLS: true, TLSVerify: true, TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert.TLS}, ClientCAs: cert.Roots,
+			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+		},
+		Nkeys: []*natsserver.NkeyUser{{Nkey: pub}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("NATS not ready")
+	}
+	tlsFlags := []string{"-nats-tls-ca", cert.CertFile, "-nats-tls-cert", cert.CertFile, "-nats-tls-key", cert.KeyFile}
+	base := []string{"-addr", "127.0.0.1:0", "-nats", ns.ClientURL(), "-nats-jetstream", "-nats-timeout", "1s"}
+	for _, args := range [][]string{
+		append(slices.Clone(base), "-nats-nkey", seedFile),                          // no TLS
+		append(slices.Clone(base), tlsFlags...),                                     // no NKey
+		append(append(slices.Clone(base), tlsFlags[:2]...), "-nats-nkey", seedFile), // no client certificate
+	} {
+		if err := run(t.Context(), args, io.Discard, nil); err == nil {
+			t.Errorf("hub %q joined", args)
+		}
+	}
+	url, _ := start(t, append([]string{"-nats", ns.ClientURL(), "-nats-jetstream", "-node", "n1", "-nats-nkey", seedFile}, tlsFlags...)...)
+	if status, body := rawRequest(t, strings.TrimPrefix(url, "http://"), "/readyz", ""); status != 200 {
+		t.Fatalf("/readyz: %d %q, want 200", status, body)
 	}
 }
 

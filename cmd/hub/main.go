@@ -163,9 +163,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	opts.Router = mux
 	opts.Hub = hub.New(hubOpts)
 	if cl != nil {
-		if err := cl.start(ctx, opts.Hub, c.cluster.timeout); err != nil {
+		if err := cl.start(ctx, opts.Hub, c.cluster.timeout, log); err != nil {
 			return err
 		}
+		opts.Ready = cl.broker.Ready
 	}
 	if c.tokenFile != "" {
 		tokens, err := readTokens(c.tokenFile)
@@ -183,6 +184,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	routes.Handle("/", srv)
 	routes.Handle("/rpc", srv)
 	routes.Handle("/healthz", srv)
+	routes.Handle("/readyz", srv)
 	routes.Handle("/metrics", metrics)
 	// No WriteTimeout: a call over POST may run long. No ReadTimeout: the
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
