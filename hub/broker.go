@@ -2,10 +2,10 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -229,7 +229,7 @@ type epochName struct {
 }
 
 func newEpochName(epoch string) *epochName {
-	b, _ := json.Marshal(epoch)
+	b, _ := jsonx.Marshal(epoch)
 	return &epochName{epoch, b}
 }
 

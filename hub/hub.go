@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -377,7 +377,7 @@ func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) 
 	if !validTopic(topic, false, h.o.MaxTopicLength) {
 		return 0, fmt.Errorf("%w: %q", ErrInvalidTopic, topic)
 	}
-	raw, err := json.Marshal(data)
+	raw, err := jsonx.Marshal(data)
 	if err != nil {
 		return 0, fmt.Errorf("hub: encode data for %s: %w", topic, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -156,7 +157,7 @@ func (o *cli) printJSON(v any) error {
 	raw, ok := v.(json.RawMessage)
 	if !ok {
 		var err error
-		if raw, err = json.Marshal(v); err != nil {
+		if raw, err = jsonx.Marshal(v); err != nil {
 			return err
 		}
 	}
@@ -246,7 +247,7 @@ func parseValue(s string) json.RawMessage {
 	if t != "" && json.Valid([]byte(t)) {
 		return json.RawMessage(t)
 	}
-	b, _ := json.Marshal(s)
+	b, _ := jsonx.Marshal(s)
 	return b
 }
 
@@ -289,6 +290,6 @@ func parseParams(args []string) json.RawMessage {
 	for i, a := range args {
 		vals[i] = parseValue(a)
 	}
-	b, _ := json.Marshal(vals)
+	b, _ := jsonx.Marshal(vals)
 	return b
 }

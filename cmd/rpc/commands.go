@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -250,7 +251,7 @@ Examples:
 				if o.count > 0 && n >= o.count {
 					return
 				}
-				line, _ := json.Marshal(ev)
+				line, _ := jsonx.Marshal(ev)
 				fmt.Fprintf(o.stdout, "%s\n", line)
 				n++
 				if n == o.count {
@@ -261,7 +262,7 @@ Examples:
 		sopts := &client.SubscribeOptions{Since: o.since.Position}
 		if o.presence {
 			sopts.OnPresence = func(pc client.PresenceChange) {
-				line, _ := json.Marshal(struct {
+				line, _ := jsonx.Marshal(struct {
 					Presence string          `json:"presence"`
 					Topic    string          `json:"topic"`
 					Peer     client.PeerInfo `json:"peer"`

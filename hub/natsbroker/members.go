@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/internal/wildcard"
 	"go.uber.org/zap"
 )
@@ -154,7 +155,7 @@ func (d *directory) announce(bye bool) {
 	if !bye {
 		a.Providers = d.h.ProvidedMethods()
 	}
-	msg, _ := json.Marshal(a)
+	msg, _ := jsonx.Marshal(a)
 	_ = d.b.nc.Publish(d.b.Subject("dir", d.b.node), msg)
 }
 
