@@ -144,6 +144,7 @@ func (d *directory) loop() {
 			d.announce(false)
 		case now := <-t.C:
 			d.announce(false)
+			d.b.markEvents()
 			d.expire(now)
 		}
 	}

@@ -9,13 +9,16 @@
 //
 // Without JetStream, each node delivers the events published on it to its
 // own subscribers and sends them on core NATS (subject
-// "<prefix>.ev.<node>.<topic>"); every node receives the others' and
-// delivers them, numbered by its own store. NATS keeps the order of one
-// connection's messages, so events reach every node in the order of
-// their node of origin; a node gives its positions and epoch to the
-// events it delivers, and a subscriber that resumes on another node
+// "<prefix>.ev.<node>.<run>.<number>.<topic>"); every node receives the
+// others' and delivers them, numbered by its own store. NATS keeps the
+// order of one connection's messages, so events reach every node in the
+// order of their node of origin; a node gives its positions and epoch to
+// the events it delivers, and a subscriber that resumes on another node
 // starts a new epoch there. While NATS is unreachable, each node
-// delivers its own events only; those are not sent later.
+// delivers its own events only; those are not sent later. Each node
+// numbers the events it sends, so the others notice those they missed
+// (relay.go) and tell their subscribers, closing them with
+// hub.CloseRestart: they resume, and learn they missed events.
 //
 // With JetStream (Options.JetStream), publishing appends the event to a
 // stream (subject "<prefix>.js.<topic>") and every node, the publishing
@@ -113,7 +116,7 @@ type Broker struct {
 	nc     *nats.Conn
 	node   string
 	prefix string
-	evPub  string // "<prefix>.ev.<node>.", the subject of this node's events before the topic
+	evPub  string // "<prefix>.ev.<node>.<run>.", the subject of this node's events before their number (relay.go)
 	evSub  string // "<prefix>.ev.", before the node
 	log    *zap.Logger
 
@@ -133,6 +136,14 @@ type Broker struct {
 	connected atomic.Bool
 	closing   atomic.Bool // Close was called: the link going down is no news
 	stats     struct{ sent, received, unsent, lost, disconnects, resets atomic.Uint64 }
+	rl        relayState // relay.go
+}
+
+// randomHex returns 8 random hex digits.
+func randomHex() string {
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return hex.EncodeToString(r[:])
 }
 
 // Connect connects to NATS and, with JetStream, creates or updates the
@@ -154,9 +165,7 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 		opts.Stream = "SWITCHBOARD"
 	}
 	if opts.Node == "" {
-		var r [4]byte
-		_, _ = rand.Read(r[:])
-		opts.Node = hex.EncodeToString(r[:])
+		opts.Node = randomHex()
 	}
 	if !validNode(opts.Node) {
 		return nil, fmt.Errorf("natsbroker: node name %q: want letters, digits, '_' and '-'", opts.Node)
@@ -167,7 +176,7 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 	b := &Broker{
 		node:   opts.Node,
 		prefix: opts.Prefix,
-		evPub:  opts.Prefix + ".ev." + opts.Node + ".",
+		evPub:  opts.Prefix + ".ev." + opts.Node + "." + randomHex() + ".",
 		evSub:  opts.Prefix + ".ev.",
 		log:    opts.Logger.With(zap.String("node", opts.Node)),
 		stream: opts.Stream,
@@ -245,19 +254,6 @@ func (b *Broker) Start(ctx context.Context, h *hub.Hub) error {
 	return b.startStream(ctx)
 }
 
-// receive delivers an event of another node.
-func (b *Broker) receive(m *nats.Msg) {
-	rest, ok := strings.CutPrefix(m.Subject, b.evSub)
-	if !ok {
-		return
-	}
-	node, topic, ok := strings.Cut(rest, ".")
-	if !ok || node == b.node {
-		return // this node's own, delivered here already
-	}
-	b.deliver(0, topic, m.Data)
-}
-
 // deliver hands an event to the hub, at seq when it is not 0.
 func (b *Broker) deliver(seq uint64, subjectTopic string, data []byte) {
 	topic, ok := decodeTopic(subjectTopic)
@@ -296,18 +292,6 @@ func (b *Broker) Conn() *nats.Conn { return b.nc }
 // Subject("route", "x") is "switchboard.route.x".
 func (b *Broker) Subject(words ...string) string {
 	return b.prefix + "." + strings.Join(words, ".")
-}
-
-// Forward sends an event published on this node to the others. It
-// implements hub.Broker: it does not wait for the network, only for room
-// in the connection's buffer; an event NATS refuses (the link is down)
-// is counted as unsent.
-func (b *Broker) Forward(topic string, data []byte) {
-	if err := b.nc.Publish(b.evPub+encodeTopic(topic), data); err != nil {
-		b.stats.unsent.Add(1)
-		return
-	}
-	b.stats.sent.Add(1)
 }
 
 // Stats implements hub.Broker.
