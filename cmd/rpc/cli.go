@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
@@ -28,6 +29,7 @@ type cli struct {
 
 	token    string
 	headers  headerFlag
+	more     urlsFlag // -url: more URLs of the same cluster
 	timeout  time.Duration
 	insecure bool
 	ca       string         // -ca: a PEM file of the CAs to trust
@@ -44,6 +46,15 @@ type cli struct {
 	rawJSON  bool         // discover: print the OpenRPC document
 	shell    string       // serve, call: the shell that runs commands
 	serve    specFlag     // call: METHOD=COMMAND the hub may call back
+
+	running sync.WaitGroup // the shell commands running (shellHandler)
+}
+
+// closeAndWait closes c, which cancels the calls being served, and waits
+// until their commands have ended: rpc leaves none running behind.
+func (o *cli) closeAndWait(c interface{ Close() error }) {
+	_ = c.Close()
+	o.running.Wait()
 }
 
 type headerFlag []string
@@ -76,6 +87,7 @@ func newCLI(c *command, e *env) *cli {
 	fs.SetOutput(e.stderr)
 	fs.StringVar(&o.token, "token", "", "bearer `token` sent as Authorization (default $RPC_TOKEN)")
 	fs.Var(&o.headers, "H", "extra HTTP `header` \"Name: value\" (repeatable)")
+	fs.Var(&o.more, "url", "another `URL` of the same cluster of hubs, tried when the first does not answer or goes away (repeatable, or comma-separated; also in URL itself); ws:// and wss:// only")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this `duration` (connecting, and waiting for results)")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify TLS certificates (wss://, https://)")
 	fs.StringVar(&o.ca, "ca", "", "trust the CA certificates of this PEM `file`, instead of the system's (default $RPC_CA)")
@@ -216,7 +228,12 @@ func (o *cli) open(ctx context.Context, url string) (caller, error) {
 	return o.openWith(ctx, url, o.options())
 }
 
-func (o *cli) openWith(ctx context.Context, url string, opts *client.Options) (caller, error) {
+func (o *cli) openWith(ctx context.Context, arg string, opts *client.Options) (caller, error) {
+	url, others, err := o.urls(arg)
+	if err != nil {
+		return nil, err
+	}
+	opts.URLs = others
 	switch {
 	case strings.HasPrefix(url, "http://"), strings.HasPrefix(url, "https://"):
 		return client.NewHTTP(url, &client.HTTPOptions{

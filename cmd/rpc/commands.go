@@ -63,7 +63,7 @@ back on the connection while the call runs, as the serve command does:
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer o.closeAndWait(c)
 		if o.progress {
 			ctx = peer.WithProgress(ctx, func(data json.RawMessage) {
 				fmt.Fprintf(o.stderr, "progress: %s\n", data)
@@ -328,10 +328,15 @@ func (o *cli) reportState() func(client.State, error) {
 }
 
 // dial opens a WebSocket client for the long-running commands.
-func (o *cli) dial(ctx context.Context, url string, opts *client.Options) (*client.Client, error) {
+func (o *cli) dial(ctx context.Context, arg string, opts *client.Options) (*client.Client, error) {
+	url, others, err := o.urls(arg)
+	if err != nil {
+		return nil, err
+	}
 	if !strings.HasPrefix(url, "ws://") && !strings.HasPrefix(url, "wss://") {
 		return nil, usagef("%s needs a ws:// or wss:// URL, not %q", o.cmd.name, url)
 	}
+	opts.URLs = others
 	dctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	return client.Dial(dctx, url, opts)
