@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coder/websocket v1.8.15
 	github.com/nats-io/nats-server/v2 v2.15.2
+	github.com/nats-io/nats.go v1.55.0
 	github.com/switchboard-rpc/switchboard v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 )

@@ -55,6 +55,7 @@ type load struct {
 	neighborConns, neighborWindow int // the heavy neighbor, neighbor
 
 	clusterA, clusterB string // two nodes of a cluster, cluster
+	jsA, jsB           string // two nodes of a cluster with JetStream, cluster-js
 }
 
 var scenarios = []*scenario{
@@ -70,6 +71,7 @@ var scenarios = []*scenario{
 	{name: "neighbor", unit: "calls/s", run: neighborScenario, baseline: seqScenario},
 	{name: "beside", unit: "calls/s", run: besideScenario},
 	{name: "cluster", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeScenario, baseline: sameNodeScenario},
+	{name: "cluster-js", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeJSScenario, baseline: sameNodeJSScenario},
 }
 
 func dial(ctx context.Context, u string) (*conn, error) {

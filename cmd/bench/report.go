@@ -216,6 +216,7 @@ var scenarioText = map[string]string{
 	"neighbor":   "sequential calls beside a heavy client",
 	"beside":     "the same, heavy client in its own process",
 	"cluster":    "fan-out across two nodes vs on one, CPU per delivery",
+	"cluster-js": "the same with JetStream",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's

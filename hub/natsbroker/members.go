@@ -136,6 +136,7 @@ func (d *directory) loop() {
 	t := time.NewTicker(d.interval)
 	defer t.Stop()
 	d.announce(false)
+	d.b.markEvents()
 	for {
 		select {
 		case <-d.stop:

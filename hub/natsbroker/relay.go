@@ -18,14 +18,15 @@ import (
 // sends a mark, "<prefix>.ev.<node>.<run>.<number>" without a topic: the
 // number of its latest event. It goes on the events' subject, so it
 // arrives after them; a node that stops publishing after an outage is
-// noticed too. A receiving node that finds numbers missing counts them
+// noticed too. The first mark, sent at start, says 0, so that the others
+// know a node before it sends anything. A receiving node that finds numbers missing counts them
 // as lost and calls hub.Hub.Missed, which closes its subscribers so that
 // they resume and are told they missed events.
 
 // relayState numbers the events sent and follows those received.
 type relayState struct {
 	sent   atomic.Uint64      // the number of the latest event sent; Forward alone writes it
-	marked uint64             // the latest number a mark said; the directory's loop alone uses it
+	marked uint64             // the latest number a mark said, plus one (0: none yet); the directory's loop alone uses it
 	from   map[string]*origin // the latest number heard from each node; receive alone uses it
 }
 
@@ -52,17 +53,19 @@ func (b *Broker) Forward(topic string, data []byte) {
 }
 
 // markEvents sends the number of the latest event, if it changed since
-// the last mark. The directory's loop calls it every heartbeat.
+// the last mark, or none was sent yet: the first, 0, tells the others
+// where this node's events start. The directory's loop calls it at start
+// and every heartbeat.
 func (b *Broker) markEvents() {
 	if b.js != nil {
 		return
 	}
 	seq := b.rl.sent.Load()
-	if seq == b.rl.marked {
+	if seq+1 == b.rl.marked {
 		return
 	}
 	if b.nc.Publish(b.evPub+strconv.FormatUint(seq, 10), nil) == nil {
-		b.rl.marked = seq
+		b.rl.marked = seq + 1
 	}
 }
 

@@ -88,11 +88,15 @@ func (b *Broker) openStream(ctx context.Context, o *Options) error {
 		b.st.interval = DefaultStreamCheck
 	}
 	for {
+		// Each attempt has its own bound: a request the servers drop (a
+		// JetStream cluster electing its leader) gets no answer at all.
+		actx, cancel := context.WithTimeout(ctx, streamCheckTimeout)
 		if o.Replicas == 0 {
-			cfg.Replicas = b.defaultReplicas(ctx)
+			cfg.Replicas = b.defaultReplicas(actx)
 		}
 		var s jetstream.Stream
-		s, err = js.CreateOrUpdateStream(ctx, cfg)
+		s, err = js.CreateOrUpdateStream(actx, cfg)
+		cancel()
 		if err == nil {
 			b.st.cfg = cfg
 			epoch := epochOf(s.CachedInfo())
