@@ -159,7 +159,9 @@ a process of its own, against the hub and against the floor;
 **cluster**, two hubs joined over NATS: the fanout scenario with the
 publisher on one node and the subscribers on the other, against the same
 with the publisher beside its subscribers (the "floor" column), as the CPU
-time of both hub processes per delivered event (lower is better).
+time of both hub processes per delivered event (lower is better);
+**cluster-js**, the same with JetStream: every event goes through the
+stream, on the publisher's node too.
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:

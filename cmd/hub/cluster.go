@@ -138,7 +138,7 @@ func (cl *cluster) start(ctx context.Context, h *hub.Hub, timeout time.Duration,
 		log.Warn("cluster not joined yet: serving this node's own events until the link is up", zap.String("nats", cl.urls), zap.Error(err))
 		return nil
 	}
-	log.Info("joined cluster", zap.String("node", cl.broker.Node()), zap.String("nats", cl.urls), zap.Bool("jetstream", cl.jetStream))
+	log.Info("joined cluster", zap.String("nats", cl.urls), zap.Bool("jetstream", cl.jetStream)) // log names the node
 	return nil
 }
 

@@ -1,6 +1,6 @@
 // Command hub runs a Switchboard hub: JSON-RPC 2.0 over WebSocket and HTTP
-// POST on /rpc and /, the playground page for a plain GET of /, /healthz
-// and /metrics.
+// POST on /rpc and /, the playground page for a plain GET of /, /healthz,
+// /readyz and /metrics.
 //
 //	hub -addr 127.0.0.1:8080 -demo
 //
