@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
@@ -110,4 +111,64 @@ func grepLines(s, word string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A NATS server in operator mode (JWT accounts): the hub joins it with a
+// credentials file, -nats-creds, and not without.
+func TestNATSWithCreds(t *testing.T) {
+	operator, _ := nkeys.CreateOperator()
+	opub, _ := operator.PublicKey()
+	oc := jwt.NewOperatorClaims(opub)
+	sys, _ := nkeys.CreateAccount()
+	syspub, _ := sys.PublicKey()
+	account, _ := nkeys.CreateAccount()
+	apub, _ := account.PublicKey()
+	resolver := &natsserver.MemAccResolver{}
+	for pub, js := range map[string]bool{syspub: false, apub: true} {
+		ac := jwt.NewAccountClaims(pub)
+		if js {
+			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		}
+		token, err := ac.Encode(operator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resolver.Store(pub, token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user, _ := nkeys.CreateUser()
+	upub, _ := user.PublicKey()
+	ujwt, err := jwt.NewUserClaims(upub).Encode(account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := user.Seed()
+	creds, err := jwt.FormatUserConfig(ujwt, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsFile := filepath.Join(t.TempDir(), "user.creds")
+	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: resolver, SystemAccount: syspub,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("NATS not ready")
+	}
+	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-nats", ns.ClientURL(), "-nats-jetstream", "-nats-timeout", "1s"}, io.Discard, nil); err == nil {
+		t.Error("hub joined without credentials")
+	}
+	url, _ := start(t, "-nats", ns.ClientURL(), "-nats-jetstream", "-node", "n1", "-nats-creds", credsFile)
+	if status, body := rawRequest(t, strings.TrimPrefix(url, "http://"), "/readyz", ""); status != 200 {
+		t.Fatalf("/readyz: %d %q, want 200", status, body)
+	}
 }
