@@ -151,9 +151,9 @@ func (h *Hub) DeliverAt(seq uint64, topic string, data []byte) (int, error) {
 
 // Interrupted tells the hub that events from other nodes may have been
 // lost (the link to them broke, or could not keep up): a subscription
-// resuming from a position before now is told it did not recover
+// resuming from the latest position or before is told it did not recover
 // everything ("recovered": false), since the hub cannot know what it
-// missed.
+// missed (it would have come after that position).
 func (h *Hub) Interrupted() {
 	h.mu.Lock()
 	h.gap = h.last + 1

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +172,57 @@ func TestNATSWithCreds(t *testing.T) {
 	url, _ := start(t, "-nats", ns.ClientURL(), "-nats-jetstream", "-node", "n1", "-nats-creds", credsFile)
 	if status, body := rawRequest(t, strings.TrimPrefix(url, "http://"), "/readyz", ""); status != 200 {
 		t.Fatalf("/readyz: %d %q, want 200", status, body)
+	}
+}
+
+// logBuffer is a log the hub writes while the test reads it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Without JetStream a node may start while NATS is unreachable: it does
+// not say it joined the cluster (it warns that it has not), and /readyz
+// says why it is not ready.
+func TestJoinedOnlyOnceLinked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsAddr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var log logBuffer
+	ctx, cancel := context.WithCancel(t.Context())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-nats", "nats://" + natsAddr, "-node", "n1"}, &log, func(a net.Addr) { addr <- a })
+	}()
+	defer func() { cancel(); <-done }()
+	var a net.Addr
+	select {
+	case a = <-addr:
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("hub did not start")
+	}
+	if s := log.String(); strings.Contains(s, "joined cluster") || !strings.Contains(s, "cluster not joined yet") {
+		t.Fatalf("log of a node that could not reach NATS:\n%s", s)
+	}
+	if status, body := rawRequest(t, a.String(), "/readyz", ""); status != 503 || body != "NATS link down\n" {
+		t.Fatalf("/readyz: %d %q, want 503 NATS link down", status, body)
 	}
 }

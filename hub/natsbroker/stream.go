@@ -227,7 +227,7 @@ func (b *Broker) receiveStream(m jetstream.Msg) {
 	}
 	seq := meta.Sequence.Stream
 	read := b.st.read.Load()
-	if b.st.verify.Swap(false) || (b.st.caught.Load() && seq > read+1) {
+	if (b.st.verify.Load() && b.st.verify.Swap(false)) || (b.st.caught.Load() && seq > read+1) {
 		// Reading resumed, or skipped positions: is it still the stream?
 		ctx, cancel := context.WithTimeout(context.Background(), streamCheckTimeout)
 		epoch, err := b.streamEpoch(ctx)
