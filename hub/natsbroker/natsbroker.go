@@ -183,7 +183,8 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 
 		jetStream: opts.JetStream,
 	}
-	b.st.kick, b.st.stop = make(chan struct{}, 1), make(chan struct{})
+	b.st.kick = make(chan struct{}, 1)
+	b.st.ctx, b.st.stop = context.WithCancel(context.Background())
 	b.heartbeat = opts.Heartbeat
 	if b.heartbeat <= 0 {
 		b.heartbeat = DefaultHeartbeat
@@ -309,21 +310,21 @@ func (b *Broker) Stats() hub.BrokerStats {
 
 // Close stops reading events and closes the connection.
 func (b *Broker) Close() error {
-	b.closing.Store(true)
+	if !b.closing.CompareAndSwap(false, true) {
+		return nil // closed already
+	}
 	if d := b.dir.Load(); d != nil {
 		d.close()
 	}
 	b.stopWatch()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.cons != nil {
-		b.cons.Stop()
-		<-b.cons.Closed()
-	}
+	b.stopConsumer()
 	if b.sub != nil {
 		_ = b.sub.Unsubscribe()
 	}
-	b.nc.Close()
+	b.nc.Close() // which also ends the consumers' Stop sooner
+	b.st.stopping.Wait()
 	return nil
 }
 
@@ -353,7 +354,12 @@ func (b *Broker) up(nc *nats.Conn, msg string) {
 	if b.connected.CompareAndSwap(false, true) {
 		b.log.Info(msg, zap.String("url", nc.ConnectedUrlRedacted()))
 		b.interrupted()
-		b.recheck() // the stream may be another one now
+		if b.jetStream {
+			// The stream may be another one now: check it before
+			// delivering what the consumer reads next, and at once.
+			b.st.verify.Store(true)
+			b.recheck()
+		}
 	}
 }
 

@@ -37,6 +37,10 @@ const DefaultStreamCheck = 2 * time.Second
 // streamCheckTimeout bounds one check of the stream's identity.
 const streamCheckTimeout = 5 * time.Second
 
+// missingWait is how long the stream must have been gone before a node
+// creates it again.
+const missingWait = time.Second
+
 // streamState is the state of reading the stream. The fields the message
 // handler uses without a lock are read by it alone while the consumer
 // runs, and set by the watcher only while it is stopped.
@@ -53,8 +57,21 @@ type streamState struct {
 	stale    atomic.Bool            // the stream may not be the one read: deliver nothing until read again
 	err      atomic.Pointer[error]  // why the stream is unavailable, or nil
 
-	kick chan struct{} // 1-buffered: check now
-	stop chan struct{} // closed by Close
+	// Each consumer's handler delivers only while its generation is the
+	// current one; a consumer replaced is stopped in the background
+	// (stopping), since its Stop can wait for seconds on a stream that
+	// does not answer. deliverMu is held while an event is delivered, so
+	// that once the generation changed and it was taken, no event of the
+	// old consumer reaches the hub.
+	gen       atomic.Uint64
+	deliverMu sync.Mutex
+	stopping  sync.WaitGroup
+
+	missing atomic.Int64 // when the stream was first found gone (Unix ns), or 0
+
+	kick chan struct{}   // 1-buffered: check now
+	ctx  context.Context // cancelled by Close: a check under way ends
+	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
 
@@ -192,7 +209,8 @@ func (b *Broker) readStream(ctx context.Context, after uint64) error {
 	if err != nil {
 		return fmt.Errorf("natsbroker: read stream %s: %w", b.stream, err)
 	}
-	cc, err := cons.Consume(b.receiveStream, jetstream.ConsumeErrHandler(b.consumeError))
+	gen := b.st.gen.Add(1)
+	cc, err := cons.Consume(func(m jetstream.Msg) { b.receiveStream(gen, m) }, jetstream.ConsumeErrHandler(b.consumeError))
 	if err != nil {
 		return fmt.Errorf("natsbroker: read stream %s: %w", b.stream, err)
 	}
@@ -210,11 +228,13 @@ func (b *Broker) caughtUpOnce() {
 	}
 }
 
-// receiveStream delivers an event read back from the stream. It runs for
-// one message at a time.
-func (b *Broker) receiveStream(m jetstream.Msg) {
-	if b.st.stale.Load() {
-		return // read again once the watcher has checked the stream
+// receiveStream delivers an event read back from the stream by the
+// consumer of generation gen. It runs for one message at a time.
+func (b *Broker) receiveStream(gen uint64, m jetstream.Msg) {
+	b.st.deliverMu.Lock()
+	defer b.st.deliverMu.Unlock()
+	if gen != b.st.gen.Load() || b.st.stale.Load() {
+		return // a consumer replaced, or one to be: read again once checked
 	}
 	meta, err := m.Metadata()
 	if err != nil {
@@ -229,7 +249,7 @@ func (b *Broker) receiveStream(m jetstream.Msg) {
 	read := b.st.read.Load()
 	if (b.st.verify.Load() && b.st.verify.Swap(false)) || (b.st.caught.Load() && seq > read+1) {
 		// Reading resumed, or skipped positions: is it still the stream?
-		ctx, cancel := context.WithTimeout(context.Background(), streamCheckTimeout)
+		ctx, cancel := context.WithTimeout(b.st.ctx, streamCheckTimeout)
 		epoch, err := b.streamEpoch(ctx)
 		cancel()
 		if err != nil || epoch != *b.st.epoch.Load() {
@@ -263,6 +283,20 @@ func (b *Broker) consumeError(_ jetstream.ConsumeContext, err error) {
 	b.recheck()
 }
 
+// recheckLater asks the watcher to check the stream once missingWait has
+// passed, unless Close comes first. The watcher alone calls it.
+func (b *Broker) recheckLater() {
+	b.st.wg.Go(func() {
+		t := time.NewTimer(missingWait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			b.recheck()
+		case <-b.st.ctx.Done():
+		}
+	})
+}
+
 // recheck asks the watcher to check the stream now.
 func (b *Broker) recheck() {
 	if !b.jetStream {
@@ -275,10 +309,16 @@ func (b *Broker) recheck() {
 }
 
 // streamEpoch returns the epoch of the stream as it is now, creating it
-// again when it is gone (the node needs it to publish).
+// again when it has been gone for missingWait (the node needs it to
+// publish). Created at once, it could meet the NATS server still
+// deleting the old one, which then left a stream that answered nothing.
 func (b *Broker) streamEpoch(ctx context.Context) (string, error) {
 	s, err := b.js.Stream(ctx, b.stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		b.st.missing.Store(0)
+	} else if since := b.st.missing.Load(); since == 0 {
+		b.st.missing.CompareAndSwap(0, time.Now().UnixNano())
+	} else if time.Since(time.Unix(0, since)) >= missingWait {
 		s, err = b.js.CreateStream(ctx, b.st.cfg)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			s, err = b.js.Stream(ctx, b.stream) // another node was quicker
@@ -296,10 +336,13 @@ func (b *Broker) watch() {
 	defer t.Stop()
 	for {
 		select {
-		case <-b.st.stop:
+		case <-b.st.ctx.Done():
 			return
 		case <-t.C:
 		case <-b.st.kick:
+		}
+		if b.st.ctx.Err() != nil {
+			return // select chose another case, also ready
 		}
 		b.check()
 	}
@@ -308,10 +351,18 @@ func (b *Broker) watch() {
 // check checks the stream's identity, adopts a new one, and reads the
 // stream again when the handler stopped delivering it.
 func (b *Broker) check() {
-	ctx, cancel := context.WithTimeout(context.Background(), streamCheckTimeout)
+	ctx, cancel := context.WithTimeout(b.st.ctx, streamCheckTimeout)
 	defer cancel()
 	epoch, err := b.streamEpoch(ctx)
 	if err != nil {
+		if b.st.ctx.Err() != nil {
+			return // closing
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			// Whatever the consumer reads next is of another stream.
+			b.st.stale.Store(true)
+			b.recheckLater() // to create it
+		}
 		if b.st.err.Swap(&err) == nil {
 			b.log.Warn("cluster stream unavailable: publishing fails", zap.String("stream", b.stream), zap.Error(err))
 		}
@@ -330,11 +381,7 @@ func (b *Broker) check() {
 		return
 	}
 	b.st.stale.Store(true)
-	if b.cons != nil {
-		b.cons.Stop()
-		<-b.cons.Closed()
-		b.cons = nil
-	}
+	b.stopConsumer()
 	after := b.st.read.Load()
 	if epoch != old {
 		b.stats.resets.Add(1)
@@ -352,13 +399,26 @@ func (b *Broker) check() {
 	}
 }
 
-// stopWatch stops the watcher, if it runs.
-func (b *Broker) stopWatch() {
-	select {
-	case <-b.st.stop:
-	default:
-		close(b.st.stop)
+// stopConsumer stops the consumer: at once, its handler delivers nothing
+// more; in the background, it stops reading. b.mu held.
+func (b *Broker) stopConsumer() {
+	b.st.gen.Add(1)
+	b.st.deliverMu.Lock() // a delivery under way ends
+	b.st.deliverMu.Unlock()
+	if b.cons == nil {
+		return
 	}
+	old := b.cons
+	b.cons = nil
+	b.st.stopping.Go(func() {
+		old.Stop()
+		<-old.Closed()
+	})
+}
+
+// stopWatch stops the watcher, if it runs, and a check under way.
+func (b *Broker) stopWatch() {
+	b.st.stop()
 	b.st.wg.Wait()
 }
 

@@ -3,9 +3,11 @@ package natsbroker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/hub"
@@ -126,5 +128,52 @@ func TestStreamReplaced(t *testing.T) {
 	}
 	if err := b.b.Ready(); err != nil {
 		t.Fatalf("b not ready after adopting the new stream: %v", err)
+	}
+}
+
+// While the link is up but the stream cannot be reached (JetStream off on
+// the server), the node says it cannot publish: Stats().Connected is
+// false, and Ready gives the reason; Close does not wait for the stream.
+func TestStreamUnavailable(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("NATS not ready")
+	}
+	n := startStreamNode(t, s.ClientURL(), "a", 50*time.Millisecond)
+	if err := n.b.Ready(); err != nil || !n.b.Stats().Connected {
+		t.Fatalf("ready %v, connected %v at start", err, n.b.Stats().Connected)
+	}
+	if err := s.DisableJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the node to say the stream is unavailable", func() bool {
+		err := n.b.Ready()
+		return err != nil && strings.Contains(err.Error(), "cluster stream unavailable") && !n.b.Stats().Connected
+	})
+	if !n.b.Conn().IsConnected() {
+		t.Fatal("the link went down: the test is not of a stream unavailable")
+	}
+	// Closing does not wait for a stream that does not answer.
+	start := time.Now()
+	_ = n.b.Close()
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("Close took %v with the stream unavailable", took)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the broker's state
 	}
 }
