@@ -402,8 +402,8 @@ func (b *Broker) check() {
 // stopConsumer stops the consumer: at once, its handler delivers nothing
 // more; in the background, it stops reading. b.mu held.
 func (b *Broker) stopConsumer() {
+	b.st.deliverMu.Lock() // after a delivery under way
 	b.st.gen.Add(1)
-	b.st.deliverMu.Lock() // a delivery under way ends
 	b.st.deliverMu.Unlock()
 	if b.cons == nil {
 		return
