@@ -21,12 +21,13 @@ run:
 	exec bin/hub -addr $(ADDR) -demo
 
 ## run-cluster: three hubs on 127.0.0.1:8081-8083 joined over NATS (the
-## first one runs it, embedded, on 127.0.0.1:4222, with JetStream); Ctrl-C
-## stops them all
+## first one runs it, embedded, on 127.0.0.1:4222, with JetStream, its
+## files in bin/nats-store so that a restarted hub1 finds the stream);
+## Ctrl-C stops them all
 run-cluster:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/rpc
 	@trap 'kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
-	bin/hub -addr 127.0.0.1:8081 -demo -node hub1 -nats embedded -nats-jetstream & \
+	bin/hub -addr 127.0.0.1:8081 -demo -node hub1 -nats embedded -nats-jetstream -nats-store bin/nats-store & \
 	bin/hub -addr 127.0.0.1:8082 -demo -node hub2 -nats nats://127.0.0.1:4222 -nats-jetstream & \
 	bin/hub -addr 127.0.0.1:8083 -demo -node hub3 -nats nats://127.0.0.1:4222 -nats-jetstream & \
 	wait

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -57,23 +58,27 @@ type Broker interface {
 type Sequencer interface {
 	Broker
 
-	// Epoch names the stream. It does not change during the life of the
-	// Sequencer.
+	// Epoch names the stream the Sequencer reads now. When the stream is
+	// replaced (deleted and created again, a NATS server that lost its
+	// store), the Sequencer calls [Hub.Restart] with the new name before
+	// it hands the hub any event of the new stream.
 	Epoch() string
 
-	// Sequence appends an event to the stream and returns its position.
-	// It may block, until ctx ends.
-	Sequence(ctx context.Context, topic string, data []byte) (seq uint64, err error)
+	// Sequence appends an event to the stream and returns its position
+	// and the epoch of the stream it was appended to. It may block, until
+	// ctx ends.
+	Sequence(ctx context.Context, topic string, data []byte) (seq uint64, epoch string, err error)
 }
 
 // BrokerStats are a Broker's counters.
 type BrokerStats struct {
-	Connected   bool   // linked to the other nodes now
+	Connected   bool   // linked to the other nodes now, and able to publish (for a Sequencer, its stream available)
 	Sent        uint64 // events sent to the other nodes (appended to the stream, for a Sequencer)
 	Received    uint64 // events received from the other nodes (read from the stream, for a Sequencer)
 	Unsent      uint64 // events that stayed on this node: the link was down or refused them
 	Lost        uint64 // events from other nodes known to be lost (a consumer too slow)
 	Disconnects uint64 // times the link was lost
+	Resets      uint64 // times the stream was found replaced, and its new epoch adopted (a Sequencer)
 }
 
 // ClusterStats describe a hub's place in a cluster, in [Stats].
@@ -117,6 +122,7 @@ type seqWaiter struct {
 // Sequencer gave them ([MemoryStore] is one).
 type positionedStore interface {
 	AppendAt(topic string, seq uint64, data []byte) error
+	Restart(epoch string)
 }
 
 // Deliver hands the hub an event published on another node of its
@@ -145,13 +151,86 @@ func (h *Hub) DeliverAt(seq uint64, topic string, data []byte) (int, error) {
 
 // Interrupted tells the hub that events from other nodes may have been
 // lost (the link to them broke, or could not keep up): a subscription
-// resuming from a position before now is told it did not recover
+// resuming from the latest position or before is told it did not recover
 // everything ("recovered": false), since the hub cannot know what it
-// missed.
+// missed (it would have come after that position).
 func (h *Hub) Interrupted() {
 	h.mu.Lock()
-	h.gap = h.last
+	h.gap = h.last + 1
 	h.mu.Unlock()
+}
+
+// CloseRestart is the WebSocket close code (1012, service restart) with
+// which [Hub.Restart] and [Hub.Missed] close the connections of the
+// subscribers, so that they resume and learn what they missed.
+const CloseRestart = 1012
+
+// Missed tells the hub that events from other nodes were lost (a gap in
+// a node's events): as with [Hub.Interrupted], a subscription resuming
+// from before now is told it did not recover everything, and the peers
+// that subscribe are closed with [CloseRestart] and reason, so that
+// their clients resume at once and report what they missed, rather than
+// go on unaware.
+func (h *Hub) Missed(reason string) {
+	h.mu.Lock()
+	h.gap = h.last + 1
+	subs := h.subscribersLocked()
+	h.mu.Unlock()
+	for _, p := range subs {
+		_ = p.conn.CloseWith(CloseRestart, reason)
+	}
+}
+
+// Restart tells a hub whose Broker is a [Sequencer] that the stream it
+// reads was replaced by another, named epoch: the hub forgets its
+// history, takes the new epoch as a hub restarted alone would, and
+// closes the peers that subscribe with [CloseRestart] and reason. Their
+// clients resume from a position of the old epoch and are told they did
+// not recover everything ("recovered": false). Publishes waiting for
+// their event under the old epoch fail. The Sequencer then hands the hub
+// the new stream's events from its first position.
+func (h *Hub) Restart(epoch, reason string) {
+	h.mu.Lock()
+	h.store.(positionedStore).Restart(epoch)
+	h.ep.Store(newEpochName(epoch))
+	h.last, h.gap = 0, 0
+	for _, w := range h.sq.waiters {
+		close(w.done) // w.n stays 0 and w.epoch differs: not delivered
+	}
+	clear(h.sq.waiters)
+	h.sq.waiters = h.sq.waiters[:0]
+	h.sq.recent = [recentCounts]struct {
+		seq uint64
+		n   int
+	}{}
+	subs := h.subscribersLocked()
+	h.mu.Unlock()
+	for _, p := range subs {
+		_ = p.conn.CloseWith(CloseRestart, reason)
+	}
+}
+
+// subscribersLocked returns the peers that subscribe to something; h.mu
+// held.
+func (h *Hub) subscribersLocked() []*Peer {
+	var out []*Peer
+	for _, p := range h.peers {
+		if len(p.subs) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// epochName is a hub's epoch, with its JSON text.
+type epochName struct {
+	name string
+	json []byte
+}
+
+func newEpochName(epoch string) *epochName {
+	b, _ := jsonx.Marshal(epoch)
+	return &epochName{epoch, b}
 }
 
 // publishSequenced publishes through the Sequencer: the event is
@@ -159,21 +238,34 @@ func (h *Hub) Interrupted() {
 // returns how many subscribers it reached on this node, or 0 when it did
 // not come back within sequencedWait (or ctx): it is in the stream, and
 // its subscribers get it.
-func (h *Hub) publishSequenced(ctx context.Context, topic string, data []byte) (int, uint64, error) {
+//
+// It never answers with a position of an epoch this hub no longer reads:
+// when the stream was replaced before the event came back, the publish
+// fails, since the event is in a stream that nobody reads any more (or,
+// in the new one, at a position this hub has yet to learn).
+func (h *Hub) publishSequenced(ctx context.Context, topic string, data []byte) (int, Position, error) {
 	h.stats.published.Add(1)
-	seq, err := h.seqr.Sequence(ctx, topic, data)
+	seq, epoch, err := h.seqr.Sequence(ctx, topic, data)
 	if err != nil {
-		return 0, 0, peer.Errorf(peer.CodeApplication, "publish on %s: cluster stream unavailable: %v", topic, err)
+		return 0, Position{}, peer.Errorf(peer.CodeApplication, "publish on %s: cluster stream unavailable: %v", topic, err)
 	}
-	n, _ := h.waitDelivered(ctx, seq)
-	return n, seq, nil
+	n, _ := h.waitDelivered(ctx, epoch, seq)
+	if h.ep.Load().name != epoch {
+		return 0, Position{}, peer.Errorf(peer.CodeApplication, "publish on %s: cluster stream replaced: the event may be lost", topic)
+	}
+	return n, Position{Epoch: epoch, Seq: seq}, nil
 }
 
-// waitDelivered waits until the event at seq was delivered on this node,
-// within sequencedWait, and returns how many subscribers it reached here
-// (0 when not known) and whether it was delivered.
-func (h *Hub) waitDelivered(ctx context.Context, seq uint64) (int, bool) {
+// waitDelivered waits until the event at seq of epoch was delivered on
+// this node, within sequencedWait, and returns how many subscribers it
+// reached here (0 when not known) and whether it was delivered. An event
+// of another epoch than the hub's is not delivered.
+func (h *Hub) waitDelivered(ctx context.Context, epoch string, seq uint64) (int, bool) {
 	h.mu.Lock()
+	if h.ep.Load().name != epoch {
+		h.mu.Unlock()
+		return 0, false
+	}
 	if h.last >= seq {
 		n := h.recentCount(seq)
 		h.mu.Unlock()
@@ -187,7 +279,9 @@ func (h *Hub) waitDelivered(ctx context.Context, seq uint64) (int, bool) {
 	defer t.Stop()
 	select {
 	case <-w.done:
-		return w.n, true
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return w.n, h.ep.Load().name == epoch
 	case <-ctx.Done():
 	case <-t.C:
 	}
@@ -201,7 +295,7 @@ func (h *Hub) waitDelivered(ctx context.Context, seq uint64) (int, bool) {
 	}
 	select {
 	case <-w.done: // came meanwhile
-		return w.n, true
+		return w.n, h.ep.Load().name == epoch
 	default:
 		return 0, false
 	}

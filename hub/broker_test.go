@@ -3,12 +3,15 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // relay is a Broker that records what it is given to forward.
@@ -74,12 +77,15 @@ func TestInterruptedMakesRecoveryIncomplete(t *testing.T) {
 	if res := subscribeSince(t, d, "i.x", hub.Position{Epoch: before.Epoch, Seq: 1}); *res.Recovered {
 		t.Fatal("recovered true from a position before an interruption")
 	}
+	// What other nodes published while the link was down would have come
+	// after the latest position then: a subscriber that had it missed them.
 	e := connectN(t, h, 10)
-	if res := subscribeSince(t, e, "i.x", before); !*res.Recovered {
-		t.Fatal("recovered false from the position of the interruption")
+	if res := subscribeSince(t, e, "i.x", before); *res.Recovered {
+		t.Fatal("recovered true from the position of the interruption")
 	}
-	if got := e.next(t); string(got.Data) != "3" {
-		t.Fatalf("replayed %s, want 3", got.Data)
+	f := connectN(t, h, 10)
+	if res := subscribeSince(t, f, "i.x", h.Position()); !*res.Recovered {
+		t.Fatal("recovered false from a position after the interruption")
 	}
 }
 
@@ -101,14 +107,16 @@ func (s *stream) Node() string           { return "n1" }
 func (s *stream) Forward(string, []byte) { panic("Forward called on a Sequencer") }
 func (s *stream) Stats() hub.BrokerStats { return hub.BrokerStats{} }
 func (s *stream) Epoch() string          { return "stream-1" }
-func (s *stream) Sequence(_ context.Context, topic string, data []byte) (uint64, error) {
+func (s *stream) Sequence(_ context.Context, topic string, data []byte) (uint64, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq += 1 + s.skip
 	s.skip = 0
 	s.events <- streamed{s.seq, topic, string(data)}
-	return s.seq, nil
+	return s.seq, "stream-1", nil
 }
+
+var _ hub.Sequencer = (*stream)(nil)
 
 // readBack hands the stream's events to h until the stream ends.
 func readBack(t *testing.T, s *stream, h *hub.Hub) {
@@ -162,5 +170,75 @@ func TestSequencerGivesPositions(t *testing.T) {
 	}
 	if _, err := h.DeliverAt(4, "s.x", json.RawMessage("7")); err == nil {
 		t.Fatal("DeliverAt accepted a position not after the latest")
+	}
+}
+
+// A stream replaced under a hub: the hub takes the new epoch, forgets the
+// old history, closes its subscribers so that they resume, and tells
+// them they missed events; publishing goes on under the new epoch.
+func TestRestartAdoptsNewEpoch(t *testing.T) {
+	s := &stream{events: make(chan streamed, 100)}
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: s})
+	readBack(t, s, h)
+	c := connectN(t, h, 10)
+	subscribe2(t, c, []string{"r.x"})
+	if err := c.Call(ctx(t), "rpc.publish", []any{"r.x", 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	old := c.next(t)
+	quiet := connectN(t, h, 10) // subscribes to nothing: left open
+
+	h.Restart("stream-2", "cluster stream replaced")
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("subscriber not closed")
+	}
+	var ce *peer.CloseError
+	if !errors.As(c.Err(), &ce) || ce.Code != hub.CloseRestart {
+		t.Fatalf("subscriber closed with %v, want code %d", c.Err(), hub.CloseRestart)
+	}
+	if err := quiet.Err(); err != nil {
+		t.Fatalf("a peer without subscriptions closed: %v", err)
+	}
+	if p := h.Position(); p != (hub.Position{Epoch: "stream-2"}) {
+		t.Fatalf("position %+v after restart, want stream-2 at 0", p)
+	}
+	d := connectN(t, h, 10)
+	res := subscribeSince(t, d, "r.x", hub.Position{Epoch: old.Epoch, Seq: old.Seq})
+	if *res.Recovered || res.Epoch != "stream-2" {
+		t.Fatalf("resumed with %+v, want not recovered, in stream-2", res)
+	}
+	s.mu.Lock()
+	s.seq = 0 // the new stream starts again at 1
+	s.mu.Unlock()
+	h.Restart("stream-1", "back") // the test stream names its events stream-1
+	e := connectN(t, h, 10)
+	subscribe2(t, e, []string{"r.x"})
+	if err := e.Call(ctx(t), "rpc.publish", []any{"r.x", 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.next(t); got.Seq != 1 || got.Epoch != "stream-1" {
+		t.Fatalf("event %+v after restart, want position 1", got)
+	}
+}
+
+// A publish whose stream was replaced before its event came back fails:
+// its position would mean another event in the new stream.
+func TestPublishAcrossRestartFails(t *testing.T) {
+	s := &stream{events: make(chan streamed, 100)}
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: s})
+	c := connectN(t, h, 10)
+	errc := make(chan error, 1)
+	go func() { errc <- c.Call(ctx(t), "rpc.publish", []any{"r.y", 1}, nil) }()
+	<-s.events // appended; not read back yet
+	h.Restart("stream-2", "cluster stream replaced")
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("publish answered with a position of a stream no longer read")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("publish did not end")
 	}
 }

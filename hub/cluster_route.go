@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -276,7 +277,7 @@ func (h *Hub) CallPeer(ctx context.Context, id, method string, params, result an
 	if d == nil {
 		return errNoSuchPeer(id)
 	}
-	raw, err := json.Marshal(params)
+	raw, err := jsonx.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("hub: encode params of %s: %w", method, err)
 	}

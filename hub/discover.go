@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/internal/openrpc"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -35,7 +36,7 @@ func (d *discoverHandler) ServeRPC(ctx context.Context, req *peer.Request) (any,
 		if err != nil {
 			return nil, err
 		}
-		if doc, err = json.Marshal(res); err != nil {
+		if doc, err = jsonx.Marshal(res); err != nil {
 			return nil, err
 		}
 	}

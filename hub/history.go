@@ -280,7 +280,25 @@ func (s *MemoryStore) mayBeOff(pattern string) bool {
 }
 
 // Epoch implements Store.
-func (s *MemoryStore) Epoch() string { return s.epoch }
+func (s *MemoryStore) Epoch() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch
+}
+
+// Restart drops every event and starts the epoch named, at position 0:
+// what a hub of a cluster does when the stream it reads is replaced
+// (see [Hub.Restart]). The count of events evicted goes on.
+func (s *MemoryStore) Restart(epoch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch = epoch
+	s.last, s.floor, s.unkept = 0, 0, 0
+	s.topics = make(map[string]*topicLog)
+	s.log = fifo{}
+	s.ages = nil
+	s.events, s.bytes, s.idle = 0, 0, 0
+}
 
 // Last implements Store.
 func (s *MemoryStore) Last() uint64 {

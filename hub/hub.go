@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -103,12 +103,11 @@ type Hub struct {
 	last     uint64  // the position of the latest event published
 	watchers node    // the subscriptions that asked for presence changes
 
-	store     Store
-	seqr      Sequencer // Options.Broker, when it gives positions
-	sq        sequenced // its waiters
-	gap       uint64    // events from other nodes may be missing after no position before this
-	epoch     string
-	epochJSON []byte // epoch as a JSON string
+	store Store
+	seqr  Sequencer                 // Options.Broker, when it gives positions
+	sq    sequenced                 // its waiters
+	gap   uint64                    // events from other nodes may be missing after no position before this
+	ep    atomic.Pointer[epochName] // the stream's epoch; replaced under mu (Restart)
 
 	handlers struct {
 		subscribe, unsubscribe, publish, history, presence peer.Handler
@@ -159,15 +158,15 @@ func New(opts *Options) *Hub {
 		h.o.Store = s
 	}
 	h.store = h.o.Store
-	h.epoch = h.store.Epoch()
+	epoch := h.store.Epoch()
 	if seqr != nil {
 		if _, ok := h.store.(positionedStore); !ok {
 			panic("hub: a Sequencer needs a Store that keeps events at its positions, such as MemoryStore")
 		}
 		h.seqr = seqr
-		h.epoch = seqr.Epoch()
+		epoch = seqr.Epoch()
 	}
-	h.epochJSON, _ = json.Marshal(h.epoch)
+	h.ep.Store(newEpochName(epoch))
 	h.last = h.store.Last()
 	h.handlers.history = peer.HandlerFunc(h.serveHistory)
 	h.handlers.presence = peer.HandlerFunc(h.servePresence)
@@ -386,7 +385,7 @@ func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) 
 	if !validTopic(topic, false, h.o.MaxTopicLength) {
 		return 0, fmt.Errorf("%w: %q", ErrInvalidTopic, topic)
 	}
-	raw, err := json.Marshal(data)
+	raw, err := jsonx.Marshal(data)
 	if err != nil {
 		return 0, fmt.Errorf("hub: encode data for %s: %w", topic, err)
 	}

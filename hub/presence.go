@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -186,7 +187,7 @@ func contains(list []string, s string) bool {
 
 // presenceMessage encodes rpc.join or rpc.leave.
 func presenceMessage(method, topic string, info PeerInfo) []byte {
-	params, _ := json.Marshal(struct {
+	params, _ := jsonx.Marshal(struct {
 		Topic string   `json:"topic"`
 		Peer  PeerInfo `json:"peer"`
 	}{topic, info})

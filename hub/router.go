@@ -119,11 +119,11 @@ func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) 
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	n, seq, err := h.publish(ctx, topic, data)
+	n, at, err := h.publish(ctx, topic, data)
 	if err != nil {
 		return nil, err
 	}
-	return publishResult{n, seq, h.epoch}, nil
+	return publishResult{n, at.Seq, at.Epoch}, nil
 }
 
 // caller returns the peer making a request, or an error when there is none

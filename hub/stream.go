@@ -114,12 +114,13 @@ func (m held) params() []byte {
 // publish records the event, gives it its position and fans it out,
 // here and, with a Broker, on the other nodes. topic must be valid and
 // data valid JSON.
-func (h *Hub) publish(ctx context.Context, topic string, data []byte) (delivered int, seq uint64, err error) {
+func (h *Hub) publish(ctx context.Context, topic string, data []byte) (delivered int, at Position, err error) {
 	if h.seqr != nil {
 		return h.publishSequenced(ctx, topic, data)
 	}
 	h.stats.published.Add(1)
-	return h.deliver(topic, data, 0, h.o.Broker != nil)
+	n, seq, err := h.deliver(topic, data, 0, h.o.Broker != nil)
+	return n, Position{Epoch: h.ep.Load().name, Seq: seq}, err
 }
 
 // deliver records an event and fans it out to this hub's subscribers. Its
@@ -131,7 +132,7 @@ func (h *Hub) deliver(topic string, data []byte, at uint64, forward bool) (deliv
 	// The message is built outside the lock, but for its position; the
 	// store keeps its data part, so the event is in memory once.
 	msg := make([]byte, 0, len(eventHead)+len(topic)+len(eventData)+len(data)+
-		len(eventSeq)+20+len(eventEpoch)+len(h.epochJSON)+2)
+		len(eventSeq)+20+len(eventEpoch)+len(h.ep.Load().json)+2)
 	msg = append(msg, eventHead...)
 	msg = append(msg, topic...)
 	msg = append(msg, eventData...)
@@ -160,7 +161,7 @@ func (h *Hub) deliver(topic string, data []byte, at uint64, forward bool) (deliv
 		h.mu.Unlock()
 		return 0, seq, nil
 	}
-	msg = appendPosition(msg, seq, h.epochJSON)
+	msg = appendPosition(msg, seq, h.ep.Load().json)
 	dedup := len(nodes) > 1
 	if dedup {
 		h.seq++
@@ -280,18 +281,19 @@ func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error
 // subscribeFrom subscribes p to the patterns of sr and, with sr.since,
 // starts their replays.
 func (h *Hub) subscribeFrom(p *Peer, sr subscribeRequest) (subscribeResult, error) {
-	res := subscribeResult{Topics: sr.topics, Epoch: h.epoch}
+	epoch := h.ep.Load().name
+	res := subscribeResult{Topics: sr.topics, Epoch: epoch}
 	// Whether everything after since is held is asked before the
 	// subscription starts: an event dropped in between is then noticed
 	// by the replay, which closes the connection rather than skip it.
 	var after uint64
 	complete := false
-	if sr.since != nil && sr.since.Epoch == h.epoch {
+	if sr.since != nil && sr.since.Epoch == epoch {
 		after = sr.since.Seq
 		if h.seqr != nil {
 			// A position another node gave may be ahead of what this
 			// one has read of the stream: wait until it is not.
-			h.waitDelivered(context.Background(), after)
+			h.waitDelivered(context.Background(), epoch, after)
 		}
 		complete = true
 		for _, t := range sr.topics {
@@ -311,6 +313,10 @@ func (h *Hub) subscribeFrom(p *Peer, sr subscribeRequest) (subscribeResult, erro
 		return res, err
 	}
 	res.Seq = h.last
+	if e := h.ep.Load().name; e != epoch { // restarted meanwhile
+		res.Epoch = e
+		after, complete = 0, false
+	}
 	if sr.since != nil {
 		if after > h.last { // not a position of this stream
 			after, complete = 0, false
@@ -421,7 +427,7 @@ func (h *Hub) replayJob(ctx context.Context, p *Peer, j replayJob) error {
 			if e.Seq > j.head {
 				return nil
 			}
-			buf = appendReplayed(buf[:0], e, h.epochJSON, j.pattern)
+			buf = appendReplayed(buf[:0], e, h.ep.Load().json, j.pattern)
 			// Counted before it is sent, so that the peer never sees an
 			// event that Stats does not count yet; taken back if not sent.
 			h.streams.replayed.Add(1)
@@ -549,7 +555,7 @@ func (h *Hub) serveHistory(ctx context.Context, req *peer.Request) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		if since.Epoch == h.epoch {
+		if since.Epoch == h.ep.Load().name {
 			after = since.Seq
 		}
 	}
@@ -563,7 +569,7 @@ func (h *Hub) serveHistory(ctx context.Context, req *peer.Request) (any, error) 
 	if page.Events == nil {
 		page.Events = []Event{}
 	}
-	return historyResult{Epoch: h.epoch, Seq: page.Last, Events: page.Events}, nil
+	return historyResult{Epoch: h.ep.Load().name, Seq: page.Last, Events: page.Events}, nil
 }
 
 // Store returns the hub's event stream, to read its history from Go code.
@@ -573,7 +579,7 @@ func (h *Hub) Store() Store { return h.store }
 func (h *Hub) Position() Position {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return Position{Epoch: h.epoch, Seq: h.last}
+	return Position{Epoch: h.ep.Load().name, Seq: h.last}
 }
 
 // streamStats returns the counters of the history and of recoveries.

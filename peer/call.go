@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -152,7 +153,7 @@ type paramsEncoder struct {
 
 var paramsEncoders = sync.Pool{New: func() any {
 	e := new(paramsEncoder)
-	e.enc = json.NewEncoder(&e.buf)
+	e.enc = jsonx.NewEncoder(&e.buf)
 	return e
 }}
 
@@ -588,7 +589,7 @@ func Progress(ctx context.Context, data any) error {
 	if !ok || ri.id.IsZero() {
 		return nil
 	}
-	b, err := json.Marshal(data)
+	b, err := jsonx.Marshal(data)
 	if err != nil {
 		return err
 	}

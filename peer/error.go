@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"strconv"
 )
 
@@ -48,9 +49,9 @@ func Errorf(code Code, format string, args ...any) *Error {
 // be encoded, its text is carried instead.
 func (e *Error) WithData(data any) *Error {
 	c := *e
-	b, err := json.Marshal(data)
+	b, err := jsonx.Marshal(data)
 	if err != nil {
-		b, _ = json.Marshal(fmt.Sprint(data))
+		b, _ = jsonx.Marshal(fmt.Sprint(data))
 	}
 	c.Data = b
 	return &c

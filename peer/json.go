@@ -2,6 +2,7 @@ package peer
 
 import (
 	"encoding/json"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"unicode/utf8"
 )
 
@@ -310,7 +311,7 @@ func keyIs(key []byte, name string) bool {
 func appendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			b, _ := json.Marshal(s) // cannot fail for a string
+			b, _ := jsonx.Marshal(s) // cannot fail for a string
 			return append(dst, b...)
 		}
 	}

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"encoding/json"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"strconv"
 	"unicode/utf8"
 )
@@ -290,7 +291,7 @@ func marshalParams(params any) ([]byte, error) {
 		b = p
 	default:
 		var err error
-		if b, err = json.Marshal(p); err != nil {
+		if b, err = jsonx.Marshal(p); err != nil {
 			return nil, err
 		}
 	}
@@ -319,7 +320,7 @@ func marshalResult(v any) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(nil, r), nil
 	}
-	return json.Marshal(v)
+	return jsonx.Marshal(v)
 }
 
 // marshalRaw checks a handler's raw JSON result.

@@ -1,5 +1,5 @@
 // Package server serves Switchboard over HTTP: JSON-RPC 2.0 on /rpc, over
-// a WebSocket or as an HTTP POST, plus /healthz.
+// a WebSocket or as an HTTP POST, plus /healthz and /readyz.
 //
 // A [Server] is an http.Handler. Each WebSocket becomes a [peer.Conn]
 // and joins the server's [hub.Hub], so both sides can call each other and

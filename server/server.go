@@ -139,6 +139,13 @@ type Options struct {
 	// Logger receives one line per connection and per refusal, and
 	// diagnostics at Debug. Nil discards them.
 	Logger *zap.Logger
+
+	// Ready, if set, tells /readyz whether the hub can serve beyond being
+	// alive: an error (a cluster node's NATS link down, its stream not
+	// read yet) makes /readyz answer 503 with the error's text. /readyz
+	// also answers 503 while the server shuts down. Nil: ready while not
+	// shutting down.
+	Ready func() error
 }
 
 // ErrForbidden, wrapped in an error from Options.Authenticate, answers 403
@@ -214,13 +221,14 @@ func New(opts *Options) *Server {
 	s.mux.HandleFunc("/rpc", s.serveRPC)
 	s.mux.HandleFunc("/", s.serveRoot)
 	s.mux.HandleFunc("/healthz", s.serveHealth)
+	s.mux.HandleFunc("/readyz", s.serveReady)
 	return s
 }
 
 // Hub returns the server's hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
-// ServeHTTP serves /rpc, / and /healthz; other paths go to Options.Root,
+// ServeHTTP serves /rpc, /, /healthz and /readyz; other paths go to Options.Root,
 // or get 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r) {

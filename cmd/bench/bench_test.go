@@ -57,8 +57,11 @@ func TestScenarios(t *testing.T) {
 	floorURL := "ws" + strings.TrimPrefix(floorTS.URL, "http") + "/"
 	var results []result
 	for _, s := range scenarios {
-		if s.name == "cluster" {
-			l.clusterA, l.clusterB = startCluster2(t)
+		switch s.name {
+		case "cluster":
+			l.clusterA, l.clusterB = startCluster2(t, false)
+		case "cluster-js":
+			l.jsA, l.jsB = startCluster2(t, true)
 		}
 		r, err := measure(t.Context(), s, l, 1, hubURL, floorURL)
 		if err != nil {
@@ -66,7 +69,7 @@ func TestScenarios(t *testing.T) {
 		}
 		// The cluster's CPU time, read from the process's counters, may
 		// not move in so small a run: it must run, not measure.
-		if s.name != "idle" && s.name != "cluster" && (r.Hub <= 0 || r.Floor <= 0 || r.Ratio <= 0) {
+		if s.name != "idle" && !strings.HasPrefix(s.name, "cluster") && (r.Hub <= 0 || r.Floor <= 0 || r.Ratio <= 0) {
 			t.Errorf("%s: hub %v, floor %v, ratio %v", s.name, r.Hub, r.Floor, r.Ratio)
 		}
 		if (s.name == "seq" || s.name == "conns" || s.name == "fanout") && (r.HubP50 <= 0 || r.HubP99 < r.HubP50) {
@@ -130,9 +133,9 @@ func TestReportHistory(t *testing.T) {
 
 // startCluster2 runs two hubs of a cluster in this process, over a NATS
 // server of its own, until the test ends, and returns their URLs.
-func startCluster2(t *testing.T) (a, b string) {
+func startCluster2(t *testing.T, jetStream bool) (a, b string) {
 	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true, JetStream: jetStream, StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +146,7 @@ func startCluster2(t *testing.T) (a, b string) {
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	var urls [2]string
 	for i := range urls {
-		br, err := natsbroker.Connect(t.Context(), &natsbroker.Options{URLs: ns.ClientURL()})
+		br, err := natsbroker.Connect(t.Context(), &natsbroker.Options{URLs: ns.ClientURL(), JetStream: jetStream, Memory: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,6 +56,7 @@ type load struct {
 	addressees                    int // peers of the topic, addressed-topic
 
 	clusterA, clusterB string // two nodes of a cluster, cluster
+	jsA, jsB           string // two nodes of a cluster with JetStream, cluster-js
 }
 
 var scenarios = []*scenario{
@@ -74,6 +75,7 @@ var scenarios = []*scenario{
 	{name: "addressed", unit: "calls/s", target: 0.5, run: addressedScenario, baseline: seqScenario},
 	{name: "addressed-fwd", unit: "calls/s", target: 0.9, run: addressedScenario, baseline: forwardedScenario},
 	{name: "addressed-topic", unit: "calls/s", target: 0.33, run: addressedTopicScenario, baseline: topicPublishScenario},
+	{name: "cluster-js", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeJSScenario, baseline: sameNodeJSScenario},
 }
 
 func dial(ctx context.Context, u string) (*conn, error) {

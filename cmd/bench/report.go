@@ -165,7 +165,9 @@ calls of the hub's own echo (the "floor" column): it crosses the hub twice,
 so 0.5 is the target; **addressed-fwd**, the same against a call forwarded
 to that peer as the provider of its method: no slower; **addressed-topic**,
 sequential ` + "`rpc.call`" + ` to the 1,000 peers of a topic, each done once all have
-answered, against publishing to them, each done once all have the event.
+answered, against publishing to them, each done once all have the event;
+**cluster-js**, the cluster scenario with JetStream: every event goes through the
+stream, on the publisher's node too.
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:
@@ -222,6 +224,7 @@ var scenarioText = map[string]string{
 	"neighbor":   "sequential calls beside a heavy client",
 	"beside":     "the same, heavy client in its own process",
 	"cluster":    "fan-out across two nodes vs on one, CPU per delivery",
+	"cluster-js": "the same with JetStream",
 
 	"addressed":       "rpc.call to one peer vs a direct call",
 	"addressed-fwd":   "rpc.call to one peer vs a forwarded call",

@@ -77,6 +77,7 @@ func runCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&l.neighborWindow, "neighbor-window", 200, "calls in flight on each of them")
 	fs.IntVar(&l.addressees, "addressees", 1000, "peers of the topic in addressed-topic")
 	clusterURLs := fs.String("cluster", "", "`URLs` of two hubs of one cluster, A,B, for the cluster scenario (with -start, two are started)")
+	jsURLs := fs.String("cluster-js", "", "`URLs` of two hubs of one cluster with JetStream, A,B, for the cluster-js scenario (with -start, two are started)")
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
 	fs.Usage = func() {
@@ -100,19 +101,31 @@ func runCmd(ctx context.Context, args []string) error {
 		return fmt.Errorf("want a hub URL and, optionally, a floor URL, or -start")
 	}
 	if *clusterURLs != "" {
-		if err := parseCluster(*clusterURLs, l); err != nil {
+		if err := parseCluster(*clusterURLs, &l.clusterA, &l.clusterB); err != nil {
+			return err
+		}
+	}
+	if *jsURLs != "" {
+		if err := parseCluster(*jsURLs, &l.jsA, &l.jsB); err != nil {
 			return err
 		}
 	}
 	names := strings.Split(*only, ",")
 	if *start != "" && !flagSet(fs, "scenarios") {
-		names = append(names, "cluster") // it can start its two nodes
+		names = append(names, "cluster", "cluster-js") // they can start their two nodes
 	}
-	if slices.Contains(names, "cluster") && l.clusterA == "" {
+	for _, c := range []struct {
+		name      string
+		a         string
+		jetStream bool
+	}{{"cluster", l.clusterA, false}, {"cluster-js", l.jsA, true}} {
+		if !slices.Contains(names, c.name) || c.a != "" {
+			continue
+		}
 		if *start == "" {
 			return errNoCluster
 		}
-		cluster, err := startCluster(ctx, *start, l)
+		cluster, err := startCluster(ctx, *start, l, c.jetStream)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
 	"go.uber.org/zap"
@@ -24,6 +25,12 @@ type clusterFlags struct {
 	store     string
 	node      string
 	timeout   time.Duration
+	replicas  int
+	creds     string
+	nkey      string
+	tlsCA     string
+	tlsCert   string
+	tlsKey    string
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -33,13 +40,46 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "nats-store", "", "`directory` of the embedded NATS server's JetStream files (default: a new temporary one)")
 	fs.StringVar(&c.node, "node", "", "this hub's `name` in the cluster (default: random)")
 	fs.DurationVar(&c.timeout, "nats-timeout", 10*time.Second, "how long the hub waits for NATS at start with -nats-jetstream, and for the stream to be read")
+	fs.IntVar(&c.replicas, "nats-replicas", 0, "how many NATS servers keep the JetStream stream (0: 3 on a NATS cluster of three servers or more, else 1)")
+	fs.StringVar(&c.creds, "nats-creds", "", "NATS credentials `file` (a user JWT and its NKey seed)")
+	fs.StringVar(&c.nkey, "nats-nkey", "", "NATS NKey seed `file`")
+	fs.StringVar(&c.tlsCA, "nats-tls-ca", "", "PEM `file` of the CA certificates that NATS servers' certificates must chain to")
+	fs.StringVar(&c.tlsCert, "nats-tls-cert", "", "PEM certificate `file` this hub presents to NATS (with -nats-tls-key)")
+	fs.StringVar(&c.tlsKey, "nats-tls-key", "", "PEM private key `file` of -nats-tls-cert")
+}
+
+// natsOptions returns the connection's credentials and TLS options.
+func (c *clusterFlags) natsOptions() ([]nats.Option, error) {
+	var opts []nats.Option
+	if c.creds != "" {
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(c.nkey)
+		if err != nil {
+			return nil, fmt.Errorf("-nats-nkey: %w", err)
+		}
+		opts = append(opts, o)
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, errors.New("-nats-tls-cert and -nats-tls-key go together")
+	}
+	if c.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	}
+	return opts, nil
 }
 
 // cluster is what joining a cluster started.
 type cluster struct {
-	broker *natsbroker.Broker
-	server *natsserver.Server // the embedded one, or nil
-	tmp    string             // its temporary directory, removed on close
+	broker    *natsbroker.Broker
+	server    *natsserver.Server // the embedded one, or nil
+	urls      string             // the NATS servers
+	jetStream bool
+	tmp       string // its temporary directory, removed on close
 }
 
 // join connects to NATS (starting it first with -nats embedded) and sets
@@ -50,6 +90,10 @@ func (c *clusterFlags) join(ctx context.Context, o *hub.Options, log *zap.Logger
 			return nil, errors.New("-nats-jetstream needs -nats")
 		}
 		return nil, nil
+	}
+	nopts, err := c.natsOptions()
+	if err != nil {
+		return nil, err
 	}
 	cl := &cluster{}
 	urls := c.nats
@@ -67,6 +111,8 @@ func (c *clusterFlags) join(ctx context.Context, o *hub.Options, log *zap.Logger
 		JetStream: c.jetStream,
 		Retention: o.History.Retention,
 		MaxBytes:  o.History.MaxBytes,
+		Replicas:  c.replicas,
+		NATS:      nopts,
 		Logger:    log,
 	})
 	if err != nil {
@@ -74,17 +120,26 @@ func (c *clusterFlags) join(ctx context.Context, o *hub.Options, log *zap.Logger
 		return nil, err
 	}
 	cl.broker = b
+	cl.urls, cl.jetStream = urls, c.jetStream
 	o.Broker = b.HubBroker()
-	log.Info("joined cluster", zap.String("node", b.Node()), zap.String("nats", urls), zap.Bool("jetstream", c.jetStream))
 	return cl, nil
 }
 
 // start hands the hub the other nodes' events; with JetStream, once it
-// has read the stream.
-func (cl *cluster) start(ctx context.Context, h *hub.Hub, timeout time.Duration) error {
+// has read the stream. The hub has joined the cluster once it is linked:
+// without JetStream it may start before, serving its own events.
+func (cl *cluster) start(ctx context.Context, h *hub.Hub, timeout time.Duration, log *zap.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return cl.broker.Start(ctx, h)
+	if err := cl.broker.Start(ctx, h); err != nil {
+		return err
+	}
+	if err := cl.broker.Ready(); err != nil {
+		log.Warn("cluster not joined yet: serving this node's own events until the link is up", zap.String("nats", cl.urls), zap.Error(err))
+		return nil
+	}
+	log.Info("joined cluster", zap.String("nats", cl.urls), zap.Bool("jetstream", cl.jetStream)) // log names the node
+	return nil
 }
 
 // startServer runs the embedded NATS server.

@@ -116,7 +116,7 @@ func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Requ
 	})
 }
 
-// serveMetrics serves /metrics and /healthz of h on -metrics-addr, if
+// serveMetrics serves /metrics, /healthz and /readyz of h on -metrics-addr, if
 // set, and Go's profiles with -pprof, until stop is called.
 func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
 	if c.metricsAddr == "" {
@@ -132,6 +132,7 @@ func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
 	mux.Handle("/healthz", h)
+	mux.Handle("/readyz", h)
 	if c.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index) // and the named profiles: heap, allocs, goroutine...
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -1,6 +1,6 @@
 // Command hub runs a Switchboard hub: JSON-RPC 2.0 over WebSocket and HTTP
-// POST on /rpc and /, the playground page for a plain GET of /, /healthz
-// and /metrics.
+// POST on /rpc and /, the playground page for a plain GET of /, /healthz,
+// /readyz and /metrics.
 //
 //	hub -addr 127.0.0.1:8080 -demo
 //
@@ -194,9 +194,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	opts.Router = mux
 	opts.Hub = hub.New(hubOpts)
 	if cl != nil {
-		if err := cl.start(ctx, opts.Hub, c.cluster.timeout); err != nil {
+		if err := cl.start(ctx, opts.Hub, c.cluster.timeout, log); err != nil {
 			return err
 		}
+		opts.Ready = cl.broker.Ready
 	}
 	opts.Authenticate, opts.Reauthenticate, err = c.identity.authenticate(ctx, c.tokenFile, log)
 	if err != nil {
@@ -211,6 +212,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	routes.Handle("/", srv)
 	routes.Handle("/rpc", srv)
 	routes.Handle("/healthz", srv)
+	routes.Handle("/readyz", srv)
 	routes.Handle("/metrics", metrics)
 	// No WriteTimeout: a call over POST may run long. No ReadTimeout: the
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only

@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -27,6 +29,7 @@ type cli struct {
 
 	token    string
 	headers  headerFlag
+	more     urlsFlag // -url: more URLs of the same cluster
 	timeout  time.Duration
 	insecure bool
 	ca       string         // -ca: a PEM file of the CAs to trust
@@ -45,6 +48,15 @@ type cli struct {
 	serve    specFlag       // call: METHOD=COMMAND the hub may call back
 	to       client.Address // call: the peers to call the method on
 	present  listFlag       // serve: topics to subscribe to
+
+	running sync.WaitGroup // the shell commands running (shellHandler)
+}
+
+// closeAndWait closes c, which cancels the calls being served, and waits
+// until their commands have ended: rpc leaves none running behind.
+func (o *cli) closeAndWait(c interface{ Close() error }) {
+	_ = c.Close()
+	o.running.Wait()
 }
 
 // listFlag collects the values of a repeatable flag.
@@ -83,6 +95,7 @@ func newCLI(c *command, e *env) *cli {
 	fs.SetOutput(e.stderr)
 	fs.StringVar(&o.token, "token", "", "bearer `token` sent as Authorization (default $RPC_TOKEN)")
 	fs.Var(&o.headers, "H", "extra HTTP `header` \"Name: value\" (repeatable)")
+	fs.Var(&o.more, "url", "another `URL` of the same cluster of hubs, tried when the first does not answer or goes away (repeatable, or comma-separated; also in URL itself); ws:// and wss:// only")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this `duration` (connecting, and waiting for results)")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify TLS certificates (wss://, https://)")
 	fs.StringVar(&o.ca, "ca", "", "trust the CA certificates of this PEM `file`, instead of the system's (default $RPC_CA)")
@@ -164,7 +177,7 @@ func (o *cli) printJSON(v any) error {
 	raw, ok := v.(json.RawMessage)
 	if !ok {
 		var err error
-		if raw, err = json.Marshal(v); err != nil {
+		if raw, err = jsonx.Marshal(v); err != nil {
 			return err
 		}
 	}
@@ -223,7 +236,12 @@ func (o *cli) open(ctx context.Context, url string) (caller, error) {
 	return o.openWith(ctx, url, o.options())
 }
 
-func (o *cli) openWith(ctx context.Context, url string, opts *client.Options) (caller, error) {
+func (o *cli) openWith(ctx context.Context, arg string, opts *client.Options) (caller, error) {
+	url, others, err := o.urls(arg)
+	if err != nil {
+		return nil, err
+	}
+	opts.URLs = others
 	switch {
 	case strings.HasPrefix(url, "http://"), strings.HasPrefix(url, "https://"):
 		return client.NewHTTP(url, &client.HTTPOptions{
@@ -254,7 +272,7 @@ func parseValue(s string) json.RawMessage {
 	if t != "" && json.Valid([]byte(t)) {
 		return json.RawMessage(t)
 	}
-	b, _ := json.Marshal(s)
+	b, _ := jsonx.Marshal(s)
 	return b
 }
 
@@ -297,6 +315,6 @@ func parseParams(args []string) json.RawMessage {
 	for i, a := range args {
 		vals[i] = parseValue(a)
 	}
-	b, _ := json.Marshal(vals)
+	b, _ := jsonx.Marshal(vals)
 	return b
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -75,7 +76,7 @@ at the hub too: a peer that did not answer in time gets -32003.
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer o.closeAndWait(c)
 		if o.progress {
 			ctx = peer.WithProgress(ctx, func(data json.RawMessage) {
 				fmt.Fprintf(o.stderr, "progress: %s\n", data)
@@ -266,7 +267,7 @@ Examples:
 				if o.count > 0 && n >= o.count {
 					return
 				}
-				line, _ := json.Marshal(ev)
+				line, _ := jsonx.Marshal(ev)
 				fmt.Fprintf(o.stdout, "%s\n", line)
 				n++
 				if n == o.count {
@@ -277,7 +278,7 @@ Examples:
 		sopts := &client.SubscribeOptions{Since: o.since.Position}
 		if o.presence {
 			sopts.OnPresence = func(pc client.PresenceChange) {
-				line, _ := json.Marshal(struct {
+				line, _ := jsonx.Marshal(struct {
 					Presence string          `json:"presence"`
 					Topic    string          `json:"topic"`
 					Peer     client.PeerInfo `json:"peer"`
@@ -343,10 +344,15 @@ func (o *cli) reportState() func(client.State, error) {
 }
 
 // dial opens a WebSocket client for the long-running commands.
-func (o *cli) dial(ctx context.Context, url string, opts *client.Options) (*client.Client, error) {
+func (o *cli) dial(ctx context.Context, arg string, opts *client.Options) (*client.Client, error) {
+	url, others, err := o.urls(arg)
+	if err != nil {
+		return nil, err
+	}
 	if !strings.HasPrefix(url, "ws://") && !strings.HasPrefix(url, "wss://") {
 		return nil, usagef("%s needs a ws:// or wss:// URL, not %q", o.cmd.name, url)
 	}
+	opts.URLs = others
 	dctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	return client.Dial(dctx, url, opts)

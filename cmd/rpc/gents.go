@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"regexp"
 	"sort"
 	"strconv"
@@ -342,7 +343,7 @@ func paren(t string) string {
 }
 
 func literal(v any) string {
-	b, err := json.Marshal(v)
+	b, err := jsonx.Marshal(v)
 	if err != nil {
 		return "unknown"
 	}

@@ -43,7 +43,7 @@ Examples:
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer o.closeAndWait(c)
 		pctx, cancel := o.withTimeout(ctx)
 		defer cancel()
 		for i, name := range names {

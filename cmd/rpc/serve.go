@@ -53,7 +53,7 @@ Examples:
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer o.closeAndWait(c)
 		// A round trip, so that "serving" means the hub has taken the
 		// connection in and can call it.
 		pctx, cancel := o.withTimeout(ctx)
@@ -118,6 +118,8 @@ func parseSpecs(specs []string) (names, commands []string, err error) {
 // shellHandler answers a call by running command.
 func (o *cli) shellHandler(command string) peer.HandlerFunc {
 	return func(ctx context.Context, req *peer.Request) (any, error) {
+		o.running.Add(1)
+		defer o.running.Done()
 		params := string(req.Params)
 		if params == "" {
 			params = "null"
@@ -128,6 +130,7 @@ func (o *cli) shellHandler(command string) peer.HandlerFunc {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = time.Second
+		ownGroup(cmd)
 		if err := cmd.Run(); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 )
 
 // This file spans rpc.discover over the nodes: a node asks the nodes
@@ -57,7 +58,7 @@ func (d *directory) DescribeRemote(ctx context.Context) []json.RawMessage {
 		return nil
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	q, _ := json.Marshal(discoverQuery{Node: d.b.node, Timeout: max(1, wait.Milliseconds())})
+	q, _ := jsonx.Marshal(discoverQuery{Node: d.b.node, Timeout: max(1, wait.Milliseconds())})
 	if err := d.b.nc.PublishRequest(d.b.Subject("discover"), inbox, q); err != nil {
 		return nil // the link is down: this node's providers only
 	}
@@ -100,7 +101,7 @@ func (d *directory) onDiscover(msg *nats.Msg) {
 		if methods == nil {
 			methods = []json.RawMessage{}
 		}
-		b, _ := json.Marshal(discoverAnswer{Node: d.b.node, Methods: methods})
+		b, _ := jsonx.Marshal(discoverAnswer{Node: d.b.node, Methods: methods})
 		_ = d.b.nc.Publish(msg.Reply, b)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/internal/wildcard"
 	"go.uber.org/zap"
 )
@@ -135,6 +136,7 @@ func (d *directory) loop() {
 	t := time.NewTicker(d.interval)
 	defer t.Stop()
 	d.announce(false)
+	d.b.markEvents()
 	for {
 		select {
 		case <-d.stop:
@@ -143,6 +145,7 @@ func (d *directory) loop() {
 			d.announce(false)
 		case now := <-t.C:
 			d.announce(false)
+			d.b.markEvents()
 			d.expire(now)
 		}
 	}
@@ -154,7 +157,7 @@ func (d *directory) announce(bye bool) {
 	if !bye {
 		a.Providers = d.h.ProvidedMethods()
 	}
-	msg, _ := json.Marshal(a)
+	msg, _ := jsonx.Marshal(a)
 	_ = d.b.nc.Publish(d.b.Subject("dir", d.b.node), msg)
 }
 

@@ -9,13 +9,16 @@
 //
 // Without JetStream, each node delivers the events published on it to its
 // own subscribers and sends them on core NATS (subject
-// "<prefix>.ev.<node>.<topic>"); every node receives the others' and
-// delivers them, numbered by its own store. NATS keeps the order of one
-// connection's messages, so events reach every node in the order of
-// their node of origin; a node gives its positions and epoch to the
-// events it delivers, and a subscriber that resumes on another node
+// "<prefix>.ev.<node>.<run>.<number>.<topic>"); every node receives the
+// others' and delivers them, numbered by its own store. NATS keeps the
+// order of one connection's messages, so events reach every node in the
+// order of their node of origin; a node gives its positions and epoch to
+// the events it delivers, and a subscriber that resumes on another node
 // starts a new epoch there. While NATS is unreachable, each node
-// delivers its own events only; those are not sent later.
+// delivers its own events only; those are not sent later. Each node
+// numbers the events it sends, so the others notice those they missed
+// (relay.go) and tell their subscribers, closing them with
+// hub.CloseRestart: they resume, and learn they missed events.
 //
 // With JetStream (Options.JetStream), publishing appends the event to a
 // stream (subject "<prefix>.js.<topic>") and every node, the publishing
@@ -78,6 +81,25 @@ type Options struct {
 	MaxBytes  int64
 	Memory    bool
 
+	// Replicas is how many NATS servers keep the stream. Default: 3 when
+	// the server connected to is one of a NATS cluster of three or more
+	// (it knows of them), so that the stream outlives any one server; 1
+	// otherwise. An existing stream is updated to it.
+	Replicas int
+
+	// StreamCheck is how often the node checks that the stream it reads
+	// is still the one it started reading (not deleted and created again,
+	// as when a NATS server loses its store): see [Broker.Ready] and the
+	// package doc. The node also checks it each time the link is
+	// restored and whenever reading the stream fails. Default
+	// [DefaultStreamCheck].
+	StreamCheck time.Duration
+
+	// NATS are more options for the NATS connection: credentials (such as
+	// nats.UserCredentials, nats.NkeyOptionFromSeed) and TLS (nats.RootCAs,
+	// nats.ClientCert). They apply after the broker's own.
+	NATS []nats.Option
+
 	// Heartbeat is how often the node tells the others about its peers
 	// (the methods they provide); a node not heard from for three
 	// heartbeats is taken for gone, and calls in flight to it end with
@@ -94,19 +116,14 @@ type Broker struct {
 	nc     *nats.Conn
 	node   string
 	prefix string
-	evPub  string // "<prefix>.ev.<node>.", the subject of this node's events before the topic
+	evPub  string // "<prefix>.ev.<node>.<run>.", the subject of this node's events before their number (relay.go)
 	evSub  string // "<prefix>.ev.", before the node
 	log    *zap.Logger
 
 	jetStream bool // set before connecting: the callbacks read it
 	js        jetstream.JetStream
 	stream    string
-	epoch     string
-
-	head     uint64        // the stream's last position when Start read it
-	caughtUp chan struct{} // closed once head is delivered
-	caught   bool          // caughtUp is closed
-	read     uint64        // the position of the latest event read from the stream
+	st        streamState // stream.go
 
 	mu   sync.Mutex
 	h    *hub.Hub
@@ -118,7 +135,15 @@ type Broker struct {
 
 	connected atomic.Bool
 	closing   atomic.Bool // Close was called: the link going down is no news
-	stats     struct{ sent, received, unsent, lost, disconnects atomic.Uint64 }
+	stats     struct{ sent, received, unsent, lost, disconnects, resets atomic.Uint64 }
+	rl        relayState // relay.go
+}
+
+// randomHex returns 8 random hex digits.
+func randomHex() string {
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return hex.EncodeToString(r[:])
 }
 
 // Connect connects to NATS and, with JetStream, creates or updates the
@@ -140,9 +165,7 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 		opts.Stream = "SWITCHBOARD"
 	}
 	if opts.Node == "" {
-		var r [4]byte
-		_, _ = rand.Read(r[:])
-		opts.Node = hex.EncodeToString(r[:])
+		opts.Node = randomHex()
 	}
 	if !validNode(opts.Node) {
 		return nil, fmt.Errorf("natsbroker: node name %q: want letters, digits, '_' and '-'", opts.Node)
@@ -153,21 +176,23 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 	b := &Broker{
 		node:   opts.Node,
 		prefix: opts.Prefix,
-		evPub:  opts.Prefix + ".ev." + opts.Node + ".",
+		evPub:  opts.Prefix + ".ev." + opts.Node + "." + randomHex() + ".",
 		evSub:  opts.Prefix + ".ev.",
 		log:    opts.Logger.With(zap.String("node", opts.Node)),
 		stream: opts.Stream,
 
 		jetStream: opts.JetStream,
 	}
+	b.st.kick = make(chan struct{}, 1)
+	b.st.ctx, b.st.stop = context.WithCancel(context.Background())
 	b.heartbeat = opts.Heartbeat
 	if b.heartbeat <= 0 {
 		b.heartbeat = DefaultHeartbeat
 	}
-	nc, err := nats.Connect(opts.URLs,
-		nats.Name("switchboard hub "+opts.Node),
+	nopts := []nats.Option{
+		nats.Name("switchboard hub " + opts.Node),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.RetryOnFailedConnect(true),
 		// While NATS is unreachable, events stay on their node rather
 		// than reach the others late.
@@ -176,7 +201,8 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 		nats.ReconnectHandler(func(c *nats.Conn) { b.up(c, "cluster link restored") }),
 		nats.DisconnectErrHandler(b.down),
 		nats.ErrorHandler(b.asyncError),
-	)
+	}
+	nc, err := nats.Connect(opts.URLs, append(nopts, opts.NATS...)...)
 	if err != nil {
 		return nil, fmt.Errorf("natsbroker: connect to %s: %w", opts.URLs, err)
 	}
@@ -191,61 +217,6 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 		}
 	}
 	return b, nil
-}
-
-// openStream waits for the connection and creates or updates the stream.
-func (b *Broker) openStream(ctx context.Context, o *Options) error {
-	js, err := jetstream.New(b.nc)
-	if err != nil {
-		return fmt.Errorf("natsbroker: %w", err)
-	}
-	r := o.Retention
-	cfg := jetstream.StreamConfig{
-		Name:              o.Stream,
-		Subjects:          []string{o.Prefix + ".js.>"},
-		Discard:           jetstream.DiscardOld,
-		MaxMsgsPerSubject: limit(int64(r.Events), hub.DefaultHistoryEvents),
-		MaxAge:            time.Duration(limit(int64(r.Age), int64(hub.DefaultHistoryAge))),
-		MaxBytes:          limit(o.MaxBytes, hub.DefaultHistoryTotal),
-		MaxMsgSize:        -1,
-		Storage:           jetstream.FileStorage,
-	}
-	if cfg.MaxAge < 0 {
-		cfg.MaxAge = 0 // no bound
-	}
-	if o.Memory {
-		cfg.Storage = jetstream.MemoryStorage
-	}
-	for {
-		var s jetstream.Stream
-		s, err = js.CreateOrUpdateStream(ctx, cfg)
-		if err == nil {
-			info := s.CachedInfo()
-			b.js = js
-			b.epoch = fmt.Sprintf("%s-%x", info.Config.Name, info.Created.UnixNano())
-			return nil
-		}
-		// Not connected yet, or JetStream not ready: try again until ctx ends.
-		t := time.NewTimer(250 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("natsbroker: open stream %s: %w", o.Stream, err)
-		case <-t.C:
-		}
-	}
-}
-
-// limit turns a Retention field into a JetStream limit: 0 takes def,
-// negative means none (-1).
-func limit(v, def int64) int64 {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return -1
-	}
-	return v
 }
 
 // Start hands h the events of the other nodes: it subscribes to them (or,
@@ -281,74 +252,7 @@ func (b *Broker) Start(ctx context.Context, h *hub.Hub) error {
 		}
 		return nil
 	}
-	s, err := b.js.Stream(ctx, b.stream)
-	if err != nil {
-		return fmt.Errorf("natsbroker: stream %s: %w", b.stream, err)
-	}
-	// The stream's last event at start: once it is delivered, the hub
-	// has the history, and what follows is live.
-	state := s.CachedInfo().State
-	b.head, b.caughtUp = state.LastSeq, make(chan struct{})
-	b.read = state.LastSeq // an empty stream goes on after its last position
-	if state.Msgs == 0 {
-		b.caught = true
-		close(b.caughtUp)
-	}
-	cons, err := b.js.OrderedConsumer(ctx, b.stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return fmt.Errorf("natsbroker: read stream %s: %w", b.stream, err)
-	}
-	cc, err := cons.Consume(b.receiveStream)
-	if err != nil {
-		return fmt.Errorf("natsbroker: read stream %s: %w", b.stream, err)
-	}
-	b.cons = cc
-	select {
-	case <-b.caughtUp:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("natsbroker: read stream %s up to %d: %w", b.stream, b.head, ctx.Err())
-	}
-}
-
-// receive delivers an event of another node.
-func (b *Broker) receive(m *nats.Msg) {
-	rest, ok := strings.CutPrefix(m.Subject, b.evSub)
-	if !ok {
-		return
-	}
-	node, topic, ok := strings.Cut(rest, ".")
-	if !ok || node == b.node {
-		return // this node's own, delivered here already
-	}
-	b.deliver(0, topic, m.Data)
-}
-
-// receiveStream delivers an event read back from the stream.
-func (b *Broker) receiveStream(m jetstream.Msg) {
-	meta, err := m.Metadata()
-	if err != nil {
-		b.log.Warn("cluster stream message without metadata", zap.Error(err))
-		return
-	}
-	topic, ok := strings.CutPrefix(m.Subject(), b.prefix+".js.")
-	if !ok {
-		return
-	}
-	seq := meta.Sequence.Stream
-	if b.caught && seq > b.read+1 {
-		// Every event of the stream is this node's to deliver: past the
-		// start, a gap is events the stream dropped before this node read
-		// them (it fell further behind than the stream's bounds).
-		b.stats.lost.Add(seq - b.read - 1)
-		b.log.Warn("cluster stream events dropped before this node read them", zap.Uint64("after", b.read), zap.Uint64("next", seq))
-	}
-	b.read = seq
-	b.deliver(seq, topic, m.Data())
-	if !b.caught && seq >= b.head {
-		b.caught = true // the handler runs for one message at a time
-		close(b.caughtUp)
-	}
+	return b.startStream(ctx)
 }
 
 // deliver hands an event to the hub, at seq when it is not 0.
@@ -391,46 +295,57 @@ func (b *Broker) Subject(words ...string) string {
 	return b.prefix + "." + strings.Join(words, ".")
 }
 
-// Forward sends an event published on this node to the others. It
-// implements hub.Broker: it does not wait for the network, only for room
-// in the connection's buffer; an event NATS refuses (the link is down)
-// is counted as unsent.
-func (b *Broker) Forward(topic string, data []byte) {
-	if err := b.nc.Publish(b.evPub+encodeTopic(topic), data); err != nil {
-		b.stats.unsent.Add(1)
-		return
-	}
-	b.stats.sent.Add(1)
-}
-
 // Stats implements hub.Broker.
 func (b *Broker) Stats() hub.BrokerStats {
 	return hub.BrokerStats{
-		Connected:   b.connected.Load(),
+		Connected:   b.connected.Load() && b.st.err.Load() == nil,
 		Sent:        b.stats.sent.Load(),
 		Received:    b.stats.received.Load(),
 		Unsent:      b.stats.unsent.Load(),
 		Lost:        b.stats.lost.Load(),
 		Disconnects: b.stats.disconnects.Load(),
+		Resets:      b.stats.resets.Load(),
 	}
 }
 
 // Close stops reading events and closes the connection.
 func (b *Broker) Close() error {
-	b.closing.Store(true)
+	if !b.closing.CompareAndSwap(false, true) {
+		return nil // closed already
+	}
 	if d := b.dir.Load(); d != nil {
 		d.close()
 	}
+	b.stopWatch()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.cons != nil {
-		b.cons.Stop()
-		<-b.cons.Closed()
-	}
+	b.stopConsumer()
 	if b.sub != nil {
 		_ = b.sub.Unsubscribe()
 	}
-	b.nc.Close()
+	b.nc.Close() // which also ends the consumers' Stop sooner
+	b.st.stopping.Wait()
+	return nil
+}
+
+// Ready returns nil when the node can serve as a node of its cluster:
+// linked to NATS and, with JetStream, the stream available and read up to
+// where it ended when the node started reading it (or read it again).
+// Otherwise, an error says why: a node not ready is best left out of a
+// load balancer's rotation.
+func (b *Broker) Ready() error {
+	if !b.connected.Load() {
+		return errors.New("NATS link down")
+	}
+	if !b.jetStream {
+		return nil
+	}
+	if err := b.st.err.Load(); err != nil {
+		return fmt.Errorf("cluster stream unavailable: %w", *err)
+	}
+	if !b.st.caught.Load() || b.st.stale.Load() {
+		return errors.New("reading the cluster stream")
+	}
 	return nil
 }
 
@@ -439,6 +354,12 @@ func (b *Broker) up(nc *nats.Conn, msg string) {
 	if b.connected.CompareAndSwap(false, true) {
 		b.log.Info(msg, zap.String("url", nc.ConnectedUrlRedacted()))
 		b.interrupted()
+		if b.jetStream {
+			// The stream may be another one now: check it before
+			// delivering what the consumer reads next, and at once.
+			b.st.verify.Store(true)
+			b.recheck()
+		}
 	}
 }
 
@@ -473,26 +394,6 @@ func (b *Broker) interrupted() {
 		h.Interrupted()
 	}
 }
-
-// sequencer is a Broker with JetStream, as a hub.Sequencer.
-type sequencer struct{ *Broker }
-
-// Epoch implements hub.Sequencer: the stream's name and creation time.
-func (s sequencer) Epoch() string { return s.epoch }
-
-// Sequence implements hub.Sequencer: it appends the event to the stream.
-func (s sequencer) Sequence(ctx context.Context, topic string, data []byte) (uint64, error) {
-	ack, err := s.js.Publish(ctx, s.prefix+".js."+encodeTopic(topic), data)
-	if err != nil {
-		s.stats.unsent.Add(1)
-		return 0, err
-	}
-	s.stats.sent.Add(1)
-	return ack.Sequence, nil
-}
-
-// Forward implements hub.Broker; a hub never calls it on a Sequencer.
-func (s sequencer) Forward(string, []byte) {}
 
 // validNode reports whether a node name is one subject word of letters,
 // digits, '_' and '-'.

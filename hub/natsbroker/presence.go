@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 )
 
 // This file spans presence over the nodes: rpc.presence (and
@@ -50,7 +51,7 @@ func (d *directory) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, er
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	q, _ := json.Marshal(presenceQuery{Node: d.b.node, Topic: topic})
+	q, _ := jsonx.Marshal(presenceQuery{Node: d.b.node, Topic: topic})
 	if err := d.b.nc.PublishRequest(d.b.Subject("presence"), inbox, q); err != nil {
 		return nil, nil // the link is down: this node's peers only
 	}
@@ -86,7 +87,7 @@ func (d *directory) onPresence(msg *nats.Msg) {
 	if peers == nil {
 		peers = []hub.PeerInfo{}
 	}
-	b, _ := json.Marshal(presenceAnswer{Node: d.b.node, Peers: peers})
+	b, _ := jsonx.Marshal(presenceAnswer{Node: d.b.node, Peers: peers})
 	_ = d.b.nc.Publish(msg.Reply, b)
 }
 
@@ -95,7 +96,7 @@ func (d *directory) onPresence(msg *nats.Msg) {
 // waited to hear of a watcher first would miss the changes made
 // meanwhile. The nodes without watchers drop the message at once.
 func (d *directory) PresenceChanged(join bool, who hub.PeerInfo, changed, others []string) {
-	b, _ := json.Marshal(presenceChange{Join: join, Peer: who, Changed: changed, Others: others})
+	b, _ := jsonx.Marshal(presenceChange{Join: join, Peer: who, Changed: changed, Others: others})
 	_ = d.b.nc.Publish(d.b.Subject("presence", "changed"), b)
 }
 

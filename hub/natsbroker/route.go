@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -101,7 +102,7 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 		defer t.Stop()
 		recheck = t.C
 	}
-	body, err := json.Marshal(req)
+	body, err := jsonx.Marshal(req)
 	if err != nil {
 		return nil, err, false
 	}
@@ -303,7 +304,7 @@ func (d *directory) reply(subject string, r callReply) {
 	if subject == "" {
 		return
 	}
-	b, _ := json.Marshal(r)
+	b, _ := jsonx.Marshal(r)
 	_ = d.b.nc.Publish(subject, b)
 }
 

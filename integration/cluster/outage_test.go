@@ -2,6 +2,8 @@ package cluster_test
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -10,9 +12,11 @@ import (
 )
 
 // TestNATSRestart: while NATS is down, each node delivers the events
-// published on it to its own subscribers only, and says so in its log
-// and metrics; once NATS is back, events cross nodes again, and a
-// subscription resuming from before the outage is told it missed events.
+// published on it to its own subscribers only, and says so in its log,
+// metrics and /readyz; once NATS is back, events cross nodes again, the
+// subscribers of each node are told they missed the other's events of
+// the outage (a defect: they were told nothing), and a subscription
+// resuming from before the outage is told it missed events.
 func TestNATSRestart(t *testing.T) {
 	ns := startNATS(t)
 	hubs := startNodes(t, ns, 2)
@@ -31,6 +35,7 @@ func TestNATSRestart(t *testing.T) {
 	ns.stop()
 	for i, h := range hubs {
 		waitLinked(t, h, i, false)
+		waitReady(t, h, http.StatusServiceUnavailable) // out of a balancer's rotation
 	}
 	publish(t, c1, "o.x", "only-n1")
 	publish(t, c2, "o.x", "only-n2")
@@ -44,13 +49,34 @@ func TestNATSRestart(t *testing.T) {
 	ns.start()
 	for i, h := range hubs {
 		waitLinked(t, h, i, true)
+		waitReady(t, h, http.StatusOK)
 	}
 	publish(t, c2, "o.x", "after")
+	// Each node notices that it missed the other's event of the outage (n1
+	// when n2's next event comes, n2 when n1's next mark of its latest
+	// event does), and closes its subscribers so that they resume.
+	for i, h := range hubs {
+		lost := fmt.Sprintf(`switchboard_cluster_events_total{direction="lost",node=%q}`, nodeName(i))
+		h.WaitMetrics(lost+" 1", func(m map[string]float64) bool { return m[lost] == 1 })
+	}
+	publish(t, c1, "o.x", "later")
 	for i, ch := range []<-chan received{ch1, ch2} {
-		// The first event each gets is this one: the other node's
-		// event of the outage did not come late.
-		if r := next(t, ch); r.data != `"after"` {
-			t.Fatalf("n%d after the outage: %+v, want after", i+1, r)
+		// Each gets both events, and is told before the second that it
+		// missed events; the other node's event of the outage never comes.
+		var got []string
+		missed := false
+		for len(got) < 2 {
+			switch r := next(t, ch); {
+			case r.missed:
+				missed = true
+			case r.data == `"later"` && !missed:
+				t.Fatalf("n%d: later came before a missed notice", i+1)
+			default:
+				got = append(got, r.data)
+			}
+		}
+		if got[0] != `"after"` || got[1] != `"later"` {
+			t.Fatalf("n%d after the outage: %v, want after, later", i+1, got)
 		}
 	}
 	for i, h := range hubs {

@@ -6,6 +6,7 @@ package openrpc
 
 import (
 	"encoding/json"
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"sort"
 )
 
@@ -75,10 +76,10 @@ func Add(doc []byte, methods []Method) (json.RawMessage, error) {
 	if list == nil {
 		list = []json.RawMessage{}
 	}
-	b, err := json.Marshal(list)
+	b, err := jsonx.Marshal(list)
 	if err != nil {
 		return nil, err
 	}
 	d["methods"] = b
-	return json.Marshal(d)
+	return jsonx.Marshal(d)
 }

@@ -9,14 +9,16 @@ import (
 // the server's own by statsCollector. A hub alone reports none of them.
 var (
 	descClusterConnected = prometheus.NewDesc("switchboard_cluster_connected",
-		"1 while the node is linked to the cluster (NATS), 0 while it delivers its own events only.", []string{"node"}, nil)
+		"1 while the node can publish to the cluster: linked to NATS and, with JetStream, its stream available; 0 otherwise.", []string{"node"}, nil)
 	descClusterEvents = prometheus.NewDesc("switchboard_cluster_events_total",
 		`Events between this node and the others, by direction: "sent", "received", "unsent" (the link was down), "lost" (known missed).`, []string{"node", "direction"}, nil)
 	descClusterDisconnects = prometheus.NewDesc("switchboard_cluster_disconnects_total",
 		"Times the node lost its link to the cluster.", []string{"node"}, nil)
+	descClusterResets = prometheus.NewDesc("switchboard_cluster_stream_resets_total",
+		"Times the node found its JetStream stream replaced (deleted and created again) and adopted its new epoch.", []string{"node"}, nil)
 )
 
-var clusterDescs = []*prometheus.Desc{descClusterConnected, descClusterEvents, descClusterDisconnects}
+var clusterDescs = []*prometheus.Desc{descClusterConnected, descClusterEvents, descClusterDisconnects, descClusterResets}
 
 func collectCluster(ch chan<- prometheus.Metric, st hub.ClusterStats) {
 	if st.Node == "" {
@@ -31,4 +33,5 @@ func collectCluster(ch chan<- prometheus.Metric, st hub.ClusterStats) {
 		ch <- prometheus.MustNewConstMetric(descClusterEvents, prometheus.CounterValue, float64(n), st.Node, dir)
 	}
 	ch <- prometheus.MustNewConstMetric(descClusterDisconnects, prometheus.CounterValue, float64(st.Disconnects), st.Node)
+	ch <- prometheus.MustNewConstMetric(descClusterResets, prometheus.CounterValue, float64(st.Resets), st.Node)
 }

@@ -1,0 +1,25 @@
+package server
+
+import "net/http"
+
+// serveReady answers /readyz: 200 "ready" when the server takes new
+// clients and Options.Ready has nothing against it, 503 with the reason
+// otherwise. /healthz says the process is alive; /readyz says whether a
+// load balancer should send it clients.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.isClosing() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("shutting down\n"))
+		return
+	}
+	if s.o.Ready != nil {
+		if err := s.o.Ready(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(err.Error() + "\n"))
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ready\n"))
+}
