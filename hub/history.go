@@ -83,7 +83,7 @@ type Page struct {
 // HistoryStats describe what a Store holds.
 type HistoryStats struct {
 	Events  int    // events held now
-	Bytes   int64  // their estimated memory, as counted against the bounds
+	Bytes   int64  // their estimated memory, with their topics', as counted against MaxBytes
 	Topics  int    // topics with events held
 	Evicted uint64 // events dropped by the bounds since the store was made
 }
@@ -135,6 +135,13 @@ const (
 	// and topic: its entry, the slots that index it, and the envelope of
 	// the encoded message its data shares an array with.
 	eventOverhead = 192
+
+	// topicOverhead estimates the memory a topic holding events takes
+	// beyond them: its log, its name and its slot in the map of topics
+	// (measured: about 200 bytes; the map grows by doubling). It is
+	// counted while the topic holds an event, so that a history of one
+	// event per topic stays within MaxBytes as one of many events does.
+	topicOverhead = 256
 
 	// maxIdleTopics bounds the topics remembered after their last event
 	// was dropped; beyond it the oldest are forgotten, and recovery from
@@ -329,6 +336,9 @@ func (s *MemoryStore) append(topic string, seq uint64, data []byte) {
 	} else if t.entries.len() == 0 {
 		s.idle--
 	}
+	if t.entries.len() == 0 {
+		s.bytes += topicOverhead
+	}
 	now := s.now()
 	e := &entry{seq: seq, data: data, at: now, size: len(data) + 2*len(topic) + eventOverhead, t: t}
 	t.entries.push(e)
@@ -383,6 +393,7 @@ func (s *MemoryStore) drop(e *entry) {
 		t.age.live--
 	}
 	if t.entries.len() == 0 {
+		s.bytes -= topicOverhead
 		s.idle++
 		if s.idle > maxIdleTopics {
 			s.forgetIdle()

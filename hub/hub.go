@@ -40,6 +40,12 @@ type Options struct {
 	// gets -32003 and the provider rpc.cancel. Negative means no bound.
 	ForwardTimeout time.Duration
 
+	// MaxMessage caps the size of the replies the hub makes whose size
+	// its peers choose (rpc.history), in bytes: set it to the server's
+	// message size limit, so that no reply is one the other side cannot
+	// read. Default [peer.DefaultMaxMessage].
+	MaxMessage int
+
 	// MaxForwards caps the forwarded calls in flight to one provider.
 	// Default [DefaultMaxForwards]; a call that finds every provider of its
 	// method at the cap gets -32004.
@@ -135,6 +141,9 @@ func New(opts *Options) *Hub {
 	}
 	if h.o.MaxTopicLength <= 0 {
 		h.o.MaxTopicLength = DefaultMaxTopicLength
+	}
+	if h.o.MaxMessage <= 0 {
+		h.o.MaxMessage = peer.DefaultMaxMessage
 	}
 	if h.o.ForwardTimeout == 0 {
 		h.o.ForwardTimeout = DefaultForwardTimeout
