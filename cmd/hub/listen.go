@@ -89,27 +89,15 @@ func (c *listenConfig) tlsConfig() (*tls.Config, error) {
 	}, nil
 }
 
-// guardMetrics answers /metrics on the main listener in place of h: not
-// at all when -metrics-addr moves it elsewhere, and only to authenticated
-// requests when authenticate is set (the hub requires tokens). The
-// operator's counters (peers, methods called, refusals) are for the
-// operator. Every other path goes to h.
-func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Request) (any, error)) http.Handler {
-	if c.metricsAddr == "" && authenticate == nil {
+// hideMetrics answers /metrics on the main listener with 404 when
+// -metrics-addr moves it elsewhere. Every other path goes to h.
+func (c *listenConfig) hideMetrics(h http.Handler) http.Handler {
+	if c.metricsAddr == "" {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" {
-			h.ServeHTTP(w, r)
-			return
-		}
-		if c.metricsAddr != "" {
+		if r.URL.Path == "/metrics" {
 			http.NotFound(w, r)
-			return
-		}
-		if _, err := authenticate(r); err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -117,8 +105,10 @@ func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Requ
 }
 
 // serveMetrics serves /metrics and /healthz of h on -metrics-addr, if
-// set, and Go's profiles with -pprof, until stop is called.
-func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
+// set, and Go's profiles with -pprof, until stop is called. guard puts the
+// Host check in front of every path of that listener; it asks for no
+// token (see the -metrics-addr flag).
+func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler, func(*http.Request) bool) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
 	if c.metricsAddr == "" {
 		if c.pprof {
 			return nil, errors.New("-pprof needs -metrics-addr: profiles are not served on -addr")
@@ -139,7 +129,7 @@ func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
+	hs := &http.Server{Handler: guard(mux, server.Open), ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
 	log.Info("metrics listening", zap.String("addr", ln.Addr().String()))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
 		log.Warn("-metrics-addr is beyond loopback: anyone who reaches it can read the metrics")

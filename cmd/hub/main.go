@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}
 	opts.HandshakeTimeout = c.listen.handshakeTimeout
 	mux := peer.NewMux()
-	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, MaxTopicLength: c.limits.maxTopicLen, History: hub.History{
+	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, MaxTopicLength: c.limits.maxTopicLen, MaxMessage: c.maxMessage, History: hub.History{
 		Retention: hub.Retention{Events: c.history, Age: c.historyAge, Off: c.history <= 0},
 		MaxBytes:  c.historyBytes,
 	}}
@@ -188,7 +188,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
-		Handler:           c.listen.guardMetrics(routes, opts.Authenticate),
+		Handler:           srv.Guard(c.listen.hideMetrics(routes), openPath),
 		ReadHeaderTimeout: c.listen.headerTimeout,
 		IdleTimeout:       c.listen.idleTimeout,
 		ErrorLog:          httpErrorLog(log),
@@ -199,7 +199,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	metrics.WatchListener(ln)
-	stopMetrics, err := c.listen.serveMetrics(routes, log)
+	stopMetrics, err := c.listen.serveMetrics(routes, srv.Guard, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -255,6 +255,18 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.writeStall, "write-stall", peer.DefaultWriteStall, "how long writes to a peer may make no progress before it is closed (1008)")
 	fs.DurationVar(&l.pingInterval, "ping-interval", peer.DefaultPingInterval, "how often each WebSocket peer is pinged (negative: never)")
 	fs.DurationVar(&l.pingTimeout, "ping-timeout", peer.DefaultPingTimeout, "how long a peer may send nothing after a ping before it is closed (1001)")
+}
+
+// openPath says which requests on -addr need no token when the hub
+// requires one: the health probes, and the playground's files, which hold
+// nothing of the hub's. Every other path not served by the server itself
+// (/metrics, and any added later) needs one.
+func openPath(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/healthz", "/readyz":
+		return true
+	}
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && web.Has(r.URL.Path)
 }
 
 // readTokens reads a token file: one token per line; blank lines and lines
