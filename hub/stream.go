@@ -504,7 +504,6 @@ func positionParam(raw json.RawMessage) (Position, error) {
 	return Position{Epoch: *p.Epoch, Seq: seq}, nil
 }
 
-
 // Store returns the hub's event stream, to read its history from Go code.
 func (h *Hub) Store() Store { return h.store }
 
