@@ -315,8 +315,10 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 	hctx := c.register(ctx, cl)
 	if cl.mode == Concurrent && c.spawning.Load() {
 		c.pool.spawn(func() {
+			n := c.out.reserve()
 			out, _ := run(hctx, &c.o, cl, nil, c.o.now())
 			c.finish(cl, out)
+			c.out.unreserve(n)
 		})
 		return true
 	}

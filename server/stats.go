@@ -21,9 +21,14 @@ type Stats struct {
 
 	// Limited counts the messages refused for going over a limit, by
 	// limit: "message_size" (1009), "batch", "depth" (-32600), "rate",
-	// "subscriptions" (-32004) and "topic_length" (-32602). Every limit is
-	// present, counted or not.
+	// "subscriptions" (-32004) and "topic_length" (-32602), and the peers
+	// closed with 1008 because they read nothing for WriteStall
+	// ("write_stall"). Every limit is present, counted or not.
 	Limited map[string]uint64
+
+	// QueuedBytes is what waits to be written to all the server's
+	// WebSocket peers now, as counted against Options.QueueBudget.
+	QueuedBytes int64
 
 	Hub hub.Stats // the server's hub
 }
@@ -48,7 +53,7 @@ func (r refusal) String() string { return refusalNames[r] }
 type counters struct {
 	accepted atomic.Uint64
 	refused  [numRefusals]atomic.Uint64
-	limited  [peer.LimitRate + 1]atomic.Uint64 // by peer.Limit
+	limited  [peer.LimitWriteStall + 1]atomic.Uint64 // by peer.Limit
 }
 
 // limit is the connections' and POSTs' peer.Options.OnLimit.
@@ -68,6 +73,7 @@ func (s *Server) Stats() Stats {
 		Accepted:    s.counters.accepted.Load(),
 		Refused:     make(map[string]uint64, numRefusals),
 		Hub:         s.hub.Stats(),
+		QueuedBytes: s.budget.Queued(),
 	}
 	for r := range numRefusals {
 		st.Refused[r.String()] = s.counters.refused[r].Load()
@@ -76,7 +82,7 @@ func (s *Server) Stats() Stats {
 		"subscriptions": st.Hub.OverSubscriptions,
 		"topic_length":  st.Hub.OverTopicLength,
 	}
-	for l := peer.LimitMessage; l <= peer.LimitRate; l++ {
+	for l := peer.LimitMessage; l <= peer.LimitWriteStall; l++ {
 		st.Limited[l.String()] = s.counters.limited[l].Load()
 	}
 	return st

@@ -57,6 +57,8 @@ type config struct {
 	maxBatch        int
 	maxInFlight     int
 	maxQueue        int
+	maxQueueBytes   int
+	queueBudget     int64
 	maxSubs         int
 	limits          limitFlags
 	routes          routeFlags
@@ -77,7 +79,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
-	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser (default: same origin only)")
+	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser: example.com, *.example.com, https://app.example.com; a port must be named when the origin has one: localhost:3000, *.example.com:* (default: same origin only)")
 	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry (default: any; on loopback, localhost and IPs only)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request (and /metrics, unless -metrics-addr) needs one")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
@@ -87,6 +89,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxBatch, "max-batch", peer.DefaultMaxBatch, "most `elements` in a batch")
 	fs.IntVar(&c.maxInFlight, "max-inflight", peer.DefaultMaxInFlight, "most `calls` served at once per connection")
 	fs.IntVar(&c.maxQueue, "max-queue", peer.DefaultMaxQueue, "most `messages` waiting to be written to one peer; a peer with that many events waiting is closed as too slow")
+	fs.IntVar(&c.maxQueueBytes, "max-queue-bytes", peer.DefaultMaxQueueBytes, "most `bytes` waiting to be written to one peer; beyond it no new call is taken from it, and a peer with that much waiting is too slow for events")
+	fs.Int64Var(&c.queueBudget, "queue-budget", server.DefaultQueueBudget, "most `bytes` waiting to be written to all peers together; beyond it, peers with something waiting take no new call until it moves (negative: no cap)")
 	fs.IntVar(&c.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "most topic `patterns` one peer may subscribe to")
 	c.limits.register(fs)
 	c.routes.register(fs)
@@ -129,6 +133,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		MaxBatch:       c.maxBatch,
 		MaxInFlight:    c.maxInFlight,
 		MaxQueue:       c.maxQueue,
+		MaxQueueBytes:  c.maxQueueBytes,
+		QueueBudget:    c.queueBudget,
 		MaxDepth:       c.limits.maxDepth,
 		WriteStall:     c.limits.writeStall,
 		Rate:           c.limits.rate,
