@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -65,6 +66,20 @@ type Options struct {
 	// that stops DNS rebinding attacks on a hub running on a developer's
 	// machine. A refused host gets 403.
 	AllowedHosts []string
+
+	// TrustedProxies lists the networks of the reverse proxies in front
+	// of the server. A request from one of them is taken to come from the
+	// client its X-Forwarded-For or Forwarded header names (the last
+	// address there that is not a trusted proxy): the logs show that
+	// address, and MaxConnsPerAddr caps the WebSockets of each client.
+	// Nil: the headers are ignored, as anyone can write them.
+	TrustedProxies []netip.Prefix
+
+	// MaxConnsPerAddr caps the WebSockets open at once from one client
+	// that comes through a trusted proxy (one IPv4 address or IPv6 /64);
+	// beyond it, 503. The [Listener] caps the others by their own address
+	// (and leaves trusted proxies to this cap). 0: no cap.
+	MaxConnsPerAddr int
 
 	// MaxMessage caps one WebSocket message (after decompression) and one
 	// POST body, in bytes. Default [peer.DefaultMaxMessage]; over it, a
@@ -176,6 +191,7 @@ type Server struct {
 	counters counters
 	share    *peer.Share  // BusyReaders; nil: no cap
 	budget   *peer.Budget // QueueBudget
+	proxies  proxies
 
 	mu       sync.Mutex
 	closing  bool
@@ -216,6 +232,7 @@ func New(opts *Options) *Server {
 		s.o.QueueBudget = DefaultQueueBudget
 	}
 	s.budget = peer.NewBudget(s.o.QueueBudget)
+	s.proxies = proxies{trusted: s.o.TrustedProxies, max: s.o.MaxConnsPerAddr}
 	s.hub = s.o.Hub
 	s.log = s.o.Logger
 	app := s.o.Router
@@ -236,6 +253,9 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // ServeHTTP serves /rpc, / and /healthz; other paths go to Options.Root,
 // or get 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.proxies.clientOf(r) {
+		r = r.WithContext(context.WithValue(r.Context(), proxiedKey{}, true))
+	}
 	if !s.hostAllowed(r) {
 		s.refuse(w, r, http.StatusForbidden, refusedHost, "host not allowed")
 		return

@@ -15,8 +15,9 @@ type Stats struct {
 	Accepted    uint64 // WebSockets accepted
 
 	// Refused counts the requests to /rpc refused before they were
-	// served, by reason: "origin", "host", "auth", "too_large" and
-	// "body_timeout". Every reason is present, counted or not.
+	// served, by reason: "origin", "host", "auth", "too_large",
+	// "body_timeout" and "max_conns_per_addr" (a client behind a trusted
+	// proxy). Every reason is present, counted or not.
 	Refused map[string]uint64
 
 	// Limited counts the messages refused for going over a limit, by
@@ -42,10 +43,11 @@ const (
 	refusedAuth
 	refusedTooLarge
 	refusedBodyTimeout
+	refusedPerAddr
 	numRefusals
 )
 
-var refusalNames = [numRefusals]string{"origin", "host", "auth", "too_large", "body_timeout"}
+var refusalNames = [numRefusals]string{"origin", "host", "auth", "too_large", "body_timeout", "max_conns_per_addr"}
 
 func (r refusal) String() string { return refusalNames[r] }
 

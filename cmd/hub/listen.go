@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/server"
@@ -32,6 +33,7 @@ type listenConfig struct {
 	handshakeTimeout time.Duration
 	maxConns         int
 	maxConnsPerAddr  int
+	trustedProxies   []netip.Prefix
 	metricsAddr      string
 	pprof            bool
 }
@@ -43,7 +45,12 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may stay idle between requests (`duration`)")
 	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "how long a WebSocket handshake may `take` once its headers are in (authentication, the 101 response)")
 	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "most `connections` open at once; more are answered 503 and closed (0: no limit)")
-	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", defaultMaxConnsPerAddr, "most `connections` open at once from one IP address, or IPv6 /64 (0: no limit; use 0 behind a reverse proxy)")
+	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", defaultMaxConnsPerAddr, "most `connections` open at once from one IP address, or IPv6 /64 (0: no limit; behind a reverse proxy, list it in -trusted-proxies)")
+	fs.Func("trusted-proxies", "comma-separated `CIDRs` (or IPs) of reverse proxies in front of the hub: for their requests, the client address comes from X-Forwarded-For or Forwarded, for -max-conns-per-addr and the logs", func(s string) error {
+		p, err := parsePrefixes(s)
+		c.trustedProxies = p
+		return err
+	})
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, where -token-file applies to it)")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/: CPU, heap, allocations, goroutines) on -metrics-addr, which it needs")
 }
@@ -62,9 +69,28 @@ func (c *listenConfig) listen(addr string, log *zap.Logger) (*server.Listener, e
 	return server.NewListener(ln, &server.ListenerOptions{
 		MaxConns:        c.maxConns,
 		MaxConnsPerAddr: c.maxConnsPerAddr,
+		TrustedProxies:  c.trustedProxies,
 		TLSConfig:       cfg,
 		Logger:          log,
 	}), nil
+}
+
+// parsePrefixes reads a comma-separated list of CIDRs; a bare IP is a
+// network of that one address.
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range splitList(s) {
+		if p, err := netip.ParsePrefix(part); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a CIDR nor an IP address", part)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // tlsConfig loads the certificate; nil without -tls-cert and -tls-key.

@@ -147,6 +147,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		Logger:         log,
 	}
 	opts.HandshakeTimeout = c.listen.handshakeTimeout
+	opts.TrustedProxies = c.listen.trustedProxies
+	opts.MaxConnsPerAddr = c.listen.maxConnsPerAddr
 	mux := peer.NewMux()
 	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, MaxTopicLength: c.limits.maxTopicLen, MaxMessage: c.maxMessage, History: hub.History{
 		Retention: hub.Retention{Events: c.history, Age: c.historyAge, Off: c.history <= 0},
