@@ -48,7 +48,8 @@ type Options struct {
 
 	// MaxForwards caps the forwarded calls in flight to one provider.
 	// Default [DefaultMaxForwards]; a call that finds every provider of its
-	// method at the cap gets -32004.
+	// method at the cap waits for one (up to ForwardTimeout, then -32003),
+	// as calls of the hub's own methods wait for a slot.
 	MaxForwards int
 
 	// History bounds the events the in-memory store keeps, per topic and

@@ -74,10 +74,16 @@ func (c *Conn) wakeLocked() {
 // the other side to use again from the moment the reply can reach it (an
 // rpc.cancel for a new call with that id must not find this one); the
 // slot is freed after, so that a reply waiting for room still holds it.
-func (c *Conn) finish(cl *call, reply []byte) {
+func (c *Conn) finish(cl *call, reply []byte) { c.finishReserved(cl, reply, 0) }
+
+// finishReserved is finish for a call that reserved n bytes of room for
+// its reply (outbox.reserve).
+func (c *Conn) finishReserved(cl *call, reply []byte, n int64) {
 	c.unregister(cl)
 	if reply != nil {
-		c.reply(reply)
+		_ = c.out.sendReserved(c.life, reply, true, n) // fails only once closed
+	} else {
+		c.out.unreserve(n)
 	}
 	c.freeSlots(1)
 }

@@ -84,7 +84,7 @@ const stallChecks = 2
 // the connection has closed.
 func (o *outbox) add(b []byte) error {
 	o.mu.Lock()
-	if err := o.waitRoomLocked(nil, o.pause); err != nil {
+	if err := o.waitRoomLocked(nil, o.pause, 0); err != nil {
 		o.mu.Unlock()
 		return err
 	}
@@ -127,12 +127,21 @@ func (o *outbox) postEvent(b []byte) error {
 // (holdWrites); anything else goes out at once, with what is held: a
 // handler's call to the other side must not wait for the reader.
 func (o *outbox) send(ctx context.Context, b []byte, reply bool) error {
+	return o.sendReserved(ctx, b, reply, 0)
+}
+
+// sendReserved is send for a reply whose call reserved own bytes
+// (reserve): the reservation is not counted against its own room, and
+// gives way to the reply once it is queued, or is given back if it is not.
+func (o *outbox) sendReserved(ctx context.Context, b []byte, reply bool, own int64) error {
 	o.mu.Lock()
 	var done <-chan struct{}
-	if !o.roomLocked() {
+	if !o.roomLocked(own) {
 		done = ctx.Done() // only when it must wait: a Call's is made then
 	}
-	if err := o.waitRoomLocked(done, nil); err != nil {
+	err := o.waitRoomLocked(done, nil, own)
+	o.bytes.Add(-own)
+	if err != nil {
 		o.mu.Unlock()
 		if err == errNoRoom { //nolint:errorlint // our own sentinel
 			return ctx.Err()
@@ -152,25 +161,30 @@ var errNoRoom = errors.New("peer: no room") // waitRoomLocked: done was closed f
 // full reports whether there is no room for another message, in bytes:
 // the reader then takes no new call until there is. It takes no lock:
 // the reader asks it before each call.
-func (o *outbox) full() bool {
-	b := o.bytes.Load()
+func (o *outbox) full() bool { return o.fullBut(0) }
+
+// fullBut is full, leaving out own bytes reserved by the caller.
+func (o *outbox) fullBut(own int64) bool {
+	b := o.bytes.Load() - own
 	return b > 0 && (b >= o.maxB || o.budget.spent())
 }
 
-// roomLocked reports whether there is room for another message.
-func (o *outbox) roomLocked() bool { return len(o.queue) < o.limit && !o.full() }
+// roomLocked reports whether there is room for another message, leaving
+// out own bytes reserved by the caller.
+func (o *outbox) roomLocked(own int64) bool { return len(o.queue) < o.limit && !o.fullBut(own) }
 
 // waitRoom waits until there is room for another message, or the outbox
 // closes (its cause). It runs on the reader, telling pause.
 func (o *outbox) waitRoom() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.waitRoomLocked(nil, o.pause)
+	return o.waitRoomLocked(nil, o.pause, 0)
 }
 
 // reserve waits for room, then counts as queued the size of the latest
 // reply, for a call about to run on a worker, and returns what it
-// reserved, for unreserve once the call's reply is queued. The reader
+// reserved, for sendReserved to queue the call's reply in its place (or
+// unreserve, when there is no reply). The reader
 // takes calls much faster than workers make their replies: without it, a
 // peer that pipelines calls with large results and reads none would have
 // them all made at once before the first was counted. With it, the
@@ -179,7 +193,7 @@ func (o *outbox) waitRoom() error {
 func (o *outbox) reserve() int64 {
 	n := o.lastRep.Load()
 	o.mu.Lock()
-	_ = o.waitRoomLocked(nil, nil) // once closed, the reply goes nowhere
+	_ = o.waitRoomLocked(nil, nil, 0) // once closed, the reply goes nowhere
 	o.bytes.Add(n)
 	o.mu.Unlock()
 	return n
@@ -200,10 +214,11 @@ func (o *outbox) unreserve(n int64) {
 }
 
 // waitRoomLocked waits, with o.mu held, until there is room for another
-// message, the outbox closes (its cause), or done is closed (errNoRoom).
-// pause, if not nil, is told when the wait starts and ends.
-func (o *outbox) waitRoomLocked(done <-chan struct{}, pause func(bool)) error {
-	for !o.closed && !o.roomLocked() {
+// message, the outbox closes (its cause), or done is closed (errNoRoom);
+// own bytes reserved by the caller do not count. pause, if not nil, is
+// told when the wait starts and ends.
+func (o *outbox) waitRoomLocked(done <-chan struct{}, pause func(bool), own int64) error {
+	for !o.closed && !o.roomLocked(own) {
 		if !o.writing && len(o.queue) > 0 {
 			// Held back by the reader (holdWrites) while the budget
 			// shared with other connections ran out: written now, or the
