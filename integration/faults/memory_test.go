@@ -274,13 +274,68 @@ func TestHistoryManyTopics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A call after them is answered after they are all published.
-	if got := roundTrip(t, c, `{"jsonrpc":"2.0","method":"rpc.history","params":{"topic":"many.>","limit":1},"id":1}`); !strings.Contains(got, fmt.Sprintf(`"seq":%d`, topics)) {
-		t.Fatalf("history after the last publish: %.300s", got)
+	// A call after them is answered after they are all published (which
+	// may take longer than roundTrip waits, with the race detector).
+	pipeline(t, ctx, c, []string{`{"jsonrpc":"2.0","method":"rpc.history","params":{"topic":"many.>","limit":1},"id":1}`})
+	if _, got, err := c.Read(ctx); err != nil || !strings.Contains(string(got), fmt.Sprintf(`"seq":%d`, topics)) {
+		t.Fatalf("history after the last publish: %v %.300s", err, got)
 	}
 	heap := heapAfterGC(t, admin)
 	t.Logf("%d topics of one event: heap after GC %.1f MiB for -history-bytes %d MiB", topics, float64(heap)/(1<<20), historyBytes>>20)
 	if limit := int64(historyBytes) * 12 / 10; heap > limit {
 		t.Errorf("heap after GC %d bytes, over 1.2 x -history-bytes (%d)", heap, limit)
 	}
+}
+
+// TestProviderAmplification: a caller pipelining 100 calls of a method a
+// peer provides, whose answers are 900 KB each, and reading nothing: the
+// hub's heap stays under the bound, it serves a new client, and every
+// call is answered once the caller reads.
+func TestProviderAmplification(t *testing.T) {
+	h, admin := startMemoryHub(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	prov := dial(t, h)
+	defer prov.CloseNow()
+	if got := roundTrip(t, prov, `{"jsonrpc":"2.0","method":"rpc.provide","params":{"methods":["big.get"]},"id":"p"}`); !strings.Contains(got, `"result"`) {
+		t.Fatalf("provide: %s", got)
+	}
+	answer := strings.Repeat("x", 900_000)
+	var served sync.WaitGroup
+	defer served.Wait()
+	defer prov.CloseNow()
+	served.Go(func() { // answers every call it is forwarded
+		for {
+			_, b, err := prov.Read(ctx)
+			if err != nil {
+				return
+			}
+			id := b[strings.Index(string(b), `"id":`)+5:]
+			id = id[:strings.IndexAny(string(id), ",}")]
+			if prov.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":`+string(id)+`,"result":"`+answer+`"}`)) != nil {
+				return
+			}
+		}
+	})
+	c := dial(t, h)
+	defer c.CloseNow()
+	const calls = 100
+	reqs := make([]string, calls)
+	for i := range reqs {
+		reqs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"big.get","id":%d}`, i)
+	}
+	pipeline(t, ctx, c, reqs)
+	for deadline := time.Now().Add(30 * time.Second); queuedBytes(t, admin) < 8<<20; {
+		if time.Now().After(deadline) {
+			t.Fatal("the queue did not fill")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a metric, with a deadline
+	}
+	serves(t, h)
+	heap := heapAfterGC(t, admin)
+	t.Logf("%d calls of a provided method answering 900 KB, unread: heap after GC %.1f MiB", calls, float64(heap)/(1<<20))
+	if heap > heapBound {
+		t.Errorf("heap after GC %d bytes, over %d", heap, heapBound)
+	}
+	readAll(t, ctx, c, calls)
 }
