@@ -221,6 +221,9 @@ type History struct {
 	Epoch  string  `json:"epoch"`  // the hub's stream
 	Seq    uint64  `json:"seq"`    // its latest position
 	Events []Event `json:"events"` // oldest first; their Epoch is set
+	// Truncated reports that the events asked for did not fit in one
+	// message: Events holds the newest that did.
+	Truncated bool `json:"truncated"`
 }
 
 // History returns the recent events of a topic or pattern that the hub

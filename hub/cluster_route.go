@@ -165,15 +165,12 @@ func (h *Hub) ServeRemoteCall(ctx context.Context, call RemoteCall) (json.RawMes
 		}
 	} else {
 		var err error
-		if p, err = h.pick(call.Method, nil, !call.Notification); err != nil {
+		if p, err = h.pickWait(ctx, call.Method, nil, !call.Notification); err != nil {
 			return nil, err
 		}
 		h.routes.count(call.Method)
 		if !call.Notification {
-			defer func() {
-				p.prov.inflight.Add(-1)
-				h.routes.inflight.Add(-1)
-			}()
+			defer h.unpick(p)
 		}
 	}
 	var params any

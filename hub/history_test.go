@@ -1,9 +1,12 @@
 package hub_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -291,4 +294,33 @@ func TestStoreMemory(t *testing.T) {
 		t.Fatalf("heap %d after expiry, %d before filling (%d full)", after, base, full)
 	}
 	runtime.KeepAlive(s)
+}
+
+// TestHistoryHeapManyTopics: with one event per topic, the heap the
+// history holds stays within 1.2 times MaxBytes, as with many events per
+// topic: the estimate counts each topic's own memory.
+func TestHistoryHeapManyTopics(t *testing.T) {
+	const maxBytes = 16 << 20
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, History: hub.History{MaxBytes: maxBytes}})
+	for i := range 150_000 {
+		if _, err := h.Publish(context.Background(), "t."+strconv.Itoa(i), json.RawMessage(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	used := heap() - before
+	st := h.Store().Stats()
+	runtime.KeepAlive(h)
+	if st.Evicted == 0 {
+		t.Fatalf("nothing evicted: %+v; the test needs more topics than fit", st)
+	}
+	if limit := uint64(maxBytes) * 12 / 10; used > limit {
+		t.Fatalf("heap grew by %d bytes holding %d topics of one event, over 1.2 x %d", used, st.Topics, maxBytes)
+	}
 }

@@ -40,9 +40,16 @@ type Options struct {
 	// gets -32003 and the provider rpc.cancel. Negative means no bound.
 	ForwardTimeout time.Duration
 
+	// MaxMessage caps the size of the replies the hub makes whose size
+	// its peers choose (rpc.history), in bytes: set it to the server's
+	// message size limit, so that no reply is one the other side cannot
+	// read. Default [peer.DefaultMaxMessage].
+	MaxMessage int
+
 	// MaxForwards caps the forwarded calls in flight to one provider.
 	// Default [DefaultMaxForwards]; a call that finds every provider of its
-	// method at the cap gets -32004.
+	// method at the cap waits for one (up to ForwardTimeout, then -32003),
+	// as calls of the hub's own methods wait for a slot.
 	MaxForwards int
 
 	// MaxAddressed caps the peers one rpc.call to a user or a topic
@@ -139,6 +146,9 @@ func New(opts *Options) *Hub {
 	}
 	if h.o.MaxTopicLength <= 0 {
 		h.o.MaxTopicLength = DefaultMaxTopicLength
+	}
+	if h.o.MaxMessage <= 0 {
+		h.o.MaxMessage = peer.DefaultMaxMessage
 	}
 	if h.o.ForwardTimeout == 0 {
 		h.o.ForwardTimeout = DefaultForwardTimeout

@@ -35,7 +35,14 @@ type routes struct {
 	inflight  atomic.Int64
 	lost      atomic.Uint64
 	addressed atomic.Uint64 // calls and notifications sent by rpc.call (address.go)
-	forwarded sync.Map      // method -> *atomic.Uint64
+
+	// Calls waiting for a provider below Options.MaxForwards: freed is
+	// closed when a forwarded call ends while waiting > 0.
+	waiting atomic.Int64
+	slotMu  sync.Mutex
+	freed   chan struct{}
+
+	forwarded sync.Map // method -> *atomic.Uint64
 	methods   atomic.Int64
 }
 
@@ -116,7 +123,7 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 		return nil, err
 	}
 	call := !req.IsNotification()
-	p, err := h.pick(req.Method, peer.ConnFromContext(ctx), call)
+	p, err := h.pickWait(ctx, req.Method, peer.ConnFromContext(ctx), call)
 	if err != nil {
 		// None of this node's peers can take it: one of another node's,
 		// in a cluster.
@@ -131,8 +138,7 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 		return nil, err
 	}
 	res, err := p.conn.Forward(ctx, req, h.o.ForwardTimeout)
-	p.prov.inflight.Add(-1)
-	h.routes.inflight.Add(-1)
+	h.unpick(p)
 	if err == nil {
 		return res, nil
 	}
@@ -157,10 +163,75 @@ func (h *Hub) forwardError(ctx context.Context, err error) error {
 	return errInvalidAnswer
 }
 
+// errAllBusy is pick's answer when every provider is at MaxForwards.
+var errAllBusy = errors.New("hub: every provider is at MaxForwards")
+
+// pickWait is pick, waiting while every provider of method has
+// Options.MaxForwards calls in flight, as a call of the hub's own
+// methods waits for a slot: the caller is slowed down, not refused, and
+// its calls waiting fill its connection's in-flight slots, so that the
+// hub stops reading from it. The wait ends with ctx (its error) or after
+// Options.ForwardTimeout (-32003).
+func (h *Hub) pickWait(ctx context.Context, method string, caller *peer.Conn, reserve bool) (*Peer, error) {
+	p, err := h.pick(method, caller, reserve)
+	if err != errAllBusy { //nolint:errorlint // our own sentinel, unwrapped
+		return p, err
+	}
+	r := &h.routes
+	var timeout <-chan time.Time
+	if h.o.ForwardTimeout > 0 {
+		t := time.NewTimer(h.o.ForwardTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		// Counted as waiting before pick looks again: a call that ends
+		// in between then wakes this one.
+		r.waiting.Add(1)
+		r.slotMu.Lock()
+		if r.freed == nil {
+			r.freed = make(chan struct{})
+		}
+		freed := r.freed
+		r.slotMu.Unlock()
+		p, err = h.pick(method, caller, reserve)
+		if err != errAllBusy { //nolint:errorlint // our own sentinel, unwrapped
+			r.waiting.Add(-1)
+			return p, err
+		}
+		select {
+		case <-freed:
+			r.waiting.Add(-1)
+		case <-ctx.Done():
+			r.waiting.Add(-1)
+			return nil, ctx.Err()
+		case <-timeout:
+			r.waiting.Add(-1)
+			return nil, errForwardTimeout
+		}
+	}
+}
+
+// unpick ends a forwarded call that pick counted, and wakes the calls
+// waiting for a provider.
+func (h *Hub) unpick(p *Peer) {
+	p.prov.inflight.Add(-1)
+	r := &h.routes
+	r.inflight.Add(-1)
+	if r.waiting.Load() > 0 {
+		r.slotMu.Lock()
+		if r.freed != nil {
+			close(r.freed)
+			r.freed = nil
+		}
+		r.slotMu.Unlock()
+	}
+}
+
 // pick chooses the provider of method with the fewest forwarded calls in
 // flight, other than the caller's own connection; ties are spread in turn.
 // For a call (reserve), it counts the call in the provider's in-flight
-// calls, or refuses it with -32004 when even that provider is at
+// calls, or returns errAllBusy when even that provider is at
 // Options.MaxForwards.
 func (h *Hub) pick(method string, caller *peer.Conn, reserve bool) (*Peer, error) {
 	r := &h.routes
@@ -194,7 +265,7 @@ func (h *Hub) pick(method string, caller *peer.Conn, reserve bool) (*Peer, error
 	if reserve {
 		if best.prov.inflight.Add(1) > int64(h.o.MaxForwards) {
 			best.prov.inflight.Add(-1)
-			return nil, peer.Errorf(peer.CodeOverloaded, "Overloaded: every provider of %s has %d calls in flight", method, h.o.MaxForwards)
+			return nil, errAllBusy
 		}
 		r.inflight.Add(1)
 	}

@@ -510,20 +510,38 @@ func TestRouteTimeout(t *testing.T) {
 	}
 }
 
-// Beyond Options.MaxForwards calls in flight to every provider, -32004.
+// Beyond Options.MaxForwards calls in flight to every provider, a call
+// waits for one to end, as calls of the hub's own methods wait for a
+// slot, rather than being refused; past ForwardTimeout, -32003.
 func TestRouteMaxForwards(t *testing.T) {
-	rh := startHub(t, &hub.Options{MaxForwards: 1})
+	rh := startHub(t, &hub.Options{MaxForwards: 1, ForwardTimeout: 10 * time.Second})
 	svc := newService(t, "svc")
 	provide(t, rh.dial(t, svc), "billing.*")
 	caller := rh.dial(t, nil)
 	errc := make(chan error, 1)
 	go func() { errc <- caller.Call(context.Background(), "billing.hold", nil, nil) }()
 	recvT(t, svc.started)
-	wantError(t, caller.Call(ctx(t), "billing.charge", []int{1}, nil), peer.CodeOverloaded, "")
+	charged := make(chan error, 1)
+	go func() { charged <- caller.Call(context.Background(), "billing.charge", []int{1}, nil) }()
+	waitUntil(t, "the second call to wait", func() bool { return rh.h.Stats().Routes.InFlight == 1 && svc.calls.Load() == 0 })
 	svc.free()
 	if err := recvT(t, errc); err != nil {
 		t.Fatal(err)
 	}
+	if err := recvT(t, charged); err != nil || svc.calls.Load() != 1 {
+		t.Fatalf("the call that waited: %v, %d calls", err, svc.calls.Load())
+	}
+
+	short := startHub(t, &hub.Options{MaxForwards: 1, ForwardTimeout: 100 * time.Millisecond})
+	svc2 := newService(t, "svc2")
+	provide(t, short.dial(t, svc2), "billing.*")
+	c2 := short.dial(t, nil)
+	held := make(chan error, 1)
+	go func() { held <- c2.Call(context.Background(), "billing.hold", nil, nil) }()
+	recvT(t, svc2.started)
+	wantError(t, c2.Call(ctx(t), "billing.charge", []int{1}, nil), peer.CodeTimeout, "Request timed out")
+	svc2.free()
+	<-held
 }
 
 // A forwarded call in flight when the server shuts down gets its

@@ -510,68 +510,6 @@ func positionParam(raw json.RawMessage) (Position, error) {
 	return Position{Epoch: *p.Epoch, Seq: seq}, nil
 }
 
-// historyResult is the result of rpc.history.
-type historyResult struct {
-	Epoch  string  `json:"epoch"`
-	Seq    uint64  `json:"seq"`
-	Events []Event `json:"events"`
-}
-
-// serveHistory answers rpc.history: {"topic": pattern, "limit": n,
-// "since": position}, or [pattern, limit]. Reading a pattern's history
-// takes the permission to subscribe to it.
-func (h *Hub) serveHistory(ctx context.Context, req *peer.Request) (any, error) {
-	const usage = `rpc.history takes {"topic": pattern, "limit": integer, "since": position}`
-	var p struct {
-		Topic *string          `json:"topic"`
-		Limit *int             `json:"limit"`
-		Since *json.RawMessage `json:"since"`
-	}
-	switch firstByte(req.Params) {
-	case '{':
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, invalidParams(usage)
-		}
-	case '[':
-		var a []json.RawMessage
-		if err := json.Unmarshal(req.Params, &a); err != nil || len(a) < 1 || len(a) > 2 ||
-			json.Unmarshal(a[0], &p.Topic) != nil || len(a) == 2 && json.Unmarshal(a[1], &p.Limit) != nil {
-			return nil, invalidParams(usage)
-		}
-	}
-	if p.Topic == nil || !validTopic(*p.Topic, true, h.o.MaxTopicLength) {
-		return nil, invalidParams(usage)
-	}
-	limit := DefaultHistoryLimit
-	if p.Limit != nil {
-		if *p.Limit < 0 {
-			return nil, invalidParams(`"limit" must not be negative`)
-		}
-		limit = min(*p.Limit, MaxHistoryLimit)
-	}
-	var after uint64
-	if p.Since != nil && string(*p.Since) != "null" {
-		since, err := positionParam(*p.Since)
-		if err != nil {
-			return nil, err
-		}
-		if since.Epoch == h.ep.Load().name {
-			after = since.Seq
-		}
-	}
-	if err := h.allow(ctx, Subscribe, *p.Topic); err != nil {
-		return nil, err
-	}
-	page, err := h.store.Read(Query{Pattern: *p.Topic, After: after, Limit: limit, Newest: true})
-	if err != nil {
-		return nil, err
-	}
-	if page.Events == nil {
-		page.Events = []Event{}
-	}
-	return historyResult{Epoch: h.ep.Load().name, Seq: page.Last, Events: page.Events}, nil
-}
-
 // Store returns the hub's event stream, to read its history from Go code.
 func (h *Hub) Store() Store { return h.store }
 

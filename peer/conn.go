@@ -143,6 +143,8 @@ func NewConn(t Transport, opts *Options) *Conn {
 		t:       t,
 		ctx:     c.life,
 		limit:   c.o.MaxQueue,
+		maxB:    int64(c.o.MaxQueueBytes),
+		budget:  c.o.QueueBudget,
 		stall:   c.o.WriteStall,
 		spawn:   c.pool.spawn,
 		fail:    c.writeFailed,
@@ -434,6 +436,7 @@ func (c *Conn) post(b []byte) { _ = c.out.add(b) } // fails only once closed
 // do so before blaming the write.
 func (c *Conn) writeFailed(err error) {
 	if errors.Is(err, ErrTooSlow) {
+		c.limit(LimitWriteStall)
 		c.o.Logger.Warn("peer too slow: writes stalled", zap.Duration("stall", c.o.WriteStall))
 		c.teardown(err, ClosePolicy, "write stalled")
 		return

@@ -44,7 +44,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 		return true
 	case !f.batch:
 		m := &f.msgs[0]
-		if m.isResponse() {
+		if m.isResponse() || c.answersPending(m) {
 			c.deliver(m, c.ownReads)
 			return true
 		}
@@ -72,7 +72,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 	b := newBatch(ctx, &c.o, c, len(f.msgs), len(frame))
 	for i := range f.msgs {
 		m := &f.msgs[i]
-		if m.isResponse() {
+		if m.isResponse() || c.answersPending(m) {
 			c.deliver(m, false)
 			continue
 		}
@@ -315,8 +315,9 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 	hctx := c.register(ctx, cl)
 	if cl.mode == Concurrent && c.spawning.Load() {
 		c.pool.spawn(func() {
+			n := c.out.reserve()
 			out, _ := run(hctx, &c.o, cl, nil, c.o.now())
-			c.finish(cl, out)
+			c.finishReserved(cl, out, n)
 		})
 		return true
 	}
@@ -383,9 +384,28 @@ func (c *Conn) deliver(m *message, mayPass bool) {
 	c.hand(id, p, r)
 }
 
+// answersPending reports whether m, which is neither a request nor a
+// response, has the id of a call of ours waiting for its answer: it is
+// then that call's answer, a malformed one (neither result nor error),
+// which the call gets as an error at once rather than waiting for one
+// that will not come.
+func (c *Conn) answersPending(m *message) bool {
+	if m.method != nil || !m.hasID {
+		return false
+	}
+	id, ok := parseOurID(m.id)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	_, pending := c.pending[id]
+	c.mu.Unlock()
+	return pending
+}
+
 func decodeReply(m *message) reply {
 	switch {
-	case !m.version || (m.result != nil && m.err != nil):
+	case !m.version || (m.result != nil) == (m.err != nil):
 		return reply{err: errors.New("peer: invalid response")}
 	case m.err != nil:
 		e := new(Error)

@@ -11,8 +11,9 @@ import (
 //
 // A call takes an in-flight slot before it starts (a batch takes one per
 // call it runs at once), and the reader, which takes them, waits when
-// MaxInFlight are taken: it reads nothing meanwhile, so the other side is
-// slowed down by TCP rather than refused. A handler that calls back to
+// MaxInFlight are taken, or when the outbound queue is full in bytes (the
+// replies made already are not being read): it reads nothing meanwhile,
+// so the other side is slowed down by TCP rather than refused. A handler that calls back to
 // its own caller and waits lends its slot back for the wait: its caller
 // may have sent more calls ahead of the answer, and the reader must be
 // able to read on to reach it.
@@ -21,6 +22,13 @@ import (
 // on the reader. It returns false, taking nothing, when the connection
 // closes or starts draining first.
 func (c *Conn) takeSlots(n int) bool {
+	if c.out.full() {
+		// The replies already made are not being read: no new call
+		// until they move (see outbox).
+		if c.out.waitRoom() != nil {
+			return false
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for !c.closed && !c.draining && c.running+n > c.o.MaxInFlight {
@@ -66,10 +74,16 @@ func (c *Conn) wakeLocked() {
 // the other side to use again from the moment the reply can reach it (an
 // rpc.cancel for a new call with that id must not find this one); the
 // slot is freed after, so that a reply waiting for room still holds it.
-func (c *Conn) finish(cl *call, reply []byte) {
+func (c *Conn) finish(cl *call, reply []byte) { c.finishReserved(cl, reply, 0) }
+
+// finishReserved is finish for a call that reserved n bytes of room for
+// its reply (outbox.reserve).
+func (c *Conn) finishReserved(cl *call, reply []byte, n int64) {
 	c.unregister(cl)
 	if reply != nil {
-		c.reply(reply)
+		_ = c.out.sendReserved(c.life, reply, true, n) // fails only once closed
+	} else {
+		c.out.unreserve(n)
 	}
 	c.freeSlots(1)
 }

@@ -49,6 +49,17 @@ type Options struct {
 	// queued, the other side is too slow for them and is closed with 1008.
 	MaxQueue int
 
+	// MaxQueueBytes caps the outbound queue in bytes, as MaxQueue does in
+	// messages: replies, calls and notifications wait while that many
+	// bytes are queued (one larger message goes out alone), the reader
+	// takes no new call from the other side meanwhile, and the other side
+	// is too slow for events (1008). Default [DefaultMaxQueueBytes].
+	MaxQueueBytes int
+
+	// QueueBudget, if set, is shared with other connections and bounds
+	// the bytes queued on all of them (see [Budget]).
+	QueueBudget *Budget
+
 	// WriteStall closes the connection, with 1008, once writes have made
 	// no progress for that long: the other side does not read at all.
 	// Default [DefaultWriteStall]; negative means never.
@@ -119,8 +130,10 @@ type Options struct {
 	OnServe func(method string, code Code, elapsed time.Duration)
 
 	// OnLimit, if set, is called each time a message from the other side
-	// goes over one of the limits above, with the limit. It must be fast:
-	// it runs on the reader. Metrics hook here.
+	// goes over one of the limits above, with the limit, and when writes
+	// stall for WriteStall (LimitWriteStall). It must be fast: it runs on
+	// the reader (on a timer's goroutine for LimitWriteStall). Metrics
+	// hook here.
 	OnLimit func(Limit)
 }
 
@@ -129,16 +142,18 @@ type Options struct {
 type Limit int
 
 const (
-	LimitMessage Limit = iota + 1 // MaxMessage: the connection closed with 1009
-	LimitBatch                    // MaxBatch: -32600
-	LimitDepth                    // MaxDepth: -32600
-	LimitRate                     // Rate and Burst: -32004, or a notification dropped
+	LimitMessage    Limit = iota + 1 // MaxMessage: the connection closed with 1009
+	LimitBatch                       // MaxBatch: -32600
+	LimitDepth                       // MaxDepth: -32600
+	LimitRate                        // Rate and Burst: -32004, or a notification dropped
+	LimitWriteStall                  // WriteStall: the other side read nothing; closed with 1008
 )
 
-var limitNames = [...]string{LimitMessage: "message_size", LimitBatch: "batch", LimitDepth: "depth", LimitRate: "rate"}
+var limitNames = [...]string{LimitMessage: "message_size", LimitBatch: "batch", LimitDepth: "depth", LimitRate: "rate",
+	LimitWriteStall: "write_stall"}
 
 // String returns the limit's name as metrics label it: "message_size",
-// "batch", "depth" or "rate".
+// "batch", "depth", "rate" or "write_stall".
 func (l Limit) String() string {
 	if l > 0 && int(l) < len(limitNames) {
 		return limitNames[l]
@@ -150,14 +165,15 @@ func (l Limit) String() string {
 // (the server, the client, the hub command) refer to these rather than
 // repeat them.
 const (
-	DefaultMaxMessage   = 1 << 20 // bytes
-	DefaultMaxBatch     = 1000    // elements
-	DefaultMaxInFlight  = 256     // calls per connection
-	DefaultMaxQueue     = 1024    // messages per connection
-	DefaultMaxDepth     = 64      // levels of nesting
-	DefaultCallTimeout  = 30 * time.Second
-	DefaultBatchWorkers = 4 // goroutines per batch
-	DefaultWriteStall   = 30 * time.Second
+	DefaultMaxMessage    = 1 << 20 // bytes
+	DefaultMaxBatch      = 1000    // elements
+	DefaultMaxInFlight   = 256     // calls per connection
+	DefaultMaxQueue      = 1024    // messages per connection
+	DefaultMaxQueueBytes = 8 << 20 // bytes per connection
+	DefaultMaxDepth      = 64      // levels of nesting
+	DefaultCallTimeout   = 30 * time.Second
+	DefaultBatchWorkers  = 4 // goroutines per batch
+	DefaultWriteStall    = 30 * time.Second
 
 	// DefaultPingInterval and DefaultPingTimeout are the liveness defaults
 	// of the server and the client, which call [Conn.Ping] every interval:
@@ -177,6 +193,7 @@ func (o *Options) withDefaults() Options {
 	positive(&c.MaxDepth, DefaultMaxDepth)
 	positive(&c.MaxInFlight, DefaultMaxInFlight)
 	positive(&c.MaxQueue, DefaultMaxQueue)
+	positive(&c.MaxQueueBytes, DefaultMaxQueueBytes)
 	positive(&c.BatchWorkers, DefaultBatchWorkers)
 	if c.Rate > 0 {
 		positive(&c.Burst, max(1, int(math.Ceil(c.Rate)))) // one second's worth

@@ -21,14 +21,25 @@ import (
 // Replies, calls and notifications wait for room, so that a peer that
 // reads slowly slows down what it is sent, and what it sends us: the
 // reader waits for room for its own replies, and reads nothing meanwhile.
-// Events (postEvent) never wait: a peer with limit of them queued is too
-// slow for them. A watchdog closes the connection once writes have made no
-// progress for stall: the other side does not read at all.
+// Events (postEvent) never wait: a peer with limit of them queued, or
+// maxBytes of anything, is too slow for them. A watchdog closes the
+// connection once writes have made no progress for stall: the other side
+// does not read at all.
+//
+// Room is counted in messages and in bytes: one message can be a
+// megabyte, so a bound in messages alone is no bound on memory. A message
+// counts from when it is queued until it is written. There is room for
+// one more message when fewer than limit are queued and either nothing is
+// queued (a message larger than maxBytes goes out alone) or fewer than
+// maxBytes bytes are, and the budget shared with the other connections,
+// if any, is not spent.
 type outbox struct {
 	t       Transport
 	gather  gatherer        // t, when it can gather writes; else nil
 	ctx     context.Context // bounds writes; ends when the connection closes
 	limit   int             // MaxQueue
+	maxB    int64           // MaxQueueBytes
+	budget  *Budget         // QueueBudget; nil: none
 	stall   time.Duration   // WriteStall; 0: no watchdog
 	spawn   func(func())    // runs a writer on a worker goroutine
 	fail    func(error)     // closes the connection after a failed or stalled write
@@ -36,6 +47,8 @@ type outbox struct {
 	pause   func(bool)      // told when the reader starts and stops waiting for room
 
 	written atomic.Uint64 // messages written, for the watchdog
+	bytes   atomic.Int64  // bytes queued or being written, or reserved; changed with mu held
+	lastRep atomic.Int64  // the size of the latest reply queued, what reserve reserves
 	writer  func()        // o.writeQueued, made once: a method value is an allocation
 
 	mu      sync.Mutex
@@ -71,7 +84,7 @@ const stallChecks = 2
 // the connection has closed.
 func (o *outbox) add(b []byte) error {
 	o.mu.Lock()
-	if err := o.waitRoomLocked(nil, o.pause); err != nil {
+	if err := o.waitRoomLocked(nil, o.pause, 0); err != nil {
 		o.mu.Unlock()
 		return err
 	}
@@ -97,7 +110,7 @@ func (o *outbox) postEvent(b []byte) error {
 		o.mu.Unlock()
 		return err
 	}
-	if o.posted >= o.limit {
+	if o.posted >= o.limit || o.bytes.Load() >= o.maxB {
 		o.mu.Unlock()
 		return ErrTooSlow
 	}
@@ -114,12 +127,21 @@ func (o *outbox) postEvent(b []byte) error {
 // (holdWrites); anything else goes out at once, with what is held: a
 // handler's call to the other side must not wait for the reader.
 func (o *outbox) send(ctx context.Context, b []byte, reply bool) error {
+	return o.sendReserved(ctx, b, reply, 0)
+}
+
+// sendReserved is send for a reply whose call reserved own bytes
+// (reserve): the reservation is not counted against its own room, and
+// gives way to the reply once it is queued, or is given back if it is not.
+func (o *outbox) sendReserved(ctx context.Context, b []byte, reply bool, own int64) error {
 	o.mu.Lock()
 	var done <-chan struct{}
-	if len(o.queue) >= o.limit {
+	if !o.roomLocked(own) {
 		done = ctx.Done() // only when it must wait: a Call's is made then
 	}
-	if err := o.waitRoomLocked(done, nil); err != nil {
+	err := o.waitRoomLocked(done, nil, own)
+	o.bytes.Add(-own)
+	if err != nil {
 		o.mu.Unlock()
 		if err == errNoRoom { //nolint:errorlint // our own sentinel
 			return ctx.Err()
@@ -136,11 +158,75 @@ func (o *outbox) send(ctx context.Context, b []byte, reply bool) error {
 
 var errNoRoom = errors.New("peer: no room") // waitRoomLocked: done was closed first
 
-// waitRoomLocked waits, with o.mu held, until fewer than limit messages
-// are queued, the outbox closes (its cause), or done is closed
-// (errNoRoom). pause, if not nil, is told when the wait starts and ends.
-func (o *outbox) waitRoomLocked(done <-chan struct{}, pause func(bool)) error {
-	for !o.closed && len(o.queue) >= o.limit {
+// full reports whether there is no room for another message, in bytes:
+// the reader then takes no new call until there is. It takes no lock:
+// the reader asks it before each call.
+func (o *outbox) full() bool { return o.fullBut(0) }
+
+// fullBut is full, leaving out own bytes reserved by the caller.
+func (o *outbox) fullBut(own int64) bool {
+	b := o.bytes.Load() - own
+	return b > 0 && (b >= o.maxB || o.budget.spent())
+}
+
+// roomLocked reports whether there is room for another message, leaving
+// out own bytes reserved by the caller.
+func (o *outbox) roomLocked(own int64) bool { return len(o.queue) < o.limit && !o.fullBut(own) }
+
+// waitRoom waits until there is room for another message, or the outbox
+// closes (its cause). It runs on the reader, telling pause.
+func (o *outbox) waitRoom() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.waitRoomLocked(nil, o.pause, 0)
+}
+
+// reserve waits for room, then counts as queued the size of the latest
+// reply, for a call about to run on a worker, and returns what it
+// reserved, for sendReserved to queue the call's reply in its place (or
+// unreserve, when there is no reply). The reader
+// takes calls much faster than workers make their replies: without it, a
+// peer that pipelines calls with large results and reads none would have
+// them all made at once before the first was counted. With it, the
+// replies being made count too, so that no more are made at once than
+// fit in the queue, and the reader waits for room meanwhile.
+func (o *outbox) reserve() int64 {
+	n := o.lastRep.Load()
+	o.mu.Lock()
+	_ = o.waitRoomLocked(nil, nil, 0) // once closed, the reply goes nowhere
+	o.bytes.Add(n)
+	o.mu.Unlock()
+	return n
+}
+
+// unreserve gives back what reserve reserved.
+func (o *outbox) unreserve(n int64) {
+	if n == 0 {
+		return
+	}
+	o.mu.Lock()
+	o.bytes.Add(-n)
+	if o.room != nil {
+		close(o.room)
+		o.room = nil
+	}
+	o.mu.Unlock()
+}
+
+// waitRoomLocked waits, with o.mu held, until there is room for another
+// message, the outbox closes (its cause), or done is closed (errNoRoom);
+// own bytes reserved by the caller do not count. pause, if not nil, is
+// told when the wait starts and ends.
+func (o *outbox) waitRoomLocked(done <-chan struct{}, pause func(bool), own int64) error {
+	for !o.closed && !o.roomLocked(own) {
+		if !o.writing && len(o.queue) > 0 {
+			// Held back by the reader (holdWrites) while the budget
+			// shared with other connections ran out: written now, or the
+			// wait would be for ever.
+			o.writing = true
+			o.armLocked()
+			o.spawnWriterLocked()
+		}
 		if o.room == nil {
 			o.room = make(chan struct{})
 		}
@@ -185,7 +271,12 @@ func (o *outbox) enqueueLocked(b []byte, q enqueue) {
 		return
 	}
 	o.queue = append(o.queue, outMsg{b: b, post: q&qPost != 0})
-	if o.writing || o.holding && q&qHold != 0 && len(o.queue) < holdMax(o.limit) {
+	o.bytes.Add(int64(len(b)))
+	o.budget.add(len(b))
+	if q&qHold != 0 && q&qPost == 0 {
+		o.lastRep.Store(int64(len(b)))
+	}
+	if o.writing || o.holding && q&qHold != 0 && len(o.queue) < holdMax(o.limit) && o.bytes.Load() < o.maxB/2 {
 		o.mu.Unlock()
 		return
 	}
@@ -216,7 +307,9 @@ func (o *outbox) write(inline bool) {
 		}
 		batch := o.queue
 		o.queue, o.spare = o.spare[:0], nil
+		var n int
 		for _, m := range batch {
+			n += len(m.b)
 			if m.post {
 				o.posted--
 			}
@@ -227,12 +320,19 @@ func (o *outbox) write(inline bool) {
 		}
 		o.mu.Unlock()
 
-		if err := o.writeBatch(batch); err != nil {
+		err := o.writeBatch(batch)
+		o.mu.Lock()
+		o.bytes.Add(int64(-n))
+		o.budget.add(-n)
+		if err != nil {
+			o.mu.Unlock()
 			o.fail(err)
 			return
 		}
-
-		o.mu.Lock()
+		if o.room != nil {
+			close(o.room)
+			o.room = nil
+		}
 		if o.spare == nil {
 			o.spare = batch[:0]
 		}
@@ -373,6 +473,12 @@ func (o *outbox) close(cause error) {
 	}
 	o.closed = true
 	o.cause = cause
+	var n int
+	for _, m := range o.queue {
+		n += len(m.b)
+	}
+	o.bytes.Add(int64(-n))
+	o.budget.add(-n)
 	o.queue = nil
 	if o.room != nil {
 		close(o.room)

@@ -56,6 +56,7 @@ func newTestOutbox(t *testing.T, g *gatedTransport, limit int) *outbox {
 		t:     g,
 		ctx:   ctx,
 		limit: limit,
+		maxB:  1 << 30,
 		spawn: func(fn func()) { wg.Go(fn) },
 		fail: func(err error) {
 			if ctx.Err() == nil { // not the cleanup's doing

@@ -23,8 +23,13 @@ type ListenerOptions struct {
 	// address: one IPv4 address, or one IPv6 /64 network (what one host
 	// is usually given). 0: no limit. Behind a reverse proxy every
 	// connection comes from the proxy's address, so leave it 0 there and
-	// let the proxy limit its clients.
+	// let the proxy limit its clients, or list it in TrustedProxies.
 	MaxConnsPerAddr int
+
+	// TrustedProxies lists the networks of reverse proxies, whose
+	// connections MaxConnsPerAddr does not cap: the server caps their
+	// clients' instead (server.Options.TrustedProxies).
+	TrustedProxies []netip.Prefix
 
 	// TLSConfig, if set, serves TLS on every connection accepted, as
 	// tls.NewListener does (the handshake runs on the connection's first
@@ -117,6 +122,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		addr := hostOf(c.RemoteAddr())
+		if l.trusted(c.RemoteAddr()) {
+			addr = netip.Addr{} // counted in MaxConns only
+		}
 		if refused, ok := l.admit(addr); !ok {
 			l.refuse(c, refused)
 			continue
@@ -234,6 +242,16 @@ func (l *Listener) refuse(c net.Conn, over limit) {
 		delete(l.refusing, c)
 		l.mu.Unlock()
 	}()
+}
+
+// trusted reports whether a is the address of a trusted proxy.
+func (l *Listener) trusted(a net.Addr) bool {
+	if len(l.o.TrustedProxies) == 0 {
+		return false
+	}
+	p := proxies{trusted: l.o.TrustedProxies}
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && p.isTrusted(tcp.AddrPort().Addr())
 }
 
 // hostOf returns the address a per-address limit counts a remote

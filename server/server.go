@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -60,9 +61,12 @@ type Options struct {
 	// AllowedOrigins lists the origins, beyond the request's own host,
 	// that may open a WebSocket or POST from a browser, as host patterns
 	// ("example.com", "*.example.com") or, with a scheme, origin patterns
-	// ("https://*.example.com"), matched with path.Match. Requests without
-	// an Origin header (non-browser clients) are not checked. Default:
-	// same origin only. "*" allows any origin.
+	// ("https://*.example.com"), matched with path.Match against the
+	// origin's host and port: a pattern without a port matches only an
+	// origin without one (the scheme's default port); "example.com:8443"
+	// matches that port, "example.com:*" any port. Requests without an
+	// Origin header (non-browser clients) are not checked. Default: same
+	// origin only. "*" allows any origin.
 	AllowedOrigins []string
 
 	// AllowedHosts lists the host names the Host header may carry. Empty
@@ -71,6 +75,20 @@ type Options struct {
 	// that stops DNS rebinding attacks on a hub running on a developer's
 	// machine. A refused host gets 403.
 	AllowedHosts []string
+
+	// TrustedProxies lists the networks of the reverse proxies in front
+	// of the server. A request from one of them is taken to come from the
+	// client its X-Forwarded-For or Forwarded header names (the last
+	// address there that is not a trusted proxy): the logs show that
+	// address, and MaxConnsPerAddr caps the WebSockets of each client.
+	// Nil: the headers are ignored, as anyone can write them.
+	TrustedProxies []netip.Prefix
+
+	// MaxConnsPerAddr caps the WebSockets open at once from one client
+	// that comes through a trusted proxy (one IPv4 address or IPv6 /64);
+	// beyond it, 503. The [Listener] caps the others by their own address
+	// (and leaves trusted proxies to this cap). 0: no cap.
+	MaxConnsPerAddr int
 
 	// MaxMessage caps one WebSocket message (after decompression) and one
 	// POST body, in bytes. Default [peer.DefaultMaxMessage]; over it, a
@@ -95,6 +113,18 @@ type Options struct {
 	WriteStall                                time.Duration
 	Rate                                      float64
 	Burst                                     int
+
+	// MaxQueueBytes caps what waits to be written to one WebSocket peer,
+	// in bytes, as [peer.Options].MaxQueueBytes does: beyond it the server
+	// takes no new call from that peer, and the peer is too slow for
+	// events (1008). Default [peer.DefaultMaxQueueBytes].
+	MaxQueueBytes int
+
+	// QueueBudget caps what waits to be written to all WebSocket peers
+	// together, in bytes (see [peer.Budget]): beyond it, each peer with
+	// anything of its own waiting takes no new call until that moves.
+	// Default [DefaultQueueBudget]; negative: no cap (Stats still counts).
+	QueueBudget int64
 
 	// BusyReaders caps how many busy WebSocket connections are read at
 	// once: those whose next message is always already there, such as a
@@ -158,6 +188,9 @@ var ErrUnauthorized = errors.New("server: unauthorized")
 // DefaultBodyTimeout is the default of Options.BodyTimeout.
 const DefaultBodyTimeout = 10 * time.Second
 
+// DefaultQueueBudget is the default of Options.QueueBudget.
+const DefaultQueueBudget = 256 << 20
+
 // Server is an http.Handler serving JSON-RPC 2.0 on /rpc and / (WebSocket
 // and HTTP POST), /healthz, and what Options.Root serves. Each WebSocket is
 // served on the goroutine of its HTTP request, as a peer of the server's Hub.
@@ -172,8 +205,10 @@ type Server struct {
 	log      *zap.Logger
 	mux      *http.ServeMux
 	counters counters
-	share    *peer.Share // BusyReaders; nil: no cap
-	expiries expiries    // of the connections with a token
+	share    *peer.Share  // BusyReaders; nil: no cap
+	budget   *peer.Budget // QueueBudget
+	proxies  proxies
+	expiries expiries // of the connections with a token
 
 	mu       sync.Mutex
 	closing  bool
@@ -210,6 +245,11 @@ func New(opts *Options) *Server {
 	if s.o.BusyReaders >= 0 {
 		s.share = peer.NewShare(s.o.BusyReaders)
 	}
+	if s.o.QueueBudget == 0 {
+		s.o.QueueBudget = DefaultQueueBudget
+	}
+	s.budget = peer.NewBudget(s.o.QueueBudget)
+	s.proxies = proxies{trusted: s.o.TrustedProxies, max: s.o.MaxConnsPerAddr}
 	s.hub = s.o.Hub
 	s.log = s.o.Logger
 	app := s.o.Router
@@ -231,6 +271,9 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // ServeHTTP serves /rpc, /, /healthz and /readyz; other paths go to Options.Root,
 // or get 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.proxies.clientOf(r) {
+		r = r.WithContext(context.WithValue(r.Context(), proxiedKey{}, true))
+	}
 	if !s.hostAllowed(r) {
 		s.refuse(w, r, http.StatusForbidden, refusedHost, "host not allowed")
 		return
@@ -337,19 +380,21 @@ func (s *Server) isClosing() bool {
 // peerOptions returns the options for one connection or POST.
 func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
 	return &peer.Options{
-		Router:      s.router,
-		MaxMessage:  s.o.MaxMessage,
-		MaxBatch:    s.o.MaxBatch,
-		MaxDepth:    s.o.MaxDepth,
-		MaxInFlight: s.o.MaxInFlight,
-		MaxQueue:    s.o.MaxQueue,
-		WriteStall:  s.o.WriteStall,
-		Rate:        s.o.Rate,
-		Burst:       s.o.Burst,
-		Logger:      log,
-		OnServe:     s.o.OnServe,
-		OnLimit:     s.counters.limit,
-		Share:       s.share,
+		Router:        s.router,
+		MaxMessage:    s.o.MaxMessage,
+		MaxBatch:      s.o.MaxBatch,
+		MaxDepth:      s.o.MaxDepth,
+		MaxInFlight:   s.o.MaxInFlight,
+		MaxQueue:      s.o.MaxQueue,
+		MaxQueueBytes: s.o.MaxQueueBytes,
+		QueueBudget:   s.budget,
+		WriteStall:    s.o.WriteStall,
+		Rate:          s.o.Rate,
+		Burst:         s.o.Burst,
+		Logger:        log,
+		OnServe:       s.o.OnServe,
+		OnLimit:       s.counters.limit,
+		Share:         s.share,
 	}
 }
 

@@ -15,15 +15,21 @@ type Stats struct {
 	Accepted    uint64 // WebSockets accepted
 
 	// Refused counts the requests to /rpc refused before they were
-	// served, by reason: "origin", "host", "auth", "too_large" and
-	// "body_timeout". Every reason is present, counted or not.
+	// served, by reason: "origin", "host", "auth", "too_large",
+	// "body_timeout" and "max_conns_per_addr" (a client behind a trusted
+	// proxy). Every reason is present, counted or not.
 	Refused map[string]uint64
 
 	// Limited counts the messages refused for going over a limit, by
 	// limit: "message_size" (1009), "batch", "depth" (-32600), "rate",
-	// "subscriptions" (-32004) and "topic_length" (-32602). Every limit is
-	// present, counted or not.
+	// "subscriptions" (-32004) and "topic_length" (-32602), and the peers
+	// closed with 1008 because they read nothing for WriteStall
+	// ("write_stall"). Every limit is present, counted or not.
 	Limited map[string]uint64
+
+	// QueuedBytes is what waits to be written to all the server's
+	// WebSocket peers now, as counted against Options.QueueBudget.
+	QueuedBytes int64
 
 	Hub hub.Stats // the server's hub
 }
@@ -37,10 +43,11 @@ const (
 	refusedAuth
 	refusedTooLarge
 	refusedBodyTimeout
+	refusedPerAddr
 	numRefusals
 )
 
-var refusalNames = [numRefusals]string{"origin", "host", "auth", "too_large", "body_timeout"}
+var refusalNames = [numRefusals]string{"origin", "host", "auth", "too_large", "body_timeout", "max_conns_per_addr"}
 
 func (r refusal) String() string { return refusalNames[r] }
 
@@ -48,7 +55,7 @@ func (r refusal) String() string { return refusalNames[r] }
 type counters struct {
 	accepted atomic.Uint64
 	refused  [numRefusals]atomic.Uint64
-	limited  [peer.LimitRate + 1]atomic.Uint64 // by peer.Limit
+	limited  [peer.LimitWriteStall + 1]atomic.Uint64 // by peer.Limit
 }
 
 // limit is the connections' and POSTs' peer.Options.OnLimit.
@@ -68,6 +75,7 @@ func (s *Server) Stats() Stats {
 		Accepted:    s.counters.accepted.Load(),
 		Refused:     make(map[string]uint64, numRefusals),
 		Hub:         s.hub.Stats(),
+		QueuedBytes: s.budget.Queued(),
 	}
 	for r := range numRefusals {
 		st.Refused[r.String()] = s.counters.refused[r].Load()
@@ -76,7 +84,7 @@ func (s *Server) Stats() Stats {
 		"subscriptions": st.Hub.OverSubscriptions,
 		"topic_length":  st.Hub.OverTopicLength,
 	}
-	for l := peer.LimitMessage; l <= peer.LimitRate; l++ {
+	for l := peer.LimitMessage; l <= peer.LimitWriteStall; l++ {
 		st.Limited[l.String()] = s.counters.limited[l].Load()
 	}
 	return st

@@ -25,8 +25,17 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		done()
 		return
 	}
+	release := func() {}
+	if r.Context().Value(proxiedKey{}) != nil {
+		if release = s.proxies.take(r.RemoteAddr); release == nil {
+			done()
+			s.refuse(w, r, http.StatusServiceUnavailable, refusedPerAddr, "too many connections")
+			return
+		}
+	}
 	if !s.begin() {
 		done()
+		release()
 		plain(w, http.StatusServiceUnavailable, "shutting down\n")
 		return
 	}
@@ -43,6 +52,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		done()
 		s.end()
+		release()
 		s.log.Debug("websocket upgrade failed", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		return // Accept has answered
 	}
@@ -50,12 +60,13 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	// The request's context ends when this handler returns; its values
 	// (an identity a middleware put there, say) stay.
 	ctx := hub.WithIdentity(context.WithoutCancel(r.Context()), identity)
-	go s.servePeer(ctx, t, r.RemoteAddr, identity)
+	go s.servePeer(ctx, t, r.RemoteAddr, identity, release)
 }
 
 // servePeer serves t, accepted from remote, until the connection ends;
-// it ends what serveWebSocket's begin started.
-func (s *Server) servePeer(ctx context.Context, t peer.Transport, remote string, identity any) {
+// it ends what serveWebSocket's begin started, and calls release.
+func (s *Server) servePeer(ctx context.Context, t peer.Transport, remote string, identity any, release func()) {
+	defer release()
 	defer s.end()
 	id := uuid.NewString()
 	who := []zap.Field{zap.String("peer", id), zap.String("remote", remote)}

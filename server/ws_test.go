@@ -193,8 +193,12 @@ func TestServerToClientCalls(t *testing.T) {
 	}
 }
 
+// TestOriginRefused: -origins patterns, with and without a port. A
+// pattern without a port matches an origin without one (the scheme's
+// default port) only; "host:*" matches any port.
 func TestOriginRefused(t *testing.T) {
-	ts := newTestServer(t, &server.Options{AllowedOrigins: []string{"*.example.com", "https://app.example.org"}})
+	ts := newTestServer(t, &server.Options{AllowedOrigins: []string{"*.example.com", "https://app.example.org",
+		"localhost:*", "*.example.net:8443"}})
 	for _, tt := range []struct {
 		origin string
 		ok     bool
@@ -206,6 +210,12 @@ func TestOriginRefused(t *testing.T) {
 		{"https://example.com", false},
 		{"https://app.example.org", true},
 		{"http://app.example.org", false},
+		{"https://sub.example.com:8443", false}, // a port the pattern does not name
+		{"https://app.example.org:8443", false},
+		{"http://localhost:3000", true}, // host:*
+		{"http://localhost", false},     // host:* needs a port
+		{"https://a.example.net:8443", true},
+		{"https://a.example.net:8444", false},
 		{"null", false},
 	} {
 		t.Run(tt.origin, func(t *testing.T) {

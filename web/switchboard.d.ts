@@ -238,6 +238,8 @@ export interface History<T = any> {
   epoch: string;
   seq: number;
   events: (TopicEvent<T> & { seq: number; epoch: string })[];
+  /** True when the events asked for did not fit in one message: these are the newest that did. */
+  truncated?: boolean;
 }
 
 /** The handler of a subscription: events, and a MissedEvent when resuming could not give them all. */

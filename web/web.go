@@ -41,3 +41,19 @@ func Handler() http.Handler {
 		fs.ServeHTTP(w, r)
 	})
 }
+
+// Has reports whether Handler serves a file at path ("/" is the
+// playground): what anyone may load, as opposed to the hub's data.
+func Has(path string) bool {
+	if path == "/" {
+		return true
+	}
+	name := path[min(1, len(path)):]
+	f, err := files.Open(name)
+	if err != nil {
+		return false
+	}
+	st, err := f.Stat()
+	f.Close()
+	return err == nil && !st.IsDir()
+}

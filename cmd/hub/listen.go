@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/server"
@@ -32,6 +33,7 @@ type listenConfig struct {
 	handshakeTimeout time.Duration
 	maxConns         int
 	maxConnsPerAddr  int
+	trustedProxies   []netip.Prefix
 	metricsAddr      string
 	pprof            bool
 }
@@ -43,7 +45,12 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may stay idle between requests (`duration`)")
 	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "how long a WebSocket handshake may `take` once its headers are in (authentication, the 101 response)")
 	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "most `connections` open at once; more are answered 503 and closed (0: no limit)")
-	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", defaultMaxConnsPerAddr, "most `connections` open at once from one IP address, or IPv6 /64 (0: no limit; use 0 behind a reverse proxy)")
+	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", defaultMaxConnsPerAddr, "most `connections` open at once from one IP address, or IPv6 /64 (0: no limit; behind a reverse proxy, list it in -trusted-proxies)")
+	fs.Func("trusted-proxies", "comma-separated `CIDRs` (or IPs) of reverse proxies in front of the hub: for their requests, the client address comes from X-Forwarded-For or Forwarded, for -max-conns-per-addr and the logs", func(s string) error {
+		p, err := parsePrefixes(s)
+		c.trustedProxies = p
+		return err
+	})
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, where -token-file applies to it)")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/: CPU, heap, allocations, goroutines) on -metrics-addr, which it needs")
 }
@@ -62,9 +69,28 @@ func (c *listenConfig) listen(addr string, log *zap.Logger) (*server.Listener, e
 	return server.NewListener(ln, &server.ListenerOptions{
 		MaxConns:        c.maxConns,
 		MaxConnsPerAddr: c.maxConnsPerAddr,
+		TrustedProxies:  c.trustedProxies,
 		TLSConfig:       cfg,
 		Logger:          log,
 	}), nil
+}
+
+// parsePrefixes reads a comma-separated list of CIDRs; a bare IP is a
+// network of that one address.
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range splitList(s) {
+		if p, err := netip.ParsePrefix(part); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a CIDR nor an IP address", part)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // tlsConfig loads the certificate; nil without -tls-cert and -tls-key.
@@ -89,27 +115,15 @@ func (c *listenConfig) tlsConfig() (*tls.Config, error) {
 	}, nil
 }
 
-// guardMetrics answers /metrics on the main listener in place of h: not
-// at all when -metrics-addr moves it elsewhere, and only to authenticated
-// requests when authenticate is set (the hub requires tokens). The
-// operator's counters (peers, methods called, refusals) are for the
-// operator. Every other path goes to h.
-func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Request) (any, error)) http.Handler {
-	if c.metricsAddr == "" && authenticate == nil {
+// hideMetrics answers /metrics on the main listener with 404 when
+// -metrics-addr moves it elsewhere. Every other path goes to h.
+func (c *listenConfig) hideMetrics(h http.Handler) http.Handler {
+	if c.metricsAddr == "" {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" {
-			h.ServeHTTP(w, r)
-			return
-		}
-		if c.metricsAddr != "" {
+		if r.URL.Path == "/metrics" {
 			http.NotFound(w, r)
-			return
-		}
-		if id, err := authenticate(r); err != nil || id == nil { // nil: an anonymous peer (-anonymous)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -117,8 +131,10 @@ func (c *listenConfig) guardMetrics(h http.Handler, authenticate func(*http.Requ
 }
 
 // serveMetrics serves /metrics, /healthz and /readyz of h on -metrics-addr, if
-// set, and Go's profiles with -pprof, until stop is called.
-func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
+// set, and Go's profiles with -pprof, until stop is called. guard puts the
+// Host check in front of every path of that listener; it asks for no
+// token (see the -metrics-addr flag).
+func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler, func(*http.Request) bool) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
 	if c.metricsAddr == "" {
 		if c.pprof {
 			return nil, errors.New("-pprof needs -metrics-addr: profiles are not served on -addr")
@@ -140,7 +156,7 @@ func (c *listenConfig) serveMetrics(h http.Handler, log *zap.Logger) (stop func(
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
+	hs := &http.Server{Handler: guard(mux, server.Open), ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
 	log.Info("metrics listening", zap.String("addr", ln.Addr().String()))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
 		log.Warn("-metrics-addr is beyond loopback: anyone who reaches it can read the metrics")

@@ -72,6 +72,8 @@ type config struct {
 	maxBatch        int
 	maxInFlight     int
 	maxQueue        int
+	maxQueueBytes   int
+	queueBudget     int64
 	maxSubs         int
 	limits          limitFlags
 	routes          routeFlags
@@ -95,7 +97,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
-	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser (default: same origin only)")
+	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser: example.com, *.example.com, https://app.example.com; a port must be named when the origin has one: localhost:3000, *.example.com:* (default: same origin only)")
 	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry (default: any; on loopback, localhost and IPs only)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request (and /metrics, unless -metrics-addr) needs one")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
@@ -105,6 +107,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxBatch, "max-batch", peer.DefaultMaxBatch, "most `elements` in a batch")
 	fs.IntVar(&c.maxInFlight, "max-inflight", peer.DefaultMaxInFlight, "most `calls` served at once per connection")
 	fs.IntVar(&c.maxQueue, "max-queue", peer.DefaultMaxQueue, "most `messages` waiting to be written to one peer; a peer with that many events waiting is closed as too slow")
+	fs.IntVar(&c.maxQueueBytes, "max-queue-bytes", peer.DefaultMaxQueueBytes, "most `bytes` waiting to be written to one peer; beyond it no new call is taken from it, and a peer with that much waiting is too slow for events")
+	fs.Int64Var(&c.queueBudget, "queue-budget", server.DefaultQueueBudget, "most `bytes` waiting to be written to all peers together; beyond it, peers with something waiting take no new call until it moves (negative: no cap)")
 	fs.IntVar(&c.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "most topic `patterns` one peer may subscribe to")
 	c.limits.register(fs)
 	c.routes.register(fs)
@@ -152,6 +156,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		MaxBatch:       c.maxBatch,
 		MaxInFlight:    c.maxInFlight,
 		MaxQueue:       c.maxQueue,
+		MaxQueueBytes:  c.maxQueueBytes,
+		QueueBudget:    c.queueBudget,
 		MaxDepth:       c.limits.maxDepth,
 		WriteStall:     c.limits.writeStall,
 		Rate:           c.limits.rate,
@@ -164,8 +170,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		Logger:         log,
 	}
 	opts.HandshakeTimeout = c.listen.handshakeTimeout
+	opts.TrustedProxies = c.listen.trustedProxies
+	opts.MaxConnsPerAddr = c.listen.maxConnsPerAddr
 	mux := peer.NewMux()
-	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, MaxTopicLength: c.limits.maxTopicLen, History: hub.History{
+	hubOpts := &hub.Options{MaxSubscriptions: c.maxSubs, MaxTopicLength: c.limits.maxTopicLen, MaxMessage: c.maxMessage, History: hub.History{
 		Retention: hub.Retention{Events: c.history, Age: c.historyAge, Off: c.history <= 0},
 		MaxBytes:  c.historyBytes,
 	}}
@@ -218,7 +226,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
-		Handler:           c.listen.guardMetrics(routes, opts.Authenticate),
+		Handler:           srv.Guard(c.listen.hideMetrics(routes), openPath),
 		ReadHeaderTimeout: c.listen.headerTimeout,
 		IdleTimeout:       c.listen.idleTimeout,
 		ErrorLog:          httpErrorLog(log),
@@ -229,7 +237,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	metrics.WatchListener(ln)
-	stopMetrics, err := c.listen.serveMetrics(routes, log)
+	stopMetrics, err := c.listen.serveMetrics(routes, srv.Guard, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -286,6 +294,18 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.writeStall, "write-stall", peer.DefaultWriteStall, "how long writes to a peer may make no progress before it is closed (1008)")
 	fs.DurationVar(&l.pingInterval, "ping-interval", peer.DefaultPingInterval, "how often each WebSocket peer is pinged (negative: never)")
 	fs.DurationVar(&l.pingTimeout, "ping-timeout", peer.DefaultPingTimeout, "how long a peer may send nothing after a ping before it is closed (1001)")
+}
+
+// openPath says which requests on -addr need no token when the hub
+// requires one: the health probes, and the playground's files, which hold
+// nothing of the hub's. Every other path not served by the server itself
+// (/metrics, and any added later) needs one.
+func openPath(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/healthz", "/readyz":
+		return true
+	}
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && web.Has(r.URL.Path)
 }
 
 // readTokens reads a token file: one token per line; blank lines and lines

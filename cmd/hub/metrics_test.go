@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -81,19 +79,5 @@ func TestPprof(t *testing.T) {
 // unless auth is "", and returns the status and body.
 func rawRequest(t *testing.T, addr, path, auth string) (int, string) {
 	t.Helper()
-	c := dialRaw(t, addr)
-	req := "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nConnection: close\r\n"
-	if auth != "" {
-		req += "Authorization: " + auth + "\r\n"
-	}
-	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return hostRequest(t, addr, addr, path, auth)
 }

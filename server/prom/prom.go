@@ -140,14 +140,15 @@ var (
 	descPublished     = prometheus.NewDesc("switchboard_published_total", "Messages published on topics.", nil, nil)
 	descDelivered     = prometheus.NewDesc("switchboard_delivered_total", "Events handed to subscribers.", nil, nil)
 	descDropped       = prometheus.NewDesc("switchboard_dropped_total", "Events not delivered because the subscriber was closed or too slow.", nil, nil)
-	descSlow          = prometheus.NewDesc("switchboard_slow_consumers_total", "Subscribers closed with 1008 because their event queue was full.", nil, nil)
+	descSlow          = prometheus.NewDesc("switchboard_slow_consumers_total", "Peers closed with 1008 as too slow: their event queue was full, or they read nothing for -write-stall.", nil, nil)
+	descQueued        = prometheus.NewDesc("switchboard_queued_bytes", "Bytes waiting to be written to all WebSocket peers now (bounded by -queue-budget).", nil, nil)
 	descLimited       = prometheus.NewDesc("switchboard_limited_total",
 		"Messages refused for going over a limit, by limit (message_size, batch, depth, rate, subscriptions, topic_length).", []string{"limit"}, nil)
 )
 
 func (statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descAccepted, descRejected,
-		descPeers, descSubscriptions, descPublished, descDelivered, descDropped, descSlow, descLimited} {
+		descPeers, descSubscriptions, descPublished, descDelivered, descDropped, descSlow, descQueued, descLimited} {
 		ch <- d
 	}
 	for _, d := range append(append(routeDescs, streamDescs...), clusterDescs...) {
@@ -173,7 +174,8 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descPublished, st.Hub.Published)
 	counter(descDelivered, st.Hub.Delivered)
 	counter(descDropped, st.Hub.Dropped)
-	counter(descSlow, st.Hub.SlowClosed)
+	counter(descSlow, st.Hub.SlowClosed+st.Limited[peer.LimitWriteStall.String()])
+	gauge(descQueued, int(st.QueuedBytes))
 	collectRoutes(ch, st.Hub.Routes)
 	collectStreams(ch, st.Hub.Stream)
 	collectCluster(ch, st.Hub.Cluster)
