@@ -153,7 +153,8 @@ func (h *Hub) remoteError(ctx context.Context, err error) error {
 // the fewest forwarded calls in flight), or, with call.Peer set, to that
 // peer. It returns the peer's answer unchanged: the raw result, or its
 // *peer.Error. Its own answers are -32601 (no such provider), -32007 (no such peer
-// here), -32004 (every provider at Options.MaxForwards), -32006 (the peer
+// here), -32003 (every provider stayed at Options.MaxForwards for the
+// forward timeout), -32006 (the peer
 // disconnected before answering) and -32002 (ctx was cancelled: the peer
 // was sent rpc.cancel). A Directory calls it; ctx carries the caller's
 // cancellation and deadline.
@@ -165,7 +166,7 @@ func (h *Hub) ServeRemoteCall(ctx context.Context, call RemoteCall) (json.RawMes
 		}
 	} else {
 		var err error
-		if p, err = h.pickWait(ctx, call.Method, nil, !call.Notification); err != nil {
+		if p, _, err = h.pickWait(ctx, call.Method, nil, !call.Notification); err != nil { // ctx bounds the call
 			return nil, err
 		}
 		h.routes.count(call.Method)

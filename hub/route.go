@@ -123,7 +123,7 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 		return nil, err
 	}
 	call := !req.IsNotification()
-	p, err := h.pickWait(ctx, req.Method, peer.ConnFromContext(ctx), call)
+	p, timeout, err := h.pickWait(ctx, req.Method, peer.ConnFromContext(ctx), call)
 	if err != nil {
 		// None of this node's peers can take it: one of another node's,
 		// in a cluster.
@@ -134,10 +134,10 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 	}
 	h.routes.count(req.Method)
 	if !call {
-		_, err := p.conn.Forward(ctx, req, h.o.ForwardTimeout)
+		_, err := p.conn.Forward(ctx, req, timeout)
 		return nil, err
 	}
-	res, err := p.conn.Forward(ctx, req, h.o.ForwardTimeout)
+	res, err := p.conn.Forward(ctx, req, timeout)
 	h.unpick(p)
 	if err == nil {
 		return res, nil
@@ -171,12 +171,15 @@ var errAllBusy = errors.New("hub: every provider is at MaxForwards")
 // methods waits for a slot: the caller is slowed down, not refused, and
 // its calls waiting fill its connection's in-flight slots, so that the
 // hub stops reading from it. The wait ends with ctx (its error) or after
-// Options.ForwardTimeout (-32003).
-func (h *Hub) pickWait(ctx context.Context, method string, caller *peer.Conn, reserve bool) (*Peer, error) {
+// Options.ForwardTimeout (-32003). It returns what is left of
+// ForwardTimeout for the call itself: the wait counts against it, so that
+// a call waits and runs for ForwardTimeout at most in all.
+func (h *Hub) pickWait(ctx context.Context, method string, caller *peer.Conn, reserve bool) (*Peer, time.Duration, error) {
 	p, err := h.pick(method, caller, reserve)
 	if err != errAllBusy { //nolint:errorlint // our own sentinel, unwrapped
-		return p, err
+		return p, h.o.ForwardTimeout, err
 	}
+	start := time.Now()
 	r := &h.routes
 	var timeout <-chan time.Time
 	if h.o.ForwardTimeout > 0 {
@@ -197,17 +200,21 @@ func (h *Hub) pickWait(ctx context.Context, method string, caller *peer.Conn, re
 		p, err = h.pick(method, caller, reserve)
 		if err != errAllBusy { //nolint:errorlint // our own sentinel, unwrapped
 			r.waiting.Add(-1)
-			return p, err
+			left := h.o.ForwardTimeout
+			if left > 0 {
+				left = max(left-time.Since(start), time.Millisecond)
+			}
+			return p, left, err
 		}
 		select {
 		case <-freed:
 			r.waiting.Add(-1)
 		case <-ctx.Done():
 			r.waiting.Add(-1)
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-timeout:
 			r.waiting.Add(-1)
-			return nil, errForwardTimeout
+			return nil, 0, errForwardTimeout
 		}
 	}
 }
