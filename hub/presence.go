@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -82,16 +81,11 @@ func (h *Hub) servePresence(ctx context.Context, req *peer.Request) (any, error)
 	var p struct {
 		Topic *string `json:"topic"`
 	}
-	switch firstByte(req.Params) {
-	case '{':
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, invalidParams(usage)
-		}
-	case '[':
-		var a []string
-		if err := json.Unmarshal(req.Params, &a); err != nil || len(a) != 1 {
-			return nil, invalidParams(usage)
-		}
+	var a []string
+	switch form, err := readParams(req.Params, &p, &a); {
+	case err != nil, form == paramsByPosition && len(a) != 1:
+		return nil, invalidParams(usage)
+	case form == paramsByPosition:
 		p.Topic = &a[0]
 	}
 	if p.Topic == nil {

@@ -90,15 +90,12 @@ func (h *Hub) servePublish(ctx context.Context, req *peer.Request) (any, error) 
 		Topic *string         `json:"topic"`
 		Data  json.RawMessage `json:"data"`
 	}
-	switch firstByte(req.Params) {
-	case '{':
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, invalidParams("rpc.publish takes {\"topic\": string, \"data\": any}")
-		}
-	case '[':
-		var a []json.RawMessage
-		if err := json.Unmarshal(req.Params, &a); err != nil || len(a) < 1 || len(a) > 2 ||
-			json.Unmarshal(a[0], &p.Topic) != nil {
+	var a []json.RawMessage
+	switch form, err := readParams(req.Params, &p, &a); {
+	case form == paramsByName && err != nil:
+		return nil, invalidParams("rpc.publish takes {\"topic\": string, \"data\": any}")
+	case form == paramsByPosition:
+		if err != nil || len(a) < 1 || len(a) > 2 || json.Unmarshal(a[0], &p.Topic) != nil {
 			return nil, invalidParams("rpc.publish takes [topic, data]")
 		}
 		if len(a) == 2 {
@@ -152,23 +149,19 @@ func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
 func (h *Hub) topicParams(params json.RawMessage) ([]string, error) {
 	const usage = `takes {"topic": pattern} or [pattern, ...]`
 	var topics []string
-	switch firstByte(params) {
-	case '{':
-		var p struct {
-			Topic  *string  `json:"topic"`
-			Topics []string `json:"topics"`
-		}
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalidParams(usage)
-		}
+	var p struct {
+		Topic  *string  `json:"topic"`
+		Topics []string `json:"topics"`
+	}
+	form, err := readParams(params, &p, &topics)
+	if err != nil {
+		return nil, invalidParams(usage)
+	}
+	if form == paramsByName {
 		if p.Topic != nil {
 			topics = append(topics, *p.Topic)
 		}
 		topics = append(topics, p.Topics...)
-	case '[':
-		if err := json.Unmarshal(params, &topics); err != nil {
-			return nil, invalidParams(usage)
-		}
 	}
 	if len(topics) == 0 {
 		return nil, invalidParams("no topic: " + usage)
@@ -207,17 +200,6 @@ func (h *Hub) checkTopic(t string, wildcards bool) *peer.Error {
 
 func invalidParams(msg string) *peer.Error {
 	return peer.Errorf(peer.CodeInvalidParams, "Invalid params: %s", msg)
-}
-
-func firstByte(b []byte) byte {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c
-	}
-	return 0
 }
 
 // quote quotes a topic for an error message, shortening a long one. The

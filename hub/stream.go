@@ -472,14 +472,14 @@ func (p *Peer) endReplay() {
 // topicParams, and by name "since" and "presence".
 func (h *Hub) subscribeParams(params json.RawMessage) (subscribeRequest, error) {
 	topics, err := h.topicParams(params)
-	if err != nil || firstByte(params) != '{' {
-		return subscribeRequest{topics: topics}, err
+	if err != nil {
+		return subscribeRequest{}, err
 	}
 	var p struct {
 		Since    *json.RawMessage `json:"since"`
 		Presence *bool            `json:"presence"`
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
+	if _, err := readParams(params, &p, nil); err != nil {
 		return subscribeRequest{}, invalidParams(`"presence" takes true or false`)
 	}
 	sr := subscribeRequest{topics: topics, presence: p.Presence != nil && *p.Presence}
@@ -500,7 +500,7 @@ func positionParam(raw json.RawMessage) (Position, error) {
 		Seq   *json.Number `json:"seq"`
 	}
 	const usage = `"since" takes {"epoch": string, "seq": integer}`
-	if firstByte(raw) != '{' || json.Unmarshal(raw, &p) != nil || p.Epoch == nil || p.Seq == nil {
+	if form, err := readParams(raw, &p, nil); form != paramsByName || err != nil || p.Epoch == nil || p.Seq == nil {
 		return Position{}, invalidParams(usage)
 	}
 	seq, err := strconv.ParseUint(p.Seq.String(), 10, 64)
