@@ -148,7 +148,7 @@ func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessa
 	res, err := p.conn.Forward(ctx, &a.call, a.timeout)
 	h.routes.inflight.Add(-1)
 	if err != nil {
-		return nil, h.forwardError(ctx, err)
+		return nil, h.forwardError(ctx, err, false)
 	}
 	return res, nil
 }
@@ -170,7 +170,7 @@ func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address)
 	res, err := d.Route(rctx, call)
 	h.routes.inflight.Add(-1)
 	if err != nil {
-		return nil, h.remoteError(ctx, err)
+		return nil, h.forwardError(ctx, err, true)
 	}
 	return res, nil
 }

@@ -126,26 +126,7 @@ func (h *Hub) forwardRemote(ctx context.Context, d Directory, req *peer.Request)
 	if err == nil {
 		return res, nil
 	}
-	return nil, h.remoteError(ctx, err)
-}
-
-// remoteError turns an error of Directory.Route, for the caller whose
-// request ctx serves, into the caller's answer.
-func (h *Hub) remoteError(ctx context.Context, err error) error {
-	var e *peer.Error
-	switch {
-	case errors.As(err, &e):
-		if e.Code == peer.CodeProviderLost {
-			h.routes.lost.Add(1)
-		}
-		return e
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		return errForwardTimeout
-	}
-	h.routes.lost.Add(1)
-	return errProviderLost
+	return nil, h.forwardError(ctx, err, true)
 }
 
 // ServeRemoteCall serves a call that another node of the cluster sends to

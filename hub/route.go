@@ -142,15 +142,23 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 	if err == nil {
 		return res, nil
 	}
-	return nil, h.forwardError(ctx, err)
+	return nil, h.forwardError(ctx, err, false)
 }
 
-// forwardError turns an error of Forward, for the caller whose request
-// ctx serves, into the caller's answer.
-func (h *Hub) forwardError(ctx context.Context, err error) error {
+// forwardError turns the error of a forwarded call, for the caller whose
+// request ctx serves, into the caller's answer. The call went to a peer of
+// this hub (peer.Conn.Forward) or, remote, to another node
+// (Directory.Route). The two differ in two things only: another node's
+// -32006 is a provider lost too, and counted; and an error that is none
+// of the known ones is, from a peer here, an answer the hub could not
+// read (-32603), from another node, a route that failed (-32006).
+func (h *Hub) forwardError(ctx context.Context, err error, remote bool) error {
 	var e *peer.Error
 	switch {
 	case errors.As(err, &e):
+		if remote && e.Code == peer.CodeProviderLost {
+			h.routes.lost.Add(1)
+		}
 		return e // the peer's answer, or -32005 from a hub going away
 	case errors.Is(err, peer.ErrClosed):
 		h.routes.lost.Add(1)
@@ -159,6 +167,9 @@ func (h *Hub) forwardError(ctx context.Context, err error) error {
 		return ctx.Err() // the caller left: no one reads the answer
 	case errors.Is(err, context.DeadlineExceeded):
 		return errForwardTimeout
+	case remote:
+		h.routes.lost.Add(1)
+		return errProviderLost
 	}
 	return errInvalidAnswer
 }
