@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -191,47 +190,4 @@ func presenceMessage(method, topic string, info PeerInfo) []byte {
 	msg = append(msg, notifyMid...)
 	msg = append(msg, params...)
 	return append(msg, '}')
-}
-
-// overlapping appends to dst the subscriptions in the tree below n whose
-// pattern overlaps the rest of a pattern (some topic matches both).
-func (n *node) overlapping(dst []*subscription, rest string) []*subscription {
-	if rest == "" {
-		return append(dst, n.subs...)
-	}
-	word, tail, _ := strings.Cut(rest, ".")
-	if c := n.children[">"]; c != nil {
-		dst = append(dst, c.subs...) // ">" takes this word and any after
-	}
-	switch word {
-	case ">": // any pattern going on from here overlaps
-		for w, c := range n.children {
-			if w != ">" {
-				dst = c.all(dst)
-			}
-		}
-	case "*":
-		for w, c := range n.children {
-			if w != ">" {
-				dst = c.overlapping(dst, tail)
-			}
-		}
-	default:
-		if c := n.children[word]; c != nil {
-			dst = c.overlapping(dst, tail)
-		}
-		if c := n.children["*"]; c != nil {
-			dst = c.overlapping(dst, tail)
-		}
-	}
-	return dst
-}
-
-// all appends the subscriptions in the tree below n, n's included.
-func (n *node) all(dst []*subscription) []*subscription {
-	dst = append(dst, n.subs...)
-	for _, c := range n.children {
-		dst = c.all(dst)
-	}
-	return dst
 }
