@@ -153,8 +153,8 @@ package hub
 //	history*.go       the in-memory store and rpc.history
 //	presence.go       rpc.presence, and the rpc.join and rpc.leave it sends
 //	provide.go        rpc.provide and rpc.unprovide
-//	route.go          forwarding a call to a provider, and its errors
-//	cluster_route.go  forwarding to and from the other nodes of a cluster
+//	route.go          forwarding a call to a provider, here or on another node
+//	cluster_route.go  the Directory: the peers of every node, calls from them
 //	address.go        rpc.whoami and rpc.call: calls to a chosen peer
 //	discover.go       rpc.discover
 //	broker.go         the Broker that links the hubs of a cluster

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -12,7 +13,8 @@ import (
 )
 
 // This file forwards calls to the peers that provide their methods
-// (rpc.provide, see provide.go).
+// (rpc.provide, see provide.go): to one of this hub's, or through the
+// Directory to one of another node's.
 
 // The defaults of Options.ForwardTimeout and Options.MaxForwards. A
 // provider's own connection serves at most peer.DefaultMaxInFlight calls
@@ -172,6 +174,35 @@ func (h *Hub) forwardError(ctx context.Context, err error, remote bool) error {
 		return errProviderLost
 	}
 	return errInvalidAnswer
+}
+
+// remoteProvided reports whether a peer on another node provides method.
+func (h *Hub) remoteProvided(method string) bool {
+	d := h.directory()
+	return d != nil && h.forwardable(method) && d.Provides(method)
+}
+
+// forwardRemote forwards a call that no peer of this hub can take to a
+// provider on another node.
+func (h *Hub) forwardRemote(ctx context.Context, d Directory, req *peer.Request) (any, error) {
+	call := RemoteCall{Method: req.Method, Params: req.Params, Notification: req.IsNotification()}
+	if !call.Notification {
+		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) }
+	}
+	fctx := ctx
+	if h.o.ForwardTimeout > 0 {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, h.o.ForwardTimeout)
+		defer cancel()
+	}
+	h.routes.count(req.Method)
+	h.routes.inflight.Add(1)
+	res, err := d.Route(fctx, call)
+	h.routes.inflight.Add(-1)
+	if err == nil {
+		return res, nil
+	}
+	return nil, h.forwardError(ctx, err, true)
 }
 
 // errAllBusy is pick's answer when every provider is at MaxForwards.
