@@ -59,7 +59,7 @@ func (h *Hub) readAddress(params json.RawMessage) (*address, error) {
 		Params  json.RawMessage `json:"params"`
 		Timeout json.RawMessage `json:"timeout"`
 	}
-	if firstByte(params) != '{' || json.Unmarshal(params, &p) != nil {
+	if form, err := readParams(params, &p, nil); form != paramsByName || err != nil {
 		return nil, invalidParams(addressUsage)
 	}
 	a := &address{timeout: h.o.ForwardTimeout}
@@ -89,10 +89,10 @@ func (h *Hub) readAddress(params json.RawMessage) (*address, error) {
 		return nil, invalidParams("rpc.call cannot call " + quote(p.Method))
 	}
 	a.call.Method = p.Method
-	switch firstByte(p.Params) {
-	case '[', '{':
+	switch formOf(p.Params) {
+	case paramsByName, paramsByPosition:
 		a.call.Params = p.Params
-	case 0, 'n': // omitted, or null
+	case paramsAbsent:
 	default:
 		return nil, invalidParams("the params to pass on must be an array or an object")
 	}
@@ -148,7 +148,7 @@ func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessa
 	res, err := p.conn.Forward(ctx, &a.call, a.timeout)
 	h.routes.inflight.Add(-1)
 	if err != nil {
-		return nil, h.forwardError(ctx, err)
+		return nil, h.forwardError(ctx, err, false)
 	}
 	return res, nil
 }
@@ -170,7 +170,7 @@ func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address)
 	res, err := d.Route(rctx, call)
 	h.routes.inflight.Add(-1)
 	if err != nil {
-		return nil, h.remoteError(ctx, err)
+		return nil, h.forwardError(ctx, err, true)
 	}
 	return res, nil
 }

@@ -100,54 +100,6 @@ func (h *Hub) node() string {
 	return h.o.Broker.Node()
 }
 
-// remoteProvided reports whether a peer on another node provides method.
-func (h *Hub) remoteProvided(method string) bool {
-	d := h.directory()
-	return d != nil && h.forwardable(method) && d.Provides(method)
-}
-
-// forwardRemote forwards a call that no peer of this hub can take to a
-// provider on another node.
-func (h *Hub) forwardRemote(ctx context.Context, d Directory, req *peer.Request) (any, error) {
-	call := RemoteCall{Method: req.Method, Params: req.Params, Notification: req.IsNotification()}
-	if !call.Notification {
-		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) }
-	}
-	fctx := ctx
-	if h.o.ForwardTimeout > 0 {
-		var cancel context.CancelFunc
-		fctx, cancel = context.WithTimeout(ctx, h.o.ForwardTimeout)
-		defer cancel()
-	}
-	h.routes.count(req.Method)
-	h.routes.inflight.Add(1)
-	res, err := d.Route(fctx, call)
-	h.routes.inflight.Add(-1)
-	if err == nil {
-		return res, nil
-	}
-	return nil, h.remoteError(ctx, err)
-}
-
-// remoteError turns an error of Directory.Route, for the caller whose
-// request ctx serves, into the caller's answer.
-func (h *Hub) remoteError(ctx context.Context, err error) error {
-	var e *peer.Error
-	switch {
-	case errors.As(err, &e):
-		if e.Code == peer.CodeProviderLost {
-			h.routes.lost.Add(1)
-		}
-		return e
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		return errForwardTimeout
-	}
-	h.routes.lost.Add(1)
-	return errProviderLost
-}
-
 // ServeRemoteCall serves a call that another node of the cluster sends to
 // this hub: to a peer of this hub that provides call.Method (the one with
 // the fewest forwarded calls in flight), or, with call.Peer set, to that

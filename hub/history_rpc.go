@@ -22,15 +22,13 @@ func (h *Hub) serveHistory(ctx context.Context, req *peer.Request) (any, error) 
 		Limit *int             `json:"limit"`
 		Since *json.RawMessage `json:"since"`
 	}
-	switch firstByte(req.Params) {
-	case '{':
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, invalidParams(usage)
-		}
-	case '[':
-		var a []json.RawMessage
-		if err := json.Unmarshal(req.Params, &a); err != nil || len(a) < 1 || len(a) > 2 ||
-			json.Unmarshal(a[0], &p.Topic) != nil || len(a) == 2 && json.Unmarshal(a[1], &p.Limit) != nil {
+	var a []json.RawMessage
+	switch form, err := readParams(req.Params, &p, &a); {
+	case err != nil:
+		return nil, invalidParams(usage)
+	case form == paramsByPosition:
+		if len(a) < 1 || len(a) > 2 || json.Unmarshal(a[0], &p.Topic) != nil ||
+			len(a) == 2 && json.Unmarshal(a[1], &p.Limit) != nil {
 			return nil, invalidParams(usage)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -375,89 +374,4 @@ func (h *Hub) Stats() Stats {
 		Stream:            h.streamStats(),
 		Cluster:           h.clusterStats(),
 	}
-}
-
-// Publish sends data to every peer subscribed to a pattern matching topic,
-// as an rpc.event notification, and returns how many peers it reached.
-// The event is encoded once; data may be anything encoding/json accepts
-// (a json.RawMessage is sent as is). Publish never waits for a subscriber:
-// one whose queue of events is full is closed with 1008 and not counted.
-// Publishing from Go code is not subject to the hub's Policy.
-//
-// In a cluster, the count is of this hub's subscribers; the other nodes'
-// get the event too. With a [Sequencer], Publish appends the event to
-// its stream and waits (up to 5 s, or ctx) for it to come back to this
-// hub, to count them; it fails when the stream is unreachable.
-func (h *Hub) Publish(ctx context.Context, topic string, data any) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if !validTopic(topic, false, h.o.MaxTopicLength) {
-		return 0, fmt.Errorf("%w: %q", ErrInvalidTopic, topic)
-	}
-	raw, err := jsonx.Marshal(data)
-	if err != nil {
-		return 0, fmt.Errorf("hub: encode data for %s: %w", topic, err)
-	}
-	n, _, err := h.publish(ctx, topic, raw)
-	return n, err
-}
-
-// subscribe adds p's subscriptions to the patterns, which must be valid.
-// It returns the patterns, or an error when they would exceed the limit.
-func (h *Hub) subscribe(p *Peer, patterns []string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.subscribeLocked(p, patterns, false)
-}
-
-// subscribeLocked is subscribe with h.mu held; watch asks for presence
-// changes on the patterns.
-func (h *Hub) subscribeLocked(p *Peer, patterns []string, watch bool) error {
-	if p.left {
-		return fmt.Errorf("hub: peer %s left: %w", p.id, peer.ErrClosed)
-	}
-	added := 0
-	for _, t := range patterns {
-		if _, ok := p.subs[t]; !ok {
-			added++
-		}
-	}
-	if len(p.subs)+added > h.o.MaxSubscriptions {
-		h.stats.overSubs.Add(1)
-		return peer.Errorf(peer.CodeOverloaded, "Overloaded: more than %d subscriptions", h.o.MaxSubscriptions)
-	}
-	for _, t := range patterns {
-		if _, ok := p.subs[t]; !ok {
-			if p.subs == nil {
-				p.subs = make(map[string]*subscription)
-			}
-			p.subs[t] = h.root.insert(p, t)
-			h.nsubs++
-			h.presenceChanged(p, "rpc.join", t)
-		}
-		if watch {
-			h.watchLocked(p, t)
-		}
-	}
-	return nil
-}
-
-// unsubscribe removes p's subscriptions to the patterns and returns those
-// it had.
-func (h *Hub) unsubscribe(p *Peer, patterns []string) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	removed := []string{}
-	for _, t := range patterns {
-		if s, ok := p.subs[t]; ok {
-			s.remove()
-			h.unwatchLocked(p, t)
-			h.nsubs--
-			delete(p.subs, t)
-			removed = append(removed, t)
-		}
-	}
-	h.presenceChanged(p, "rpc.leave", removed...)
-	return removed
 }

@@ -2,10 +2,8 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -82,16 +80,11 @@ func (h *Hub) servePresence(ctx context.Context, req *peer.Request) (any, error)
 	var p struct {
 		Topic *string `json:"topic"`
 	}
-	switch firstByte(req.Params) {
-	case '{':
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, invalidParams(usage)
-		}
-	case '[':
-		var a []string
-		if err := json.Unmarshal(req.Params, &a); err != nil || len(a) != 1 {
-			return nil, invalidParams(usage)
-		}
+	var a []string
+	switch form, err := readParams(req.Params, &p, &a); {
+	case err != nil, form == paramsByPosition && len(a) != 1:
+		return nil, invalidParams(usage)
+	case form == paramsByPosition:
 		p.Topic = &a[0]
 	}
 	if p.Topic == nil {
@@ -197,47 +190,4 @@ func presenceMessage(method, topic string, info PeerInfo) []byte {
 	msg = append(msg, notifyMid...)
 	msg = append(msg, params...)
 	return append(msg, '}')
-}
-
-// overlapping appends to dst the subscriptions in the tree below n whose
-// pattern overlaps the rest of a pattern (some topic matches both).
-func (n *node) overlapping(dst []*subscription, rest string) []*subscription {
-	if rest == "" {
-		return append(dst, n.subs...)
-	}
-	word, tail, _ := strings.Cut(rest, ".")
-	if c := n.children[">"]; c != nil {
-		dst = append(dst, c.subs...) // ">" takes this word and any after
-	}
-	switch word {
-	case ">": // any pattern going on from here overlaps
-		for w, c := range n.children {
-			if w != ">" {
-				dst = c.all(dst)
-			}
-		}
-	case "*":
-		for w, c := range n.children {
-			if w != ">" {
-				dst = c.overlapping(dst, tail)
-			}
-		}
-	default:
-		if c := n.children[word]; c != nil {
-			dst = c.overlapping(dst, tail)
-		}
-		if c := n.children["*"]; c != nil {
-			dst = c.overlapping(dst, tail)
-		}
-	}
-	return dst
-}
-
-// all appends the subscriptions in the tree below n, n's included.
-func (n *node) all(dst []*subscription) []*subscription {
-	dst = append(dst, n.subs...)
-	for _, c := range n.children {
-		dst = c.all(dst)
-	}
-	return dst
 }

@@ -77,19 +77,15 @@ func (h *Hub) methodsRequest(ctx context.Context, req *peer.Request) (*Peer, []s
 func methodParams(params json.RawMessage, maxLen int) ([]string, error) {
 	const usage = `takes {"methods": [name or pattern, ...]}`
 	var methods []string
-	switch firstByte(params) {
-	case '{':
-		var p struct {
-			Methods []string `json:"methods"`
-		}
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalidParams(usage)
-		}
+	var p struct {
+		Methods []string `json:"methods"`
+	}
+	form, err := readParams(params, &p, &methods)
+	if err != nil {
+		return nil, invalidParams(usage)
+	}
+	if form == paramsByName {
 		methods = p.Methods
-	case '[':
-		if err := json.Unmarshal(params, &methods); err != nil {
-			return nil, invalidParams(usage)
-		}
 	}
 	if len(methods) == 0 {
 		return nil, invalidParams("no method: " + usage)

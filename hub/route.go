@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -12,7 +13,8 @@ import (
 )
 
 // This file forwards calls to the peers that provide their methods
-// (rpc.provide, see provide.go).
+// (rpc.provide, see provide.go): to one of this hub's, or through the
+// Directory to one of another node's.
 
 // The defaults of Options.ForwardTimeout and Options.MaxForwards. A
 // provider's own connection serves at most peer.DefaultMaxInFlight calls
@@ -142,15 +144,23 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 	if err == nil {
 		return res, nil
 	}
-	return nil, h.forwardError(ctx, err)
+	return nil, h.forwardError(ctx, err, false)
 }
 
-// forwardError turns an error of Forward, for the caller whose request
-// ctx serves, into the caller's answer.
-func (h *Hub) forwardError(ctx context.Context, err error) error {
+// forwardError turns the error of a forwarded call, for the caller whose
+// request ctx serves, into the caller's answer. The call went to a peer of
+// this hub (peer.Conn.Forward) or, remote, to another node
+// (Directory.Route). The two differ in two things only: another node's
+// -32006 is a provider lost too, and counted; and an error that is none
+// of the known ones is, from a peer here, an answer the hub could not
+// read (-32603), from another node, a route that failed (-32006).
+func (h *Hub) forwardError(ctx context.Context, err error, remote bool) error {
 	var e *peer.Error
 	switch {
 	case errors.As(err, &e):
+		if remote && e.Code == peer.CodeProviderLost {
+			h.routes.lost.Add(1)
+		}
 		return e // the peer's answer, or -32005 from a hub going away
 	case errors.Is(err, peer.ErrClosed):
 		h.routes.lost.Add(1)
@@ -159,8 +169,40 @@ func (h *Hub) forwardError(ctx context.Context, err error) error {
 		return ctx.Err() // the caller left: no one reads the answer
 	case errors.Is(err, context.DeadlineExceeded):
 		return errForwardTimeout
+	case remote:
+		h.routes.lost.Add(1)
+		return errProviderLost
 	}
 	return errInvalidAnswer
+}
+
+// remoteProvided reports whether a peer on another node provides method.
+func (h *Hub) remoteProvided(method string) bool {
+	d := h.directory()
+	return d != nil && h.forwardable(method) && d.Provides(method)
+}
+
+// forwardRemote forwards a call that no peer of this hub can take to a
+// provider on another node.
+func (h *Hub) forwardRemote(ctx context.Context, d Directory, req *peer.Request) (any, error) {
+	call := RemoteCall{Method: req.Method, Params: req.Params, Notification: req.IsNotification()}
+	if !call.Notification {
+		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) }
+	}
+	fctx := ctx
+	if h.o.ForwardTimeout > 0 {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, h.o.ForwardTimeout)
+		defer cancel()
+	}
+	h.routes.count(req.Method)
+	h.routes.inflight.Add(1)
+	res, err := d.Route(fctx, call)
+	h.routes.inflight.Add(-1)
+	if err == nil {
+		return res, nil
+	}
+	return nil, h.forwardError(ctx, err, true)
 }
 
 // errAllBusy is pick's answer when every provider is at MaxForwards.

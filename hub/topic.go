@@ -1,6 +1,11 @@
 package hub
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/switchboard-rpc/switchboard/peer"
+)
 
 // validTopic reports whether t is a topic one may publish on: at most
 // maxLen bytes of dot-separated, non-empty words of letters, digits, '_',
@@ -122,6 +127,67 @@ func (n *node) matchFrom(dst []*node, rest string) []*node {
 	}
 	if c := n.children["*"]; c != nil {
 		dst = c.matchFrom(dst, tail)
+	}
+	return dst
+}
+
+// checkTopic returns the -32602 error for a topic (or, with wildcards, a
+// pattern) a peer sent that is too long or malformed, and counts the too
+// long.
+func (h *Hub) checkTopic(t string, wildcards bool) *peer.Error {
+	what := "topic to publish on"
+	if wildcards {
+		what = "topic pattern"
+	}
+	switch {
+	case len(t) > h.o.MaxTopicLength:
+		h.stats.overTopicLen.Add(1)
+		return invalidParams(fmt.Sprintf("%s longer than %d bytes: %s", what, h.o.MaxTopicLength, quote(t)))
+	case !validTopic(t, wildcards, h.o.MaxTopicLength):
+		return invalidParams("invalid " + what + ": " + quote(t))
+	}
+	return nil
+}
+
+// overlapping appends to dst the subscriptions in the tree below n whose
+// pattern overlaps the rest of a pattern (some topic matches both).
+func (n *node) overlapping(dst []*subscription, rest string) []*subscription {
+	if rest == "" {
+		return append(dst, n.subs...)
+	}
+	word, tail, _ := strings.Cut(rest, ".")
+	if c := n.children[">"]; c != nil {
+		dst = append(dst, c.subs...) // ">" takes this word and any after
+	}
+	switch word {
+	case ">": // any pattern going on from here overlaps
+		for w, c := range n.children {
+			if w != ">" {
+				dst = c.all(dst)
+			}
+		}
+	case "*":
+		for w, c := range n.children {
+			if w != ">" {
+				dst = c.overlapping(dst, tail)
+			}
+		}
+	default:
+		if c := n.children[word]; c != nil {
+			dst = c.overlapping(dst, tail)
+		}
+		if c := n.children["*"]; c != nil {
+			dst = c.overlapping(dst, tail)
+		}
+	}
+	return dst
+}
+
+// all appends the subscriptions in the tree below n, n's included.
+func (n *node) all(dst []*subscription) []*subscription {
+	dst = append(dst, n.subs...)
+	for _, c := range n.children {
+		dst = c.all(dst)
 	}
 	return dst
 }
