@@ -39,6 +39,11 @@ type scenario struct {
 type figure struct {
 	value    float64
 	p50, p99 time.Duration
+	// ops is how many operations (calls, requests, deliveries) the server
+	// handled while used was counted (see cpu.go); metered says used was.
+	ops     int
+	used    procUsage
+	metered bool
 }
 
 // load holds the sizes of the scenarios.
@@ -56,6 +61,8 @@ type load struct {
 	addressees                    int // peers of the topic, addressed-topic
 
 	clusterA, clusterB string // two nodes of a cluster, cluster
+
+	pids map[string]int // the server process behind a URL, for cpu.go
 }
 
 var scenarios = []*scenario{
@@ -199,7 +206,8 @@ func calls(call func() error, deadline time.Time, lat []time.Duration) ([]time.D
 // sequential makes call after call, for a tenth of l.duration to warm up,
 // then for l.duration, and returns the rate and latencies of the latter.
 func sequential(l *load, call func() error) (figure, error) {
-	if _, err := calls(call, time.Now().Add(l.duration/10), nil); err != nil {
+	warm, err := calls(call, time.Now().Add(l.duration/10), nil)
+	if err != nil {
 		return figure{}, err
 	}
 	start := time.Now()
@@ -207,7 +215,9 @@ func sequential(l *load, call func() error) (figure, error) {
 	if err != nil {
 		return figure{}, err
 	}
-	return rate(len(lat), time.Since(start), lat), nil
+	f := rate(len(lat), time.Since(start), lat)
+	f.ops += len(warm)
+	return f, nil
 }
 
 func seqScenario(ctx context.Context, l *load, u string) (figure, error) {
@@ -321,7 +331,9 @@ func connsScenario(ctx context.Context, l *load, u string) (figure, error) {
 		}
 		all = append(all, lats[i]...)
 	}
-	return rate(len(all), elapsed, all), nil
+	f := rate(len(all), elapsed, all)
+	f.ops += len(conns) // the first call on each
+	return f, nil
 }
 
 // pipeScenario keeps l.window calls in flight on one connection.
@@ -447,7 +459,23 @@ func batchScenario(ctx context.Context, l *load, u string) (figure, error) {
 // deliveries per second from the first publish to the last delivery; the
 // percentiles are of the delivery latency.
 func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
-	f, _, err := fanout(ctx, l, u, u, nil)
+	pid, ok := l.pids[u]
+	if !ok {
+		f, _, err := fanout(ctx, l, u, u, nil)
+		return f, err
+	}
+	// The server's usage is counted from the first publish to the last
+	// delivery, without the subscribers' handshakes.
+	var used []procUsage
+	meter := func(context.Context) (float64, error) {
+		u, err := readUsage(pid)
+		used = append(used, u)
+		return 0, err
+	}
+	f, _, err := fanout(ctx, l, u, u, meter)
+	if err == nil {
+		f.used, f.metered = used[1].sub(used[0]), true
+	}
 	return f, err
 }
 
@@ -623,7 +651,7 @@ func metric(ctx context.Context, murl, name string) (float64, error) {
 
 // rate makes a figure of n operations in d, with lat's percentiles.
 func rate(n int, d time.Duration, lat []time.Duration) figure {
-	f := figure{value: float64(n) / d.Seconds()}
+	f := figure{value: float64(n) / d.Seconds(), ops: n}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		f.p50 = lat[len(lat)*50/100]

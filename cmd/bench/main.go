@@ -35,7 +35,10 @@
 // the two, -cluster A,B names running ones), and the addressed ones
 // (rpc.call to a chosen peer against a direct call and a forwarded one, and
 // to the 1,000 peers of a topic against a publish to them). It prints a
-// table, and one JSON object per result with -json.
+// table, and one JSON object per result with -json. For servers whose
+// process it knows (-start, or -pids), it also reads from /proc what each
+// operation cost the server: CPU time, context switches and read and write
+// system calls, hub against floor (cpu.go).
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and
 // prints, every interval, what was published and delivered, the p99 call

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+)
+
+// The second ratio: what each operation costs the server process, read
+// from /proc before and after each run (see proc.go), hub against floor.
+// Throughput alone moves with the machine's mood: on a day when system
+// calls are slow the hub keeps up with the floor, on a day when they are
+// fast it does not; the CPU time per operation says what the hub spends
+// whatever the day. It is counted for servers whose process id bench run
+// knows: those it started (-start), or those named by -pids.
+
+// cpuTargets are the highest CPU ratios (hub / floor, per operation) to
+// reach: per call, per request of a batch, per delivery of a fan-out.
+var cpuTargets = map[string]float64{"seq": 1.25, "conns": 1.2, "pipe": 1.0, "batch": 2.0, "fanout": 1.1}
+
+// cpuResult is the CPU side of a result: medians over the runs of the
+// server's CPU time (µs), context switches and read/write system calls per
+// operation, the median per-run CPU ratio with its lowest and highest, and
+// the floor's best (lowest) CPU per operation of any run.
+type cpuResult struct {
+	HubCPU       float64 `json:"hubCPUus,omitempty"`
+	FloorCPU     float64 `json:"floorCPUus,omitempty"`
+	FloorCPUBest float64 `json:"floorCPUBestus,omitempty"`
+	CPURatio     float64 `json:"cpuRatio,omitempty"`
+	CPURatioLow  float64 `json:"cpuRatioLow,omitempty"`
+	CPURatioHigh float64 `json:"cpuRatioHigh,omitempty"`
+	CPUTarget    float64 `json:"cpuTarget,omitempty"`
+	HubSwitches  float64 `json:"hubSwitches,omitempty"`
+	FloorSwitch  float64 `json:"floorSwitches,omitempty"`
+	HubSyscalls  float64 `json:"hubSyscalls,omitempty"`
+	FloorSyscall float64 `json:"floorSyscalls,omitempty"`
+}
+
+// runMetered runs a scenario against u and, if the scenario did not count
+// the server's procUsage itself and u's process is known, counts it over the
+// whole run.
+func runMetered(ctx context.Context, run func(context.Context, *load, string) (figure, error), l *load, u string) (figure, error) {
+	pid, ok := l.pids[u]
+	if !ok {
+		return run(ctx, l, u)
+	}
+	before, err := readUsage(pid)
+	if err != nil {
+		return figure{}, err
+	}
+	f, err := run(ctx, l, u)
+	if err != nil || f.metered {
+		return f, err
+	}
+	after, err := readUsage(pid)
+	if err != nil {
+		return figure{}, err
+	}
+	f.used, f.metered = after.sub(before), true
+	return f, nil
+}
+
+// perOp is a figure's procUsage per operation: CPU in µs, switches, calls.
+func perOp(f figure) (cpu, switches, syscalls float64, ok bool) {
+	if !f.metered || f.ops == 0 {
+		return 0, 0, 0, false
+	}
+	n := float64(f.ops)
+	return float64(f.used.cpu.Nanoseconds()) / 1e3 / n, float64(f.used.voluntary+f.used.involuntary) / n, float64(f.used.syscalls) / n, true
+}
+
+// cpuOf sums up the procUsage of the runs of scenario name.
+func cpuOf(name string, hub, floor []figure) cpuResult {
+	var c cpuResult
+	var hc, hs, hy, fc, fs, fy, ratios []float64
+	for i, h := range hub {
+		cpu, sw, sy, ok := perOp(h)
+		if !ok {
+			continue
+		}
+		hc, hs, hy = append(hc, cpu), append(hs, sw), append(hy, sy)
+		if i >= len(floor) {
+			continue
+		}
+		fcpu, fsw, fsy, ok := perOp(floor[i])
+		if !ok || fcpu == 0 {
+			continue
+		}
+		fc, fs, fy = append(fc, fcpu), append(fs, fsw), append(fy, fsy)
+		ratios = append(ratios, cpu/fcpu)
+	}
+	c.HubCPU, c.HubSwitches, c.HubSyscalls = median(hc), median(hs), median(hy)
+	c.FloorCPU, c.FloorSwitch, c.FloorSyscall = median(fc), median(fs), median(fy)
+	if len(ratios) > 0 {
+		c.CPURatio = median(ratios)
+		c.CPURatioLow, c.CPURatioHigh = slices.Min(ratios), slices.Max(ratios)
+		c.FloorCPUBest = slices.Min(fc)
+		c.CPUTarget = cpuTargets[name]
+	}
+	return c
+}
+
+// cpuVerdict is "met", "missed", or "" without a target or a ratio.
+func (c *cpuResult) cpuVerdict() string {
+	switch {
+	case c.CPUTarget == 0 || c.CPURatio == 0:
+		return ""
+	case c.CPURatio <= c.CPUTarget:
+		return "met"
+	}
+	return "missed"
+}
+
+// cpuRows are the results with a CPU figure, with each row's cells: the
+// scenario, the hub's and floor's CPU per operation, the floor's best,
+// the ratio, its spread, the target and verdict, switches and system
+// calls per operation, hub then floor.
+func cpuRows(results []result) [][]string {
+	var rows [][]string
+	for _, r := range results {
+		c := r.cpuResult
+		if c.HubCPU == 0 {
+			continue
+		}
+		ratio, spread, target, best := "-", "-", "-", "-"
+		if c.CPURatio != 0 {
+			ratio = fmt.Sprintf("%.2f", c.CPURatio)
+			spread = fmt.Sprintf("%.2f-%.2f", c.CPURatioLow, c.CPURatioHigh)
+			best = fmt.Sprintf("%.2f µs", c.FloorCPUBest)
+		}
+		if c.CPUTarget != 0 {
+			target = fmt.Sprintf("<= %.2f", c.CPUTarget)
+		}
+		rows = append(rows, []string{r.Scenario, fmt.Sprintf("%.2f µs", c.HubCPU), orDash(c.FloorCPU, "%.2f µs"), best,
+			ratio, spread, target, c.cpuVerdict(),
+			fmt.Sprintf("%.2f", c.HubSwitches), orDash(c.FloorSwitch, "%.2f"),
+			fmt.Sprintf("%.2f", c.HubSyscalls), orDash(c.FloorSyscall, "%.2f")})
+	}
+	return rows
+}
+
+func orDash(v float64, format string) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+var cpuHeader = []string{"scenario", "hub CPU/op", "floor CPU/op", "floor best", "CPU ratio", "runs", "target", "",
+	"hub switches/op", "floor switches/op", "hub syscalls/op", "floor syscalls/op"}
+
+// printCPUTable prints the CPU side of the results, if any was counted.
+func printCPUTable(w io.Writer, results []result) {
+	rows := cpuRows(results)
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, row := range append([][]string{cpuHeader}, rows...) {
+		for _, cell := range row {
+			fmt.Fprintf(tw, "%s\t", cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// writeCPUSection writes the CPU side of the results as Markdown.
+func writeCPUSection(b *bytes.Buffer, results []result) {
+	rows := cpuRows(results)
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString(`
+The server's cost per operation (per call; per request of a batch; per
+delivery of a fan-out), read from /proc over each run: CPU time (user and
+system, in ticks of 10 ms, over runs of about a second of it), context
+switches of all its threads (voluntary and not), and read and write system
+calls (the only ones Linux counts per process untraced). The ratio is the
+median of the per-run ratios of CPU time, lower is better; "floor best" is
+the floor's cheapest run, since the floor's own figure swings from run to
+run.
+
+`)
+	header := slices.Clone(cpuHeader)
+	header[6] = "target"
+	fmt.Fprintf(b, "| %s |\n", joinCells(header))
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n")
+	for _, row := range rows {
+		if row[6] != "-" {
+			row[6] = "≤" + row[6][2:]
+		}
+		fmt.Fprintf(b, "| %s |\n", joinCells(row))
+	}
+}
+
+func joinCells(cells []string) string {
+	var b bytes.Buffer
+	for i, c := range cells {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteString(c)
+	}
+	return b.String()
+}
+
+// parsePIDs reads -pids: the hub's process id and, with a floor, the
+// floor's.
+func parsePIDs(s, hubURL, floorURL string, l *load) error {
+	var hub, floor int
+	n, _ := fmt.Sscanf(s, "%d,%d", &hub, &floor)
+	if n == 0 || (n == 1 && floorURL != "") {
+		return fmt.Errorf("-pids %q: want HUB_PID,FLOOR_PID", s)
+	}
+	l.pids = map[string]int{hubURL: hub}
+	if floorURL != "" {
+		l.pids[floorURL] = floor
+	}
+	return nil
+}
