@@ -73,6 +73,8 @@ const usage = `usage:
   bench run [flags] HUB_URL [FLOOR_URL]      measure the hub (and the floor)
   bench soak [flags] HUB_URL                 mixed load for a while
   bench report [flags] RESULTS.jsonl         write docs from run's -json output
+  bench scale [flags]                        peers by the ten thousand: one hub, a cluster
+  bench scalereport [flags] SCALE.json       write docs/scale.md from scale's -json output
 Run "bench COMMAND -h" for a command's flags.`
 
 func run(ctx context.Context, args []string) error {
@@ -90,6 +92,12 @@ func run(ctx context.Context, args []string) error {
 		return soakCmd(ctx, args[1:])
 	case "heavy": // the beside scenario's child process
 		return heavyCmd(ctx, args[1:])
+	case "scale":
+		return scaleCmd(ctx, args[1:])
+	case "scalereport":
+		return scaleReportCmd(args[1:])
+	case "swarm": // the scale command's child process
+		return swarmCmd(ctx, args[1:])
 	case "report":
 		return reportCmd(args[1:])
 	case "-h", "-help", "--help", "help":
