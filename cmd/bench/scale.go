@@ -59,6 +59,7 @@ type singleResult struct {
 	RSSIdle           int64        `json:"rssIdle"`
 	RSSPeak           int64        `json:"rssPeak"`  // after the fan-out
 	RSSAfter          int64        `json:"rssAfter"` // once the peers left
+	ReturnedSeconds   float64      `json:"returnedSeconds"`
 	RSSPerPeer        float64      `json:"rssPerPeer"`
 	FloorRSSPerPeer   float64      `json:"floorRSSPerPeer"`
 	GoroutinesPerPeer float64      `json:"goroutinesPerPeer"`
@@ -114,7 +115,7 @@ type scaleConfig struct {
 	events       int
 	dialers      int
 	settle       time.Duration // after connecting, before memory is read
-	returned     time.Duration // after the peers left, before memory is read
+	returned     time.Duration // after the peers left, the longest memory is read
 }
 
 func scaleCmd(ctx context.Context, args []string) error {
@@ -130,7 +131,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&c.events, "events", 5, "events published to all, one after another")
 	fs.IntVar(&c.dialers, "dialers", 64, "connections each swarm opens at once")
 	fs.DurationVar(&c.settle, "settle", 5*time.Second, "how long the hubs are left alone once the peers are connected, before their memory is read")
-	fs.DurationVar(&c.returned, "returned", 15*time.Second, "how long after the peers left the hub's memory is read again")
+	fs.DurationVar(&c.returned, "returned", 150*time.Second, "how long after the peers left the hub's memory is read, at most (until nine tenths of what they took is back)")
 	jsonOut := fs.String("json", "bin/scale.json", "write the results to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err

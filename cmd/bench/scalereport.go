@@ -115,7 +115,7 @@ each once every peer held the one before. Then the peers left.
 | goroutines per peer | %.2f | | | |
 | idle CPU per peer (pings only) | %.2f µs/s | | | |
 | time to connect them all | %.1f s (%s peers/s) | | | |
-| resident memory: before, idle, after the fan-out, after they left | %s, %s, %s, %s | | | |
+| resident memory: before, idle, after the fan-out, %.0f s after they left | %s, %s, %s, %s | | | |
 | fan-out of one event to all: deliveries/s (median event) | %s | | | |
 | delivery latency, publish to peer: p50, p99 | %s, %s | | | |
 | hub CPU per delivery | %.2f µs | | | |
@@ -123,13 +123,16 @@ each once every peer held the one before. Then the peers left.
 
 The floor is this program's minimal WebSocket server (coder/websocket, a goroutine
 reading each connection, nothing else), with the same peers connected the same way.
+Memory is read until nine tenths of what the peers took is back, or for at most
+two and a half minutes: Go collects garbage when a program allocates, or every two
+minutes when it does not, and gives memory back to the system after that.
 Idle CPU is the hub's CPU time over %.0f s of nothing but its pings, over the peers
 and the seconds; %s peers cost it %.1f%% of one core.
 `, human(float64(s.Peers)), s.Fanout.Events,
 			kb(s.RSSPerPeer), kb(s.FloorRSSPerPeer), ratioOrDash(s.RSSPerPeer, s.FloorRSSPerPeer), verdict(s.RSSPerPeer/s.FloorRSSPerPeer <= 1.1),
 			s.GoroutinesPerPeer, s.IdleCPUPerPeer,
 			s.ConnectSeconds, human(float64(s.Peers)/s.ConnectSeconds),
-			mb(s.RSSBefore), mb(s.RSSIdle), mb(s.RSSPeak), mb(s.RSSAfter),
+			s.ReturnedSeconds, mb(s.RSSBefore), mb(s.RSSIdle), mb(s.RSSPeak), mb(s.RSSAfter),
 			human(s.Fanout.DeliveriesPerSec), micros(s.Fanout.P50), micros(s.Fanout.P99), s.Fanout.CPUPerDelivery,
 			s.Fanout.Missing, s.Fanout.Dups, s.IdleSeconds, human(float64(s.Peers)), s.IdleCPUPerPeer*float64(s.Peers)/1e4)
 	}

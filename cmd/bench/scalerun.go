@@ -85,10 +85,21 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 	if err := waitMetric(ctx, hubURL, "switchboard_connections", 0, time.Minute); err != nil {
 		return nil, err
 	}
-	time.Sleep(c.returned)
+	left := time.Now()
 	if r.RSSAfter, err = residentOfPID(pids[0]); err != nil {
 		return nil, err
 	}
+	// Go collects garbage when the program allocates, or every two minutes
+	// when it does not, and gives memory back to the system after that:
+	// read until nine tenths of what the peers took is back, or c.returned.
+	for time.Since(left) < c.returned && r.RSSAfter > r.RSSBefore+(r.RSSPeak-r.RSSBefore)/10 {
+		time.Sleep(min(time.Second, c.returned))
+		if r.RSSAfter, err = residentOfPID(pids[0]); err != nil {
+			return nil, err
+		}
+	}
+	r.ReturnedSeconds = time.Since(left).Seconds()
+	logf("single: %s resident %.0f s after the peers left", mb(r.RSSAfter), r.ReturnedSeconds)
 
 	logf("single: %d connections to the floor", n)
 	floorPID := s.procs[1].Process.Pid
@@ -354,7 +365,14 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 	if err := old.Process.Signal(syscall.SIGTERM); err != nil {
 		return r, err
 	}
-	_ = old.Wait()
+	exited := make(chan struct{})
+	go func() { _ = old.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		_ = old.Process.Kill()
+		<-exited
+	}
 	again := &servers{}
 	if err := again.launch(ctx, argvs[i:i+1], health[i:i+1]); err != nil {
 		return r, err
