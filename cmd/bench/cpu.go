@@ -37,6 +37,7 @@ type cpuResult struct {
 	FloorSwitch  float64 `json:"floorSwitches,omitempty"`
 	HubSyscalls  float64 `json:"hubSyscalls,omitempty"`
 	FloorSyscall float64 `json:"floorSyscalls,omitempty"`
+	AllSyscalls  bool    `json:"allSyscalls,omitempty"` // counted by perf, not /proc's reads and writes
 }
 
 // runMetered runs a scenario against u and, if the scenario did not count
@@ -47,12 +48,22 @@ func runMetered(ctx context.Context, run func(context.Context, *load, string) (f
 	if !ok {
 		return run(ctx, l, u)
 	}
+	var perf *perfCounter
+	if l.perf {
+		var err error
+		if perf, err = startPerf(pid); err != nil {
+			return figure{}, err
+		}
+	}
 	before, err := readUsage(pid)
 	if err != nil {
 		return figure{}, err
 	}
 	f, err := run(ctx, l, u)
 	if err != nil || f.metered {
+		if perf != nil {
+			_, _ = perf.stop()
+		}
 		return f, err
 	}
 	after, err := readUsage(pid)
@@ -60,6 +71,12 @@ func runMetered(ctx context.Context, run func(context.Context, *load, string) (f
 		return figure{}, err
 	}
 	f.used, f.metered = after.sub(before), true
+	if perf != nil {
+		if f.used.syscalls, err = perf.stop(); err != nil {
+			return figure{}, err
+		}
+		f.perf = true
+	}
 	return f, nil
 }
 
@@ -94,6 +111,7 @@ func cpuOf(name string, hub, floor []figure) cpuResult {
 	}
 	c.HubCPU, c.HubSwitches, c.HubSyscalls = median(hc), median(hs), median(hy)
 	c.FloorCPU, c.FloorSwitch, c.FloorSyscall = median(fc), median(fs), median(fy)
+	c.AllSyscalls = len(hub) > 0 && hub[0].perf
 	if len(ratios) > 0 {
 		c.CPURatio = median(ratios)
 		c.CPURatioLow, c.CPURatioHigh = slices.Min(ratios), slices.Max(ratios)
@@ -137,9 +155,18 @@ func cpuRows(results []result) [][]string {
 		rows = append(rows, []string{r.Scenario, fmt.Sprintf("%.2f µs", c.HubCPU), orDash(c.FloorCPU, "%.2f µs"), best,
 			ratio, spread, target, c.cpuVerdict(),
 			fmt.Sprintf("%.2f", c.HubSwitches), orDash(c.FloorSwitch, "%.2f"),
-			fmt.Sprintf("%.2f", c.HubSyscalls), orDash(c.FloorSyscall, "%.2f")})
+			fmt.Sprintf("%.2f", c.HubSyscalls) + syscallMark(c), orDash(c.FloorSyscall, "%.2f")})
 	}
 	return rows
+}
+
+// syscallMark marks the system calls counted from /proc's reads and writes
+// alone, beside those perf counted in full.
+func syscallMark(c cpuResult) string {
+	if c.AllSyscalls {
+		return ""
+	}
+	return " (r/w)"
 }
 
 func orDash(v float64, format string) string {
@@ -179,8 +206,11 @@ func writeCPUSection(b *bytes.Buffer, results []result) {
 The server's cost per operation (per call; per request of a batch; per
 delivery of a fan-out), read from /proc over each run: CPU time (user and
 system, in ticks of 10 ms, over runs of about a second of it), context
-switches of all its threads (voluntary and not), and read and write system
-calls (the only ones Linux counts per process untraced). The ratio is the
+switches of all its threads (voluntary and not), and system calls: all of
+them, counted by ` + "`perf stat -e raw_syscalls:sys_enter`" + ` where perf may trace
+the server, else the reads and writes /proc counts, marked "(r/w)"; the
+fan-out's are always those (perf attaches to the whole run, and the
+fan-out's is counted from its first publish to its last delivery). The ratio is the
 median of the per-run ratios of CPU time, lower is better; "floor best" is
 the floor's cheapest run, since the floor's own figure swings from run to
 run.

@@ -44,6 +44,7 @@ type figure struct {
 	ops     int
 	used    procUsage
 	metered bool
+	perf    bool // used.syscalls counts every system call (perf.go)
 }
 
 // load holds the sizes of the scenarios.
@@ -63,6 +64,7 @@ type load struct {
 	clusterA, clusterB string // two nodes of a cluster, cluster
 
 	pids map[string]int // the server process behind a URL, for cpu.go
+	perf bool           // count system calls with perf (perf.go)
 }
 
 var scenarios = []*scenario{

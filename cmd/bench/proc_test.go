@@ -92,3 +92,18 @@ func TestCPUOf(t *testing.T) {
 		t.Errorf("a row without CPU figures:\n%s", table.String())
 	}
 }
+
+func TestParsePerf(t *testing.T) {
+	out := []byte("76,,raw_syscalls:sys_enter,1848859,100.00,41.106,K/sec\n")
+	if n, err := parsePerf(out); err != nil || n != 76 {
+		t.Errorf("parsePerf = %d, %v; want 76", n, err)
+	}
+	if n, err := parsePerf([]byte("<not counted>,,raw_syscalls:sys_enter,0,0.00,,\n")); err != nil || n != 0 {
+		t.Errorf("parsePerf of a process that did not run = %d, %v; want 0", n, err)
+	}
+	for _, bad := range []string{"<not supported>,,raw_syscalls:sys_enter,0,100.00,,\n", "Error: no permission\n"} {
+		if _, err := parsePerf([]byte(bad)); err == nil {
+			t.Errorf("parsePerf(%q): no error", bad)
+		}
+	}
+}

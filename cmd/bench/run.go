@@ -80,6 +80,7 @@ func runCmd(ctx context.Context, args []string) error {
 	clusterURLs := fs.String("cluster", "", "`URLs` of two hubs of one cluster, A,B, for the cluster scenario (with -start, two are started)")
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
+	usePerf := fs.Bool("perf", true, "count every system call of the servers with perf, where it is installed and allowed (else /proc's reads and writes)")
 	pids := fs.String("pids", "", "process ids of the hub and the floor, `HUB,FLOOR`, to count their CPU time per operation (with -start, known)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench run [flags] HUB_URL [FLOOR_URL]\n       bench run [flags] -start HUB_BINARY")
@@ -106,6 +107,9 @@ func runCmd(ctx context.Context, args []string) error {
 		if err := parsePIDs(*pids, hubURL, floorURL, l); err != nil {
 			return err
 		}
+	}
+	if hubPID, ok := l.pids[hubURL]; ok && *usePerf {
+		l.perf = perfWorks(hubPID)
 	}
 	if *clusterURLs != "" {
 		if err := parseCluster(*clusterURLs, l); err != nil {
