@@ -143,8 +143,8 @@ func scaleCmd(ctx context.Context, args []string) error {
 		Command: "bench scale " + strings.Join(args, " "),
 	}}
 	// Room in every process for what is not a peer: listeners, NATS,
-	// standard files, the /metrics requests.
-	room := limit - 200
+	// standard files, the /metrics requests (a hub uses some 20).
+	room := limit - 100
 	if room < 10 {
 		return fmt.Errorf("a file descriptor limit of %d leaves no room for peers", limit)
 	}

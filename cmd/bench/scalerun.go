@@ -130,7 +130,7 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 	}
 	// Each node refuses (503) peers beyond its file descriptors, so that a
 	// peer whose node restarts is turned away at once by a full one.
-	common := []string{"-demo", "-log-level", "error", "-max-conns", strconv.Itoa(room + 100), "-max-conns-per-addr", "0", "-nats-jetstream"}
+	common := []string{"-demo", "-log-level", "error", "-max-conns", strconv.Itoa(room + 50), "-max-conns-per-addr", "0", "-nats-jetstream"}
 	var argvs [][]string
 	var urls, health []string
 	for i := range c.nodes {
