@@ -72,29 +72,47 @@ func runMetered(ctx context.Context, run func(context.Context, *load, string) (f
 	}
 	f.used, f.metered = after.sub(before), true
 	if perf != nil {
-		if f.used.syscalls, err = perf.stop(); err != nil {
-			return figure{}, err
+		// On a loaded machine perf may not have attached yet when told to
+		// stop: then /proc's reads and writes stand for this run.
+		if n, err := perf.stop(); err == nil {
+			f.perfSyscalls, f.perf = n, true
 		}
-		f.perf = true
 	}
 	return f, nil
 }
 
-// perOp is a figure's procUsage per operation: CPU in µs, switches, calls.
-func perOp(f figure) (cpu, switches, syscalls float64, ok bool) {
+// perOp is a figure's usage per operation: CPU in µs, switches, and
+// system calls: all of them if perf counted them (allSyscalls), else the
+// reads and writes.
+func perOp(f figure, allSyscalls bool) (cpu, switches, syscalls float64, ok bool) {
 	if !f.metered || f.ops == 0 {
 		return 0, 0, 0, false
 	}
 	n := float64(f.ops)
-	return float64(f.used.cpu.Nanoseconds()) / 1e3 / n, float64(f.used.voluntary+f.used.involuntary) / n, float64(f.used.syscalls) / n, true
+	calls := f.used.syscalls
+	if allSyscalls {
+		calls = f.perfSyscalls
+	}
+	return float64(f.used.cpu.Nanoseconds()) / 1e3 / n, float64(f.used.voluntary+f.used.involuntary) / n, float64(calls) / n, true
 }
 
 // cpuOf sums up the procUsage of the runs of scenario name.
 func cpuOf(name string, hub, floor []figure) cpuResult {
 	var c cpuResult
+	// Every system call, if perf counted those of every run.
+	metered, perf := 0, 0
+	for _, f := range append(slices.Clone(hub), floor...) {
+		if f.metered {
+			metered++
+		}
+		if f.perf {
+			perf++
+		}
+	}
+	c.AllSyscalls = metered > 0 && perf == metered
 	var hc, hs, hy, fc, fs, fy, ratios []float64
 	for i, h := range hub {
-		cpu, sw, sy, ok := perOp(h)
+		cpu, sw, sy, ok := perOp(h, c.AllSyscalls)
 		if !ok {
 			continue
 		}
@@ -102,7 +120,7 @@ func cpuOf(name string, hub, floor []figure) cpuResult {
 		if i >= len(floor) {
 			continue
 		}
-		fcpu, fsw, fsy, ok := perOp(floor[i])
+		fcpu, fsw, fsy, ok := perOp(floor[i], c.AllSyscalls)
 		if !ok || fcpu == 0 {
 			continue
 		}
@@ -111,7 +129,6 @@ func cpuOf(name string, hub, floor []figure) cpuResult {
 	}
 	c.HubCPU, c.HubSwitches, c.HubSyscalls = median(hc), median(hs), median(hy)
 	c.FloorCPU, c.FloorSwitch, c.FloorSyscall = median(fc), median(fs), median(fy)
-	c.AllSyscalls = len(hub) > 0 && hub[0].perf
 	if len(ratios) > 0 {
 		c.CPURatio = median(ratios)
 		c.CPURatioLow, c.CPURatioHigh = slices.Min(ratios), slices.Max(ratios)
@@ -119,6 +136,13 @@ func cpuOf(name string, hub, floor []figure) cpuResult {
 		c.CPUTarget = cpuTargets[name]
 	}
 	return c
+}
+
+// cpuRatioText is the CPU ratio with two decimals, or more if it takes
+// them for the figure shown to be on the same side of the target.
+func (c *cpuResult) cpuRatioText() string {
+	r := result{Ratio: c.CPURatio, Target: c.CPUTarget, LowerIsBetter: true, Floor: 1}
+	return r.ratioText()
 }
 
 // cpuVerdict is "met", "missed", or "" without a target or a ratio.
@@ -145,7 +169,7 @@ func cpuRows(results []result) [][]string {
 		}
 		ratio, spread, target, best := "-", "-", "-", "-"
 		if c.CPURatio != 0 {
-			ratio = fmt.Sprintf("%.2f", c.CPURatio)
+			ratio = c.cpuRatioText()
 			spread = fmt.Sprintf("%.2f-%.2f", c.CPURatioLow, c.CPURatioHigh)
 			best = fmt.Sprintf("%.2f µs", c.FloorCPUBest)
 		}

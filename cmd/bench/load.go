@@ -44,7 +44,9 @@ type figure struct {
 	ops     int
 	used    procUsage
 	metered bool
-	perf    bool // used.syscalls counts every system call (perf.go)
+	// perfSyscalls counts every system call, if perf did (perf.go).
+	perfSyscalls int64
+	perf         bool
 }
 
 // load holds the sizes of the scenarios.

@@ -75,6 +75,26 @@ func TestCPUOf(t *testing.T) {
 	if c.cpuVerdict() != "met" {
 		t.Errorf("ratio 1.25 against 1.25: %q", c.cpuVerdict())
 	}
+	if c.AllSyscalls {
+		t.Error("system calls said counted by perf")
+	}
+	missed := cpuResult{CPURatio: 1.2523, CPUTarget: 1.25}
+	if missed.cpuVerdict() != "missed" || missed.cpuRatioText() != "1.252" {
+		t.Errorf("ratio 1.2523 against 1.25: %q, shown %q", missed.cpuVerdict(), missed.cpuRatioText())
+	}
+	// With perf's counts in every run, those are shown; one run without
+	// them, and the reads and writes are, for every run.
+	for i := range hub {
+		hub[i].perf, hub[i].perfSyscalls = true, 9000
+		floor[i].perf, floor[i].perfSyscalls = true, 5000
+	}
+	if all := cpuOf("seq", hub, floor); !all.AllSyscalls || all.HubSyscalls != 9 || all.FloorSyscall != 5 {
+		t.Errorf("with perf: %+v", all)
+	}
+	floor[1].perf = false
+	if some := cpuOf("seq", hub, floor); some.AllSyscalls || some.HubSyscalls != 6 {
+		t.Errorf("with perf in some runs: %+v", some)
+	}
 	if unmetered := cpuOf("seq", []figure{{ops: 10}}, []figure{{ops: 10}}); unmetered != (cpuResult{}) {
 		t.Errorf("cpuOf of unmetered runs = %+v", unmetered)
 	}
