@@ -81,6 +81,22 @@ func runMetered(ctx context.Context, run func(context.Context, *load, string) (f
 	return f, nil
 }
 
+// meteredFanout is fanoutScenario counting the server's usage from the
+// first publish to the last delivery, without the subscribers' handshakes.
+func meteredFanout(ctx context.Context, l *load, u string, pid int) (figure, error) {
+	var used []procUsage
+	meter := func(context.Context) (float64, error) {
+		u, err := readUsage(pid)
+		used = append(used, u)
+		return 0, err
+	}
+	f, _, err := fanout(ctx, l, u, u, meter)
+	if err == nil {
+		f.used, f.metered = used[1].sub(used[0]), true
+	}
+	return f, err
+}
+
 // perOp is a figure's usage per operation: CPU in µs, switches, and
 // system calls: all of them if perf counted them (allSyscalls), else the
 // reads and writes.

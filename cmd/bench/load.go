@@ -463,23 +463,10 @@ func batchScenario(ctx context.Context, l *load, u string) (figure, error) {
 // deliveries per second from the first publish to the last delivery; the
 // percentiles are of the delivery latency.
 func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
-	pid, ok := l.pids[u]
-	if !ok {
-		f, _, err := fanout(ctx, l, u, u, nil)
-		return f, err
+	if pid, ok := l.pids[u]; ok {
+		return meteredFanout(ctx, l, u, pid)
 	}
-	// The server's usage is counted from the first publish to the last
-	// delivery, without the subscribers' handshakes.
-	var used []procUsage
-	meter := func(context.Context) (float64, error) {
-		u, err := readUsage(pid)
-		used = append(used, u)
-		return 0, err
-	}
-	f, _, err := fanout(ctx, l, u, u, meter)
-	if err == nil {
-		f.used, f.metered = used[1].sub(used[0]), true
-	}
+	f, _, err := fanout(ctx, l, u, u, nil)
 	return f, err
 }
 
