@@ -192,8 +192,12 @@ func cpuRows(results []result) [][]string {
 		if c.CPUTarget != 0 {
 			target = fmt.Sprintf("<= %.2f", c.CPUTarget)
 		}
+		throughput := "-"
+		if r.Floor != 0 {
+			throughput = r.ratioText()
+		}
 		rows = append(rows, []string{r.Scenario, fmt.Sprintf("%.2f µs", c.HubCPU), orDash(c.FloorCPU, "%.2f µs"), best,
-			ratio, spread, target, c.cpuVerdict(),
+			ratio, spread, target, c.cpuVerdict(), throughput,
 			fmt.Sprintf("%.2f", c.HubSwitches), orDash(c.FloorSwitch, "%.2f"),
 			fmt.Sprintf("%.2f", c.HubSyscalls) + syscallMark(c), orDash(c.FloorSyscall, "%.2f")})
 	}
@@ -216,7 +220,7 @@ func orDash(v float64, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
-var cpuHeader = []string{"scenario", "hub CPU/op", "floor CPU/op", "floor best", "CPU ratio", "runs", "target", "",
+var cpuHeader = []string{"scenario", "hub CPU/op", "floor CPU/op", "floor best", "CPU ratio", "runs", "target", "", "throughput ratio",
 	"hub switches/op", "floor switches/op", "hub syscalls/op", "floor syscalls/op"}
 
 // printCPUTable prints the CPU side of the results, if any was counted.
@@ -253,13 +257,13 @@ fan-out's are always those (perf attaches to the whole run, and the
 fan-out's is counted from its first publish to its last delivery). The ratio is the
 median of the per-run ratios of CPU time, lower is better; "floor best" is
 the floor's cheapest run, since the floor's own figure swings from run to
-run.
+run; the throughput ratio of the table above is repeated beside it.
 
 `)
 	header := slices.Clone(cpuHeader)
 	header[6] = "target"
 	fmt.Fprintf(b, "| %s |\n", joinCells(header))
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, row := range rows {
 		if row[6] != "-" {
 			row[6] = "≤" + row[6][2:]

@@ -153,7 +153,8 @@ publish on the first hub reaches all of them, %d times. Then the last hub is sto
 (SIGTERM: it closes its peers with 1001) and started again while an event is
 published every 100 ms; its peers reconnect to whichever hub takes them (the others
 are full, so mostly to it), each resuming its subscription from the last event it
-processed.
+processed. The load generator's processes share the machine's cores with the
+hubs: the rates and latencies include their own time to read every socket.
 
 | figure | |
 | --- | ---: |
