@@ -10,6 +10,8 @@
 //	bench run [flags] HUB_URL [FLOOR_URL]
 //	bench soak [flags] HUB_URL
 //	bench report [flags] RESULTS.jsonl
+//	bench scale [flags]
+//	bench scalereport [flags] SCALE.json
 //
 // "floor" serves the floor: it answers every frame with a fixed reply,
 // relays rpc.publish frames to the connections that sent rpc.subscribe,
@@ -44,6 +46,11 @@
 // prints, every interval, what was published and delivered, the p99 call
 // latency, and the hub's memory and goroutines; it fails if a delivery is
 // missing at the end.
+//
+// "scale" measures peers by the ten thousand (scale.go): one hub holding
+// as many as a process may, and a cluster of hubs over NATS holding up to
+// 100,000 from several "swarm" processes, with a restart of one node;
+// "scalereport" writes docs/scale.md from its results.
 //
 // "report" turns the JSON results of run (and the output of go test
 // -bench) into a Markdown page and an SVG chart of the ratios.

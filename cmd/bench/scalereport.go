@@ -62,7 +62,7 @@ type projected struct {
 }
 
 func project(r *scaleResult) (projected, bool) {
-	if r.Single == nil || r.Cluster == nil || r.Cluster.Fanout.CPUPerDelivery == 0 {
+	if r.Single == nil || r.Cluster == nil || r.Cluster.ConnectSeconds == 0 {
 		return projected{}, false
 	}
 	p := projected{peers: 1_000_000, perNode: 50_000, cores: 16}
@@ -91,10 +91,10 @@ the machine below in one run, by the project's own load generator, against real
 hub processes over loopback; only the last section is a projection.
 
 - Date: %s
-- Machine: %s, %d CPUs, %d MB of memory, a file descriptor limit of %d per process
+- Machine: %s, %d CPUs, %s MB of memory, a file descriptor limit of %s per process
 - Load average at the start: %s
 - Command: `+"`%s`"+`
-`, m.Date, m.CPU, m.CPUs, m.MemoryMB, m.FDLimit, m.LoadAvg, m.Command)
+`, m.Date, m.CPU, m.CPUs, human(float64(m.MemoryMB)), human(float64(m.FDLimit)), m.LoadAvg, m.Command)
 	if note != "" {
 		fmt.Fprintf(&b, "- The machine meanwhile: %s\n", note)
 	}
@@ -223,7 +223,7 @@ its low end. Each node's share of an event to all is its %s deliveries at the CP
 per delivery measured in the cluster, over 16 cores.
 
 Kernel settings such a node needs (none of them needed on this machine, which held
-%s peers per process under its limit of %d):
+%s peers per process under its limit of %s):
 
 - File descriptors: a limit above the node's peers plus room, per process
   (`+"`LimitNOFILE=200000`"+` in a systemd unit, or `+"`ulimit -n`"+`), and `+"`fs.nr_open`"+` and
@@ -244,7 +244,7 @@ Kernel settings such a node needs (none of them needed on this machine, which he
   peers.
 `, human(float64(p.peers)), p.nodes, human(float64(p.perNode)), kb(r.Single.RSSPerPeer), centrifugoDefaultKB, centrifugoTunedKB,
 		p.memGB, p.idleCores, p.fanoutSeconds, p.connectSecs, human(float64(p.perNode)),
-		human(float64(r.Single.Peers)), r.Meta.FDLimit)
+		human(float64(r.Single.Peers)), human(float64(r.Meta.FDLimit)))
 }
 
 func kb(bytes float64) string {
