@@ -62,15 +62,16 @@ type swarm struct {
 	subbed  atomic.Int64
 }
 
-// swarmPeer is one peer. The reader goroutine alone touches conn, epoch
-// and seq; mu guards what reports read.
+// swarmPeer is one peer. The reader goroutine alone touches epoch and
+// seq; mu guards what reports read, and conn, which the reader replaces
+// when it reconnects and closeAll closes.
 type swarmPeer struct {
 	home  int // index of the hub it was first connected to
-	conn  *conn
 	epoch string
 	seq   int64
 
 	mu            sync.Mutex
+	conn          *conn
 	events, dups  int
 	reconnects    int
 	lastReconnect time.Time
@@ -213,7 +214,7 @@ func (s *swarm) subscribeFrame(p *swarmPeer) []byte {
 // subscribeAll sends every peer's subscription; the readers take the
 // replies. It returns once all are answered, or after a minute.
 func (s *swarm) subscribeAll(ctx context.Context) error {
-	for _, p := range s.peers {
+	for _, p := range s.peers { // before any reconnection: conn is the first
 		if err := p.conn.ws.Write(ctx, websocket.MessageText, s.subscribeFrame(p)); err != nil {
 			return err
 		}
@@ -232,12 +233,14 @@ func (s *swarm) subscribeAll(ctx context.Context) error {
 // connection ends.
 func (s *swarm) serve(ctx context.Context, p *swarmPeer) {
 	for {
-		err := s.read(p)
+		p.mu.Lock()
+		c := p.conn
+		p.mu.Unlock()
+		s.read(p, c) // until the connection ends: closed, or a hub went away
 		if s.closing.Load() || ctx.Err() != nil {
 			return
 		}
-		_ = err // the connection ended: a hub went away
-		p.conn.ws.CloseNow()
+		c.ws.CloseNow()
 		if !s.reconnect(ctx, p) {
 			return
 		}
@@ -246,11 +249,11 @@ func (s *swarm) serve(ctx context.Context, p *swarmPeer) {
 
 // read handles p's frames: events are counted, and the first
 // subscription's reply gives the position to resume from.
-func (s *swarm) read(p *swarmPeer) error {
+func (s *swarm) read(p *swarmPeer, c *conn) {
 	for {
-		msg, err := p.conn.read()
+		msg, err := c.read()
 		if err != nil {
-			return err
+			return
 		}
 		now := time.Now()
 		if !bytes.Contains(msg, []byte(`"rpc.event"`)) {
@@ -298,11 +301,15 @@ func (s *swarm) reconnect(ctx context.Context, p *swarmPeer) bool {
 			}
 		}
 		if err == nil {
-			p.conn = c
 			p.mu.Lock()
+			defer p.mu.Unlock()
+			if s.closing.Load() { // closeAll has closed the old one, or will
+				c.ws.CloseNow()
+				return false
+			}
+			p.conn = c
 			p.reconnects++
 			p.lastReconnect = time.Now()
-			p.mu.Unlock()
 			return true
 		}
 		pause = min(2*time.Second, 250*time.Millisecond*time.Duration(attempt))
@@ -371,7 +378,10 @@ func (s *swarm) closeAll() {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			p.conn.close()
+			p.mu.Lock()
+			c := p.conn
+			p.mu.Unlock()
+			c.close()
 		})
 	}
 	wg.Wait()
