@@ -158,6 +158,9 @@ func scaleCmd(ctx context.Context, args []string) error {
 			return fmt.Errorf("single: %w", err)
 		}
 		res.Single = r
+		if err := writeScale(*jsonOut, &res); err != nil { // kept if the cluster fails
+			return err
+		}
 	}
 	if strings.Contains(c.parts, "cluster") {
 		n := min(c.clusterPeers, c.nodes*room)
@@ -171,12 +174,17 @@ func scaleCmd(ctx context.Context, args []string) error {
 		}
 		res.Cluster = r
 	}
+	return writeScale(*jsonOut, &res)
+}
+
+// writeScale prints the results and writes them to path.
+func writeScale(path string, res *scaleResult) error {
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
 	}
 	fmt.Printf("%s\n", b)
-	return os.WriteFile(*jsonOut, append(b, '\n'), 0o644)
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // fdLimit is this process's file descriptor limit: Go raises the soft one
@@ -339,7 +347,8 @@ func launchSwarms(n, count int, urls []string, dialers int) (swarms, float64, er
 		ss = append(ss, s)
 	}
 	type connected struct {
-		Connected int `json:"connected"`
+		Connected int   `json:"connected"`
+		Retries   int64 `json:"retries"`
 	}
 	got, err := each[connected](ss, "")
 	if err != nil {
@@ -347,8 +356,13 @@ func launchSwarms(n, count int, urls []string, dialers int) (swarms, float64, er
 		return nil, 0, fmt.Errorf("connecting: %w", err)
 	}
 	total := 0
+	var retries int64
 	for _, g := range got {
 		total += g.Connected
+		retries += g.Retries
+	}
+	if retries > 0 {
+		logf("%d dials timed out or failed and were tried again", retries)
 	}
 	if total != n {
 		ss.stop()

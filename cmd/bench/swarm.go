@@ -60,6 +60,7 @@ type swarm struct {
 	closing atomic.Bool
 	peers   []*swarmPeer
 	subbed  atomic.Int64
+	retries atomic.Int64 // dials tried again while connecting
 }
 
 // swarmPeer is one peer. The reader goroutine alone touches epoch and
@@ -98,7 +99,7 @@ func swarmCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	out := json.NewEncoder(os.Stdout)
-	if err := out.Encode(map[string]any{"connected": *n, "seconds": time.Since(start).Seconds()}); err != nil {
+	if err := out.Encode(map[string]any{"connected": *n, "seconds": time.Since(start).Seconds(), "retries": s.retries.Load()}); err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
@@ -184,9 +185,24 @@ func (s *swarm) connect(ctx context.Context, n, dialers int) error {
 				if i >= n || errs[d] != nil || ctx.Err() != nil {
 					return
 				}
-				c, err := s.dial(ctx, i)
-				if err == nil {
-					_, err = c.roundTrip(ping)
+				// A hub that stalls for a while (a collection, a loaded
+				// machine) delays the peers; only one that keeps failing
+				// ends the run.
+				var c *conn
+				var err error
+				for try := range 5 {
+					if try > 0 {
+						s.retries.Add(1)
+						time.Sleep(time.Second)
+					}
+					if c, err = s.dial(ctx, i); err == nil {
+						if _, err = c.roundTrip(ping); err != nil {
+							c.ws.CloseNow()
+						}
+					}
+					if err == nil || ctx.Err() != nil {
+						break
+					}
 				}
 				if err != nil {
 					errs[d] = fmt.Errorf("peer %d: %w", i, err)
