@@ -61,6 +61,8 @@ type swarm struct {
 	peers   []*swarmPeer
 	subbed  atomic.Int64
 	retries atomic.Int64 // dials tried again while connecting
+	// subscribing says the peers were told to subscribe.
+	subscribing atomic.Bool
 }
 
 // swarmPeer is one peer. The reader goroutine alone touches epoch and
@@ -230,10 +232,14 @@ func (s *swarm) subscribeFrame(p *swarmPeer) []byte {
 // subscribeAll sends every peer's subscription; the readers take the
 // replies. It returns once all are answered, or after a minute.
 func (s *swarm) subscribeAll(ctx context.Context) error {
-	for _, p := range s.peers { // before any reconnection: conn is the first
-		if err := p.conn.ws.Write(ctx, websocket.MessageText, s.subscribeFrame(p)); err != nil {
-			return err
-		}
+	s.subscribing.Store(true) // from now on, a peer that reconnects subscribes
+	for _, p := range s.peers {
+		p.mu.Lock()
+		c := p.conn
+		p.mu.Unlock()
+		// A peer whose connection has just ended subscribes when it
+		// reconnects.
+		_ = c.ws.Write(ctx, websocket.MessageText, s.subscribeFrame(p))
 	}
 	deadline := time.Now().Add(time.Minute)
 	for s.subbed.Load() < int64(len(s.peers)) {
@@ -311,7 +317,7 @@ func (s *swarm) reconnect(ctx context.Context, p *swarmPeer) bool {
 			return false
 		}
 		c, err := s.dial(ctx, p.home+attempt)
-		if err == nil {
+		if err == nil && s.subscribing.Load() {
 			if err = c.ws.Write(ctx, websocket.MessageText, s.subscribeFrame(p)); err != nil {
 				c.ws.CloseNow()
 			}
