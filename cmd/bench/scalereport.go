@@ -62,19 +62,26 @@ type projected struct {
 }
 
 func project(r *scaleResult) (projected, bool) {
-	if r.Single == nil || r.Cluster == nil || r.Cluster.ConnectSeconds == 0 {
+	if r.Single == nil || r.Single.ConnectSeconds == 0 {
 		return projected{}, false
 	}
 	p := projected{peers: 1_000_000, perNode: 50_000, cores: 16}
 	p.nodes = p.peers / p.perNode
 	p.memGB = float64(p.perNode) * r.Single.RSSPerPeer / 1e9
-	p.idleCores = float64(p.perNode) * r.Cluster.IdleCPUPerPeer / 1e6
+	// The cluster's costs where it was measured, else the single hub's.
+	idle, perDelivery := r.Single.IdleCPUPerPeer, r.Single.Fanout.CPUPerDelivery
+	peers, secs := float64(r.Single.Peers), r.Single.ConnectSeconds
+	if c := r.Cluster; c != nil && c.ConnectSeconds > 0 {
+		idle, perDelivery = c.IdleCPUPerPeer, c.Fanout.CPUPerDelivery
+		peers, secs = float64(c.Peers), c.ConnectSeconds
+	}
+	p.idleCores = float64(p.perNode) * idle / 1e6
 	// One event to every peer: each node's deliveries, its CPU time per
 	// delivery spread over its cores.
-	p.fanoutSeconds = float64(p.perNode) * r.Cluster.Fanout.CPUPerDelivery / 1e6 / float64(p.cores)
-	// Connecting: the measured rate was had on 2 cores shared with the load
+	p.fanoutSeconds = float64(p.perNode) * perDelivery / 1e6 / float64(p.cores)
+	// Connecting: the measured rate was had on cores shared with the load
 	// generator; per core, it scales with the cores.
-	perCore := float64(r.Cluster.Peers) / r.Cluster.ConnectSeconds / float64(max(r.Meta.CPUs, 1))
+	perCore := peers / secs / float64(max(r.Meta.CPUs, 1))
 	p.connectSecs = float64(p.perNode) / (perCore * float64(p.cores))
 	return p, true
 }
@@ -220,7 +227,7 @@ grows linearly with its peers and that its CPU time spreads over its cores, whic
 
 The node count follows Centrifugo's advice of 50,000 to 100,000 clients per node, at
 its low end. Each node's share of an event to all is its %s deliveries at the CPU time
-per delivery measured in the cluster, over 16 cores.
+per delivery measured (in the cluster where it was, else on the single hub), over 16 cores.
 
 Kernel settings such a node needs (none of them needed on this machine, which held
 %s peers per process under its limit of %s):
