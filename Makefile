@@ -95,6 +95,17 @@ bench:
 	bin/bench run -start bin/hub -json bin/bench.jsonl
 	bin/bench report -micro bin/micro.txt -o docs/benchmarks.md -chart docs/img/bench-ratios.svg bin/bench.jsonl
 
+## scale: one hub with as many peers as a process may hold here, then
+## 100,000 over five hubs joined over NATS (some ten minutes; not part of
+## make test); writes docs/scale.md and its chart. SCALENOTE says what else
+## the machine was doing.
+.PHONY: scale
+SCALENOTE ?=
+scale:
+	$(GO) build -o bin/ ./cmd/hub ./cmd/bench
+	bin/bench scale -hub bin/hub -json bin/scale.json
+	bin/bench scalereport -note "$(SCALENOTE)" -o docs/scale.md -chart docs/img/scale-memory.svg bin/scale.json
+
 ## soak: a mixed load against a fresh hub for $(SOAK) (not part of make test)
 soak:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/bench

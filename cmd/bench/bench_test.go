@@ -22,9 +22,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The beside scenario starts this binary as its heavy client.
-	if len(os.Args) > 1 && os.Args[1] == "heavy" {
-		if err := heavyCmd(context.Background(), os.Args[2:]); err != nil {
+	// The beside scenario starts this binary as its heavy client, and the
+	// scale command as its swarms and floor.
+	if len(os.Args) > 1 && (os.Args[1] == "heavy" || os.Args[1] == "swarm" || os.Args[1] == "floor") {
+		if err := run(context.Background(), os.Args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

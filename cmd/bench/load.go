@@ -39,6 +39,14 @@ type scenario struct {
 type figure struct {
 	value    float64
 	p50, p99 time.Duration
+	// ops is how many operations (calls, requests, deliveries) the server
+	// handled while used was counted (see cpu.go); metered says used was.
+	ops     int
+	used    procUsage
+	metered bool
+	// perfSyscalls counts every system call, if perf did (perf.go).
+	perfSyscalls int64
+	perf         bool
 }
 
 // load holds the sizes of the scenarios.
@@ -57,6 +65,9 @@ type load struct {
 
 	clusterA, clusterB string // two nodes of a cluster, cluster
 	jsA, jsB           string // two nodes of a cluster with JetStream, cluster-js
+
+	pids map[string]int // the server process behind a URL, for cpu.go
+	perf bool           // count system calls with perf (perf.go)
 }
 
 var scenarios = []*scenario{
@@ -201,7 +212,8 @@ func calls(call func() error, deadline time.Time, lat []time.Duration) ([]time.D
 // sequential makes call after call, for a tenth of l.duration to warm up,
 // then for l.duration, and returns the rate and latencies of the latter.
 func sequential(l *load, call func() error) (figure, error) {
-	if _, err := calls(call, time.Now().Add(l.duration/10), nil); err != nil {
+	warm, err := calls(call, time.Now().Add(l.duration/10), nil)
+	if err != nil {
 		return figure{}, err
 	}
 	start := time.Now()
@@ -209,7 +221,9 @@ func sequential(l *load, call func() error) (figure, error) {
 	if err != nil {
 		return figure{}, err
 	}
-	return rate(len(lat), time.Since(start), lat), nil
+	f := rate(len(lat), time.Since(start), lat)
+	f.ops += len(warm)
+	return f, nil
 }
 
 func seqScenario(ctx context.Context, l *load, u string) (figure, error) {
@@ -323,7 +337,9 @@ func connsScenario(ctx context.Context, l *load, u string) (figure, error) {
 		}
 		all = append(all, lats[i]...)
 	}
-	return rate(len(all), elapsed, all), nil
+	f := rate(len(all), elapsed, all)
+	f.ops += len(conns) // the first call on each
+	return f, nil
 }
 
 // pipeScenario keeps l.window calls in flight on one connection.
@@ -449,6 +465,9 @@ func batchScenario(ctx context.Context, l *load, u string) (figure, error) {
 // deliveries per second from the first publish to the last delivery; the
 // percentiles are of the delivery latency.
 func fanoutScenario(ctx context.Context, l *load, u string) (figure, error) {
+	if pid, ok := l.pids[u]; ok {
+		return meteredFanout(ctx, l, u, pid)
+	}
 	f, _, err := fanout(ctx, l, u, u, nil)
 	return f, err
 }
@@ -625,7 +644,7 @@ func metric(ctx context.Context, murl, name string) (float64, error) {
 
 // rate makes a figure of n operations in d, with lat's percentiles.
 func rate(n int, d time.Duration, lat []time.Duration) figure {
-	f := figure{value: float64(n) / d.Seconds()}
+	f := figure{value: float64(n) / d.Seconds(), ops: n}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		f.p50 = lat[len(lat)*50/100]

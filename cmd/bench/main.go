@@ -10,6 +10,8 @@
 //	bench run [flags] HUB_URL [FLOOR_URL]
 //	bench soak [flags] HUB_URL
 //	bench report [flags] RESULTS.jsonl
+//	bench scale [flags]
+//	bench scalereport [flags] SCALE.json
 //
 // "floor" serves the floor: it answers every frame with a fixed reply,
 // relays rpc.publish frames to the connections that sent rpc.subscribe,
@@ -35,12 +37,20 @@
 // the two, -cluster A,B names running ones), and the addressed ones
 // (rpc.call to a chosen peer against a direct call and a forwarded one, and
 // to the 1,000 peers of a topic against a publish to them). It prints a
-// table, and one JSON object per result with -json.
+// table, and one JSON object per result with -json. For servers whose
+// process it knows (-start, or -pids), it also reads from /proc what each
+// operation cost the server: CPU time, context switches and read and write
+// system calls, hub against floor (cpu.go).
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and
 // prints, every interval, what was published and delivered, the p99 call
 // latency, and the hub's memory and goroutines; it fails if a delivery is
 // missing at the end.
+//
+// "scale" measures peers by the ten thousand (scale.go): one hub holding
+// as many as a process may, and a cluster of hubs over NATS holding up to
+// 100,000 from several "swarm" processes, with a restart of one node;
+// "scalereport" writes docs/scale.md from its results.
 //
 // "report" turns the JSON results of run (and the output of go test
 // -bench) into a Markdown page and an SVG chart of the ratios.
@@ -70,6 +80,8 @@ const usage = `usage:
   bench run [flags] HUB_URL [FLOOR_URL]      measure the hub (and the floor)
   bench soak [flags] HUB_URL                 mixed load for a while
   bench report [flags] RESULTS.jsonl         write docs from run's -json output
+  bench scale [flags]                        peers by the ten thousand: one hub, a cluster
+  bench scalereport [flags] SCALE.json       write docs/scale.md from scale's -json output
 Run "bench COMMAND -h" for a command's flags.`
 
 func run(ctx context.Context, args []string) error {
@@ -87,6 +99,12 @@ func run(ctx context.Context, args []string) error {
 		return soakCmd(ctx, args[1:])
 	case "heavy": // the beside scenario's child process
 		return heavyCmd(ctx, args[1:])
+	case "scale":
+		return scaleCmd(ctx, args[1:])
+	case "scalereport":
+		return scaleReportCmd(args[1:])
+	case "swarm": // the scale command's child process
+		return swarmCmd(ctx, args[1:])
 	case "report":
 		return reportCmd(args[1:])
 	case "-h", "-help", "--help", "help":

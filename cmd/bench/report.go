@@ -130,6 +130,7 @@ from the median, and so how firmly a target is met.
 			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.ratioText(),
 			r.spreadText(), target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
 	}
+	writeCPUSection(&b, results)
 	b.WriteString(`
 The scenarios: **seq**, one connection making calls one after another;
 **pipe**, one connection keeping 64 calls in flight; **conns**, 100

@@ -35,6 +35,7 @@ type result struct {
 	FloorP50      float64 `json:"floorP50us,omitempty"`
 	FloorP99      float64 `json:"floorP99us,omitempty"`
 	Reps          int     `json:"reps"`
+	cpuResult             // cpu.go
 }
 
 // met reports whether the ratio reaches the target.
@@ -80,6 +81,8 @@ func runCmd(ctx context.Context, args []string) error {
 	jsURLs := fs.String("cluster-js", "", "`URLs` of two hubs of one cluster with JetStream, A,B, for the cluster-js scenario (with -start, two are started)")
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
+	usePerf := fs.Bool("perf", true, "count every system call of the servers with perf, where it is installed and allowed (else /proc's reads and writes)")
+	pids := fs.String("pids", "", "process ids of the hub and the floor, `HUB,FLOOR`, to count their CPU time per operation (with -start, known)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench run [flags] HUB_URL [FLOOR_URL]\n       bench run [flags] -start HUB_BINARY")
 		fs.PrintDefaults()
@@ -96,9 +99,18 @@ func runCmd(ctx context.Context, args []string) error {
 		}
 		defer servers.stop()
 		hubURL, floorURL = servers.hubURL, servers.floorURL
+		l.pids = map[string]int{hubURL: servers.procs[0].Process.Pid, floorURL: servers.procs[1].Process.Pid}
 	case *start != "" || fs.NArg() < 1 || fs.NArg() > 2:
 		fs.Usage()
 		return fmt.Errorf("want a hub URL and, optionally, a floor URL, or -start")
+	}
+	if *pids != "" {
+		if err := parsePIDs(*pids, hubURL, floorURL, l); err != nil {
+			return err
+		}
+	}
+	if hubPID, ok := l.pids[hubURL]; ok && *usePerf {
+		l.perf = perfWorks(hubPID)
 	}
 	if *clusterURLs != "" {
 		if err := parseCluster(*clusterURLs, &l.clusterA, &l.clusterB); err != nil {
@@ -150,6 +162,7 @@ func runCmd(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "%-7s done\n", s.name)
 	}
 	printTable(os.Stdout, results)
+	printCPUTable(os.Stdout, results)
 	if *jsonOut == "" {
 		return nil
 	}
@@ -199,15 +212,15 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 		var h, f figure
 		var err error
 		if i%2 == 1 && withFloor {
-			if f, err = floorRun(ctx, l, floorAt); err != nil {
+			if f, err = runMetered(ctx, floorRun, l, floorAt); err != nil {
 				return r, fmt.Errorf("floor: %w", err)
 			}
 		}
-		if h, err = s.run(ctx, l, hubURL); err != nil {
+		if h, err = runMetered(ctx, s.run, l, hubURL); err != nil {
 			return r, fmt.Errorf("hub: %w", err)
 		}
 		if i%2 == 0 && withFloor {
-			if f, err = floorRun(ctx, l, floorAt); err != nil {
+			if f, err = runMetered(ctx, floorRun, l, floorAt); err != nil {
 				return r, fmt.Errorf("floor: %w", err)
 			}
 		}
@@ -227,6 +240,7 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 			r.RatioLow, r.RatioHigh = slices.Min(ratios), slices.Max(ratios)
 		}
 	}
+	r.cpuResult = cpuOf(s.name, hub, floor)
 	return r, nil
 }
 

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// "bench scale" measures how many peers the hub holds and what they cost:
+//
+//   - single: one hub with as many peers as the file descriptor limit lets
+//     a process hold, with the default pings: memory, goroutines and idle
+//     CPU per peer, the time to connect them, the memory returned once they
+//     leave, and one event published to all of them; and the floor's idle
+//     memory per connection at the same count.
+//   - cluster: hubs joined over NATS with JetStream (the first runs NATS),
+//     as many peers as they hold, held by several swarm processes (see
+//     swarm.go) from loopback addresses 127.0.0.2 and up, all subscribed to
+//     one topic; the same figures per node, and a restart of one node while
+//     events are published: how long until its peers are back, and whether
+//     any event was lost or came twice.
+//
+// The results go to -json, for "bench scalereport" to write the page.
+
+// scaleResult is everything one scale run measured.
+type scaleResult struct {
+	Meta    scaleMeta      `json:"meta"`
+	Single  *singleResult  `json:"single,omitempty"`
+	Cluster *clusterResult `json:"cluster,omitempty"`
+}
+
+type scaleMeta struct {
+	Date     string `json:"date"`
+	Go       string `json:"go"`
+	CPUs     int    `json:"cpus"`
+	CPU      string `json:"cpu"`
+	MemoryMB int64  `json:"memoryMB"`
+	FDLimit  int    `json:"fdLimit"`
+	LoadAvg  string `json:"loadavg"` // at the start
+	Command  string `json:"command"`
+}
+
+type singleResult struct {
+	Peers             int          `json:"peers"`
+	ConnectSeconds    float64      `json:"connectSeconds"`
+	RSSBefore         int64        `json:"rssBefore"`
+	RSSIdle           int64        `json:"rssIdle"`
+	RSSPeak           int64        `json:"rssPeak"`  // after the fan-out
+	RSSAfter          int64        `json:"rssAfter"` // once the peers left
+	ReturnedSeconds   float64      `json:"returnedSeconds"`
+	RSSPerPeer        float64      `json:"rssPerPeer"`
+	FloorRSSPerPeer   float64      `json:"floorRSSPerPeer"`
+	GoroutinesPerPeer float64      `json:"goroutinesPerPeer"`
+	IdleSeconds       float64      `json:"idleSeconds"`
+	IdleCPUPerPeer    float64      `json:"idleCPUusPerPeerSecond"`
+	Fanout            fanoutResult `json:"fanout"`
+}
+
+type fanoutResult struct {
+	Events           int     `json:"events"`
+	Deliveries       int     `json:"deliveries"`
+	DeliveriesPerSec float64 `json:"deliveriesPerSec"` // median over the events
+	P50              float64 `json:"p50us"`
+	P99              float64 `json:"p99us"`
+	CPUPerDelivery   float64 `json:"cpuUsPerDelivery"` // of the hub processes
+	Missing          int     `json:"missing"`
+	Dups             int     `json:"dups"`
+}
+
+type clusterResult struct {
+	Nodes             int           `json:"nodes"`
+	Peers             int           `json:"peers"`
+	Swarms            int           `json:"swarms"`
+	ConnectSeconds    float64       `json:"connectSeconds"`
+	PeersPerNode      []int         `json:"peersPerNode"`
+	RSSPerPeer        []float64     `json:"rssPerPeer"` // per node
+	GoroutinesPerPeer float64       `json:"goroutinesPerPeer"`
+	IdleSeconds       float64       `json:"idleSeconds"`
+	IdleCPUPerPeer    float64       `json:"idleCPUusPerPeerSecond"` // all hubs
+	Fanout            fanoutResult  `json:"fanout"`
+	Restart           restartResult `json:"restart"`
+}
+
+type restartResult struct {
+	Node       int     `json:"node"`
+	Peers      int     `json:"peers"`      // it held
+	Reconnects int     `json:"reconnects"` // peers that reconnected
+	Seconds    float64 `json:"seconds"`    // from the signal to the last reconnection
+	Events     int     `json:"events"`     // published meanwhile
+	Missing    int     `json:"missing"`
+	Dups       int     `json:"dups"`
+}
+
+// scaleConfig holds scale's flags.
+type scaleConfig struct {
+	hub          string
+	parts        string
+	peers        int // single: 0 for as many as the fd limit allows
+	nodes        int
+	clusterPeers int
+	swarms       int
+	idle         time.Duration
+	events       int
+	dialers      int
+	settle       time.Duration // after connecting, before memory is read
+	returned     time.Duration // after the peers left, the longest memory is read
+}
+
+func scaleCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	var c scaleConfig
+	fs.StringVar(&c.hub, "hub", "bin/hub", "the hub `binary`")
+	fs.StringVar(&c.parts, "parts", "single,cluster", "which `parts` to run")
+	fs.IntVar(&c.peers, "peers", 0, "peers of the single hub (0: as many as the file descriptor limit allows)")
+	fs.IntVar(&c.nodes, "nodes", 5, "hubs of the cluster")
+	fs.IntVar(&c.clusterPeers, "cluster-peers", 100000, "peers of the cluster, at most what the nodes' file descriptor limits allow")
+	fs.IntVar(&c.swarms, "swarms", 0, "processes holding the cluster's peers (0: as few as the file descriptor limit allows)")
+	fs.DurationVar(&c.idle, "idle", 30*time.Second, "how long the idle CPU time is measured (the default ping interval: every peer is pinged once)")
+	fs.IntVar(&c.events, "events", 5, "events published to all, one after another")
+	fs.IntVar(&c.dialers, "dialers", 64, "connections each swarm opens at once")
+	fs.DurationVar(&c.settle, "settle", 5*time.Second, "how long the hubs are left alone once the peers are connected, before their memory is read")
+	fs.DurationVar(&c.returned, "returned", 150*time.Second, "how long after the peers left the hub's memory is read, at most (until nine tenths of what they took is back)")
+	jsonOut := fs.String("json", "bin/scale.json", "write the results to `file`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	limit := fdLimit()
+	res := scaleResult{Meta: scaleMeta{
+		Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Go: runtime.Version(), CPUs: runtime.NumCPU(),
+		CPU: cpuModel(), MemoryMB: memTotalMB(), FDLimit: limit, LoadAvg: loadAvg(),
+		Command: "bench scale " + strings.Join(args, " "),
+	}}
+	// Room in every process for what is not a peer: listeners, NATS,
+	// standard files, the /metrics requests (a hub uses some 20).
+	room := limit - 100
+	if room < 10 {
+		return fmt.Errorf("a file descriptor limit of %d leaves no room for peers", limit)
+	}
+	if strings.Contains(c.parts, "single") {
+		n := c.peers
+		if n == 0 {
+			n = room
+		}
+		r, err := scaleSingle(ctx, &c, n)
+		if err != nil {
+			return fmt.Errorf("single: %w", err)
+		}
+		res.Single = r
+		if err := writeScale(*jsonOut, &res); err != nil { // kept if the cluster fails
+			return err
+		}
+	}
+	if strings.Contains(c.parts, "cluster") {
+		n := min(c.clusterPeers, c.nodes*room)
+		swarms := c.swarms
+		if swarms == 0 {
+			swarms = (n + room - 1) / room
+		}
+		r, err := scaleCluster(ctx, &c, n, swarms, room)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		res.Cluster = r
+	}
+	return writeScale(*jsonOut, &res)
+}
+
+// writeScale prints the results and writes them to path.
+func writeScale(path string, res *scaleResult) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s\n", b)
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// fdLimit is this process's file descriptor limit: Go raises the soft one
+// to the hard one at start, and the processes it starts get the same.
+func fdLimit() int {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
+		return 1024
+	}
+	if r.Cur < r.Max { // Go does it; ask again in case it could not
+		r.Cur = r.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r)
+		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r)
+	}
+	return int(r.Cur)
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+func memTotalMB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s scale: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// swarmProc is a running "bench swarm".
+type swarmProc struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// startSwarm starts a swarm of n peers, connecting them to urls from
+// source address src ("" for any); connected must then be awaited.
+func startSwarm(n int, urls []string, src string, dialers int) (*swarmProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "swarm", "-n", strconv.Itoa(n), "-urls", strings.Join(urls, ","), "-src", src, "-dialers", strconv.Itoa(dialers))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	return &swarmProc{cmd: cmd, in: in, out: sc}, nil
+}
+
+// answer reads the swarm's next JSON line into v.
+func (s *swarmProc) answer(v any) error {
+	if !s.out.Scan() {
+		err := s.out.Err()
+		if err == nil {
+			err = errors.New("the swarm ended")
+		}
+		return err
+	}
+	return json.Unmarshal(s.out.Bytes(), v)
+}
+
+// order sends one order and reads its answer into v.
+func (s *swarmProc) order(line string, v any) error {
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		return err
+	}
+	return s.answer(v)
+}
+
+// stop closes the swarm's peers (once: it exits), or kills it if it does
+// not answer.
+func (s *swarmProc) stop() {
+	done := make(chan struct{})
+	go func() {
+		var v map[string]int
+		_ = s.order("close", &v)
+		_ = s.in.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		_ = s.cmd.Process.Kill()
+	}
+	_ = s.cmd.Wait()
+}
+
+// swarms is a set of swarm processes ordered together.
+type swarms []*swarmProc
+
+func (ss swarms) stop() {
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Go(s.stop)
+	}
+	wg.Wait()
+}
+
+// each sends line to every swarm at once and decodes the answers.
+func each[T any](ss swarms, line string) ([]T, error) {
+	out := make([]T, len(ss))
+	errs := make([]error, len(ss))
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Go(func() {
+			if line == "" {
+				errs[i] = s.answer(&out[i])
+			} else {
+				errs[i] = s.order(line, &out[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// launchSwarms starts swarms of n peers in all, spread over urls, each
+// from its own loopback address 127.0.0.2 and up, and waits until every
+// peer is connected; it returns the time that took.
+func launchSwarms(n, count int, urls []string, dialers int) (swarms, float64, error) {
+	var ss swarms
+	start := time.Now()
+	for i := range count {
+		k := n / count
+		if i < n%count {
+			k++
+		}
+		s, err := startSwarm(k, urls, fmt.Sprintf("127.0.0.%d", 2+i), dialers)
+		if err != nil {
+			ss.stop()
+			return nil, 0, err
+		}
+		ss = append(ss, s)
+	}
+	type connected struct {
+		Connected int   `json:"connected"`
+		Retries   int64 `json:"retries"`
+	}
+	got, err := each[connected](ss, "")
+	if err != nil {
+		ss.stop()
+		return nil, 0, fmt.Errorf("connecting: %w", err)
+	}
+	total := 0
+	var retries int64
+	for _, g := range got {
+		total += g.Connected
+		retries += g.Retries
+	}
+	if retries > 0 {
+		logf("%d dials timed out or failed and were tried again", retries)
+	}
+	if total != n {
+		ss.stop()
+		return nil, 0, fmt.Errorf("%d of %d peers connected", total, n)
+	}
+	return ss, time.Since(start).Seconds(), nil
+}
+
+// subscribe has every peer of ss subscribe to the swarms' topic.
+func (ss swarms) subscribe() error {
+	type subscribed struct {
+		Subscribed int    `json:"subscribed"`
+		Err        string `json:"error"`
+	}
+	got, err := each[subscribed](ss, "subscribe")
+	for _, g := range got {
+		if g.Err != "" {
+			err = errors.Join(err, errors.New(g.Err))
+		}
+	}
+	return err
+}
+
+// wait waits up to d for every peer to hold want events and merges the
+// swarms' reports.
+func (ss swarms) wait(want int, d time.Duration) (swarmReport, error) {
+	got, err := each[swarmReport](ss, fmt.Sprintf("wait %d %g", want, d.Seconds()))
+	r := swarmReport{Hist: histogram{}}
+	for _, g := range got {
+		r.Peers += g.Peers
+		r.Complete += g.Complete
+		r.Missing += g.Missing
+		r.Dups += g.Dups
+		r.Reconnects += g.Reconnects
+		r.LastReconnect = max(r.LastReconnect, g.LastReconnect)
+		r.LastDelivery = max(r.LastDelivery, g.LastDelivery)
+		r.Deliveries += g.Deliveries
+		r.Hist.merge(g.Hist)
+	}
+	return r, err
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestScale runs the scale command small against real hub processes: 100
+// peers on one hub, then 100 over two hubs joined over NATS with
+// JetStream, from two swarm processes on 127.0.0.2 and 127.0.0.3, with a
+// restart of the second hub; every event must reach every peer once.
+func TestScale(t *testing.T) {
+	dir := t.TempDir()
+	hubBin := filepath.Join(dir, "hub")
+	if out, err := exec.Command("go", "build", "-o", hubBin, "github.com/switchboard-rpc/switchboard/cmd/hub").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "scale.json")
+	err := scaleCmd(t.Context(), []string{"-hub", hubBin, "-peers", "100", "-nodes", "2", "-cluster-peers", "100", "-swarms", "2",
+		"-idle", "500ms", "-settle", "200ms", "-returned", "200ms", "-events", "3", "-dialers", "8", "-json", out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r scaleResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	s, c := r.Single, r.Cluster
+	if s == nil || c == nil {
+		t.Fatalf("a part is missing:\n%s", b)
+	}
+	if s.Peers != 100 || s.ConnectSeconds <= 0 || s.RSSPerPeer <= 0 || s.GoroutinesPerPeer < 1 || s.GoroutinesPerPeer > 5 {
+		t.Errorf("single: %+v", s)
+	}
+	for name, f := range map[string]fanoutResult{"single": s.Fanout, "cluster": c.Fanout} {
+		if f.Deliveries != 3*100 || f.Missing != 0 || f.Dups != 0 || f.P50 <= 0 || f.P99 < f.P50 || f.DeliveriesPerSec <= 0 {
+			t.Errorf("%s fan-out: %+v", name, f)
+		}
+	}
+	sum := 0
+	for _, n := range c.PeersPerNode {
+		sum += n
+	}
+	if c.Peers != 100 || sum != 100 || len(c.RSSPerPeer) != 2 {
+		t.Errorf("cluster: %+v", c)
+	}
+	if rs := c.Restart; rs.Node != 2 || rs.Peers != 50 || rs.Reconnects < rs.Peers || rs.Events == 0 || rs.Missing != 0 || rs.Dups != 0 || rs.Seconds <= 0 {
+		t.Errorf("restart: %+v", rs)
+	}
+
+	page := filepath.Join(dir, "scale.md")
+	chart := filepath.Join(dir, "img", "scale.svg")
+	if err := scaleReportCmd([]string{"-o", page, "-chart", chart, "-note", "nothing else", out}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## One hub at the file descriptor limit", "100 peers over 2 hubs", "a projection on paper",
+		"Centrifugo", "nf_conntrack_max", "nothing else", "(img/scale.svg)"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("%q missing from the page:\n%s", want, md)
+		}
+	}
+	if !bytes.Contains(svg, []byte("cluster hub 2")) || !bytes.Contains(svg, []byte("Centrifugo, tuned")) {
+		t.Errorf("chart:\n%s", svg)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	h := histogram{}
+	for i := 1; i <= 100; i++ {
+		h.add(time.Duration(i) * time.Millisecond)
+	}
+	o := histogram{}
+	o.add(time.Second)
+	h.merge(o)
+	if h.count() != 101 {
+		t.Errorf("count %d, want 101", h.count())
+	}
+	// Within a bucket's 5% of the exact figures: 51 ms and 100 ms.
+	for _, c := range []struct{ q, want float64 }{{0.5, 51e3}, {0.99, 100e3}, {1, 1e6}} {
+		if got := h.quantile(c.q); got < c.want/1.06 || got > c.want*1.06 {
+			t.Errorf("quantile(%v) = %.0f µs, want about %.0f", c.q, got, c.want)
+		}
+	}
+}
+
+func TestScanFrames(t *testing.T) {
+	ev := []byte(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"scale","data":{"t":123},"seq":42,"epoch":"e1"}}`)
+	if n, ok := intAfter(ev, `"seq":`); !ok || n != 42 {
+		t.Errorf("seq = %d, %v", n, ok)
+	}
+	if s, ok := stringAfter(ev, `"epoch":"`); !ok || s != "e1" {
+		t.Errorf("epoch = %q, %v", s, ok)
+	}
+	if _, ok := intAfter([]byte(`{"seq":"x"}`), `"seq":`); ok {
+		t.Error("a seq without digits read")
+	}
+	if !strings.Contains(string(ev), "rpc.event") {
+		t.Fatal("bad fixture")
+	}
+}

@@ -1,0 +1,430 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// scaleSingle measures one hub holding n peers, and the floor's idle
+// memory at the same count.
+func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	hubAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	floorAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	s := &servers{}
+	// Default pings; no connection limits: every peer comes from one address.
+	err = s.launch(ctx, [][]string{
+		{c.hub, "-addr", hubAddr, "-demo", "-log-level", "error", "-max-conns", "0", "-max-conns-per-addr", "0"},
+		{self, "floor", "-addr", floorAddr},
+	}, []string{"http://" + hubAddr + "/healthz", "http://" + floorAddr + "/metrics"})
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	hubURL, floorURL := "ws://"+hubAddr+"/rpc", "ws://"+floorAddr+"/"
+	pids := []int{s.procs[0].Process.Pid}
+	r := &singleResult{Peers: n, IdleSeconds: c.idle.Seconds()}
+
+	logf("single: %d peers to one hub", n)
+	nodes, err := readNodes(ctx, []string{hubURL}, pids)
+	if err != nil {
+		return nil, err
+	}
+	r.RSSBefore = nodes[0].rss
+	ss, secs, err := launchSwarms(n, 1, []string{hubURL}, c.dialers)
+	if err != nil {
+		return nil, err
+	}
+	defer ss.stop()
+	r.ConnectSeconds = secs
+	logf("single: connected in %.1f s; idle for %v", secs, c.idle)
+	idle, err := measureIdle(ctx, c, []string{hubURL}, pids)
+	if err != nil {
+		return nil, err
+	}
+	r.RSSIdle = idle.after[0].rss
+	r.RSSPerPeer = float64(idle.after[0].rss-nodes[0].rss) / float64(n)
+	r.GoroutinesPerPeer = float64(idle.after[0].goroutines-nodes[0].goroutines) / float64(n)
+	r.IdleCPUPerPeer = idle.cpuPerPeerSecond(n)
+
+	if err := ss.subscribe(); err != nil {
+		return nil, err
+	}
+	pub, err := dial(ctx, hubURL)
+	if err != nil {
+		return nil, err
+	}
+	defer pub.close()
+	logf("single: fan-out of %d events", c.events)
+	if r.Fanout, err = fanoutAll(ss, pub, pids, c.events); err != nil {
+		return nil, err
+	}
+	if r.RSSPeak, err = residentOfPID(pids[0]); err != nil {
+		return nil, err
+	}
+	pub.close()
+	t := time.Now()
+	ss.stop()
+	logf("single: the peers left in %.1f s", time.Since(t).Seconds())
+	// The memory returned: once the hub has closed every connection, and
+	// its collector and scavenger have had the time to give back.
+	if err := waitMetric(ctx, hubURL, "switchboard_connections", 0, time.Minute); err != nil {
+		return nil, err
+	}
+	left := time.Now()
+	if r.RSSAfter, err = residentOfPID(pids[0]); err != nil {
+		return nil, err
+	}
+	// Go collects garbage when the program allocates, or every two minutes
+	// when it does not, and gives memory back to the system after that:
+	// read until nine tenths of what the peers took is back, or c.returned.
+	for time.Since(left) < c.returned && r.RSSAfter > r.RSSBefore+(r.RSSPeak-r.RSSBefore)/10 {
+		time.Sleep(min(time.Second, c.returned))
+		if r.RSSAfter, err = residentOfPID(pids[0]); err != nil {
+			return nil, err
+		}
+	}
+	r.ReturnedSeconds = time.Since(left).Seconds()
+	logf("single: %s resident %.0f s after the peers left", mb(r.RSSAfter), r.ReturnedSeconds)
+
+	logf("single: %d connections to the floor", n)
+	floorPID := s.procs[1].Process.Pid
+	before, err := residentOfPID(floorPID)
+	if err != nil {
+		return nil, err
+	}
+	fs, _, err := launchSwarms(n, 1, []string{floorURL}, c.dialers)
+	if err != nil {
+		return nil, err
+	}
+	defer fs.stop()
+	time.Sleep(c.settle)
+	after, err := residentOfPID(floorPID)
+	if err != nil {
+		return nil, err
+	}
+	r.FloorRSSPerPeer = float64(after-before) / float64(n)
+	return r, nil
+}
+
+// scaleCluster measures nodes hubs joined over NATS with JetStream
+// holding n peers from count swarms, and a restart of the last node.
+func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clusterResult, error) {
+	natsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	// Each node refuses (503) peers beyond its file descriptors, so that a
+	// peer whose node restarts is turned away at once by a full one.
+	common := []string{"-demo", "-log-level", "error", "-max-conns", strconv.Itoa(room + 50), "-max-conns-per-addr", "0", "-nats-jetstream"}
+	var argvs [][]string
+	var urls, health []string
+	for i := range c.nodes {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		argv := []string{c.hub, "-addr", addr, "-node", fmt.Sprintf("node%d", i+1)}
+		if i == 0 {
+			argv = append(argv, "-nats", "embedded", "-nats-listen", natsAddr)
+		} else {
+			argv = append(argv, "-nats", "nats://"+natsAddr)
+		}
+		argvs = append(argvs, append(argv, common...))
+		urls = append(urls, "ws://"+addr+"/rpc")
+		health = append(health, "http://"+addr+"/healthz")
+	}
+	s := &servers{}
+	if err := s.launch(ctx, argvs[:1], health[:1]); err != nil { // NATS first
+		return nil, err
+	}
+	defer s.stop()
+	if err := s.launch(ctx, argvs[1:], health[1:]); err != nil {
+		return nil, err
+	}
+	pids := func() []int {
+		var p []int
+		for _, cmd := range s.procs {
+			p = append(p, cmd.Process.Pid)
+		}
+		return p
+	}
+	r := &clusterResult{Nodes: c.nodes, Peers: n, Swarms: count, IdleSeconds: c.idle.Seconds()}
+	nodes, err := readNodes(ctx, urls, pids())
+	if err != nil {
+		return nil, err
+	}
+	logf("cluster: %d peers to %d hubs from %d processes", n, c.nodes, count)
+	ss, secs, err := launchSwarms(n, count, urls, c.dialers)
+	if err != nil {
+		return nil, err
+	}
+	defer ss.stop()
+	r.ConnectSeconds = secs
+	logf("cluster: connected in %.1f s; idle for %v", secs, c.idle)
+	idle, err := measureIdle(ctx, c, urls, pids())
+	if err != nil {
+		return nil, err
+	}
+	goroutines := 0
+	for i, a := range idle.after {
+		r.PeersPerNode = append(r.PeersPerNode, a.conns)
+		r.RSSPerPeer = append(r.RSSPerPeer, float64(a.rss-nodes[i].rss)/float64(max(a.conns, 1)))
+		goroutines += a.goroutines - nodes[i].goroutines
+	}
+	r.GoroutinesPerPeer = float64(goroutines) / float64(n)
+	r.IdleCPUPerPeer = idle.cpuPerPeerSecond(n)
+
+	if err := ss.subscribe(); err != nil {
+		return nil, err
+	}
+	pub, err := dial(ctx, urls[0])
+	if err != nil {
+		return nil, err
+	}
+	defer pub.close()
+	logf("cluster: fan-out of %d events", c.events)
+	if r.Fanout, err = fanoutAll(ss, pub, pids(), c.events); err != nil {
+		return nil, err
+	}
+	logf("cluster: restart of node%d", c.nodes)
+	r.Restart, err = restartNode(ctx, s, c.nodes-1, argvs, health, urls, ss, pub, c.events)
+	return r, err
+}
+
+// node is what one hub's /proc and /metrics said at one moment.
+type node struct {
+	rss               int64
+	goroutines, conns int
+	used              procUsage
+}
+
+func readNodes(ctx context.Context, urls []string, pids []int) ([]node, error) {
+	nodes := make([]node, len(urls))
+	for i, u := range urls {
+		var err error
+		if nodes[i].rss, err = residentOfPID(pids[i]); err != nil {
+			return nil, err
+		}
+		if nodes[i].used, err = readUsage(pids[i]); err != nil {
+			return nil, err
+		}
+		g, err := metric(ctx, metricsURL(u), "go_goroutines")
+		if err != nil {
+			return nil, err
+		}
+		conns, err := metric(ctx, metricsURL(u), "switchboard_connections")
+		if err != nil {
+			return nil, err
+		}
+		nodes[i].goroutines, nodes[i].conns = int(g), int(conns)
+	}
+	return nodes, nil
+}
+
+// idleFigures are the hubs before and after an idle spell.
+type idleFigures struct {
+	before, after []node
+	seconds       float64
+}
+
+// cpuPerPeerSecond is the hubs' CPU time over the spell, per peer per
+// second, in µs.
+func (f idleFigures) cpuPerPeerSecond(peers int) float64 {
+	var cpu time.Duration
+	for i := range f.after {
+		cpu += f.after[i].used.cpu - f.before[i].used.cpu
+	}
+	return float64(cpu.Nanoseconds()) / 1e3 / float64(peers) / f.seconds
+}
+
+// measureIdle lets the hubs settle (the last handshakes' garbage
+// collected), then reads them over c.idle of
+// nothing but their pings; the after figures' memory and goroutines are
+// read at its start, the CPU time over it.
+func measureIdle(ctx context.Context, c *scaleConfig, urls []string, pids []int) (idleFigures, error) {
+	time.Sleep(c.settle)
+	before, err := readNodes(ctx, urls, pids)
+	if err != nil {
+		return idleFigures{}, err
+	}
+	start := time.Now()
+	time.Sleep(c.idle)
+	after, err := readNodes(ctx, urls, pids)
+	if err != nil {
+		return idleFigures{}, err
+	}
+	for i := range after { // memory and goroutines as they were once settled
+		after[i].rss, after[i].goroutines, after[i].conns = before[i].rss, before[i].goroutines, before[i].conns
+	}
+	return idleFigures{before: before, after: after, seconds: time.Since(start).Seconds()}, nil
+}
+
+// publish publishes event k (its send time in it) through pub.
+func publish(pub *conn, k int) error {
+	req := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"scale","data":{"t":%d}},"id":%d}`, time.Now().UnixNano(), k)
+	_, err := pub.roundTrip(req)
+	return err
+}
+
+// fanoutAll publishes events, one at a time, each once every peer holds
+// the one before, and reports the deliveries.
+func fanoutAll(ss swarms, pub *conn, pids []int, events int) (fanoutResult, error) {
+	f := fanoutResult{Events: events}
+	cpu := func() (time.Duration, error) {
+		var sum time.Duration
+		for _, p := range pids {
+			u, err := readUsage(p)
+			if err != nil {
+				return 0, err
+			}
+			sum += u.cpu
+		}
+		return sum, nil
+	}
+	cpu0, err := cpu()
+	if err != nil {
+		return f, err
+	}
+	hist := histogram{}
+	var rates []float64
+	for k := 1; k <= events; k++ {
+		t0 := time.Now()
+		if err := publish(pub, k); err != nil {
+			return f, err
+		}
+		r, err := ss.wait(k, time.Minute)
+		if err != nil {
+			return f, err
+		}
+		f.Deliveries += r.Deliveries
+		f.Missing, f.Dups = r.Missing, r.Dups
+		hist.merge(r.Hist)
+		if r.Complete != r.Peers {
+			return f, fmt.Errorf("event %d: %d of %d peers have it after a minute (%d missing)", k, r.Complete, r.Peers, r.Missing)
+		}
+		rates = append(rates, float64(r.Deliveries)/time.Unix(0, r.LastDelivery).Sub(t0).Seconds())
+	}
+	cpu1, err := cpu()
+	if err != nil {
+		return f, err
+	}
+	f.CPUPerDelivery = float64((cpu1 - cpu0).Nanoseconds()) / 1e3 / float64(max(f.Deliveries, 1))
+	f.DeliveriesPerSec = median(rates)
+	f.P50, f.P99 = hist.quantile(0.50), hist.quantile(0.99)
+	return f, nil
+}
+
+// restartNode stops node i with SIGTERM and starts it again, while pub
+// publishes ten events a second; it waits until the node's peers have
+// reconnected (to it or to another node) and every peer holds every event.
+func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, health, urls []string, ss swarms, pub *conn, published int) (restartResult, error) {
+	r := restartResult{Node: i + 1}
+	conns, err := metric(ctx, metricsURL(urls[i]), "switchboard_connections")
+	if err != nil {
+		return r, err
+	}
+	r.Peers = int(conns)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var pubErr error
+	wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if pubErr = publish(pub, published+r.Events+1); pubErr != nil {
+				return
+			}
+			r.Events++
+		}
+	})
+	stopPublishing := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopPublishing()
+
+	start := time.Now()
+	old := s.procs[i]
+	if err := old.Process.Signal(syscall.SIGTERM); err != nil {
+		return r, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = old.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		_ = old.Process.Kill()
+		<-exited
+	}
+	again := &servers{}
+	if err := again.launch(ctx, argvs[i:i+1], health[i:i+1]); err != nil {
+		return r, err
+	}
+	s.procs[i] = again.procs[0]
+	logf("cluster: node%d back after %.1f s", i+1, time.Since(start).Seconds())
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		rep, err := ss.wait(0, 0)
+		if err != nil {
+			return r, err
+		}
+		r.Reconnects = rep.Reconnects
+		if rep.Reconnects >= r.Peers {
+			r.Seconds = time.Unix(0, rep.LastReconnect).Sub(start).Seconds()
+			break
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("%d of %d peers reconnected after 3 minutes", rep.Reconnects, r.Peers)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // events after every peer is back
+	stopPublishing()
+	if pubErr != nil {
+		return r, pubErr
+	}
+	rep, err := ss.wait(published+r.Events, time.Minute)
+	if err != nil {
+		return r, err
+	}
+	r.Missing, r.Dups = rep.Missing, rep.Dups
+	if rep.Complete != rep.Peers {
+		return r, fmt.Errorf("after the restart, %d of %d peers hold all %d events (%d missing, %d twice)", rep.Complete, rep.Peers, published+r.Events, rep.Missing, rep.Dups)
+	}
+	return r, nil
+}
+
+// waitMetric polls u's metric until it is want, for up to d.
+func waitMetric(ctx context.Context, u, name string, want float64, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		v, err := metric(ctx, metricsURL(u), name)
+		if err != nil {
+			return err
+		}
+		if v == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is %v after %v, want %v", name, v, d, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
