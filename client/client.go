@@ -177,7 +177,6 @@ func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 		MaxInFlight: c.o.MaxInFlight,
 		MaxQueue:    c.o.MaxQueue,
 		PollWake:    true, // calls made one after another: see peer.Options
-		CallerReads: true,
 		// A call made on a live connection is bounded by the connection
 		// (one timer for all calls); one that waits for a connection gets
 		// a deadline from withTimeout first, around that wait too.

@@ -43,10 +43,8 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
 		ctx = p
 	}
-	// The caller reads its own reply if the reader role is parked (see
-	// own.go); else it waits, on the poll waker if it is free.
-	reading := c.takeRole()
-	solo := !reading && c.wk != nil && c.wk.take()
+	// The caller waits on the poll waker if it is free.
+	solo := c.wk != nil && c.wk.take()
 	if solo {
 		defer c.wk.give()
 	}
@@ -55,9 +53,6 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	if c.closed {
 		err := c.cause
 		c.mu.Unlock()
-		if reading {
-			c.endRole()
-		}
 		reuse = true
 		enc.release()
 		return err
@@ -79,19 +74,13 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		// way: p cannot be reused.
 		if !c.forget(id) && solo {
 			c.wk.drain(id)
-			c.dropReply(p)
-		}
-		if reading {
-			c.endRole()
+			<-p.ch
 		}
 		return err
 	}
 	defer c.lend(ctx)()
 	var r reply
 	waited := false
-	if reading {
-		r, waited = c.readOwn(orig, id, p)
-	}
 	if solo {
 		switch err := c.wk.wait(orig, id); {
 		case err == nil:
@@ -101,7 +90,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 				c.cancelRemote(idText)
 			} else {
 				c.wk.drain(id) // its reply is on its way
-				c.dropReply(p)
+				<-p.ch
 			}
 			return orig.Err()
 		}
@@ -118,14 +107,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		case <-caller:
 			if c.forget(id) {
 				c.cancelRemote(idText)
-			} else if solo {
-				c.dropReply(p)
 			}
 			return orig.Err()
 		}
-	}
-	if r.role {
-		c.endRole()
 	}
 	if r.expired {
 		c.cancelRemote(idText)
@@ -203,9 +187,6 @@ type pendingCall struct {
 	// solo: the caller waits on the connection's poll waker, which whoever
 	// sends on ch then tells the call's id (see wake.go).
 	solo bool
-	// reading: the caller holds the reader role and reads (see own.go);
-	// the call's expiry must interrupt its read.
-	reading atomic.Bool
 
 	// A call of Conn.Call whose ctx has no deadline, when CallTimeout
 	// bounds it, is its own context while it waits to be sent: it embeds
@@ -225,7 +206,6 @@ type reply struct {
 	err     error
 	read    bool // delivered by the reader, which is done with the call
 	expired bool // the call's CallTimeout passed (see timeouts)
-	role    bool // the reader role comes with it: the caller reads now (own.go)
 }
 
 var pendingCalls = sync.Pool{New: func() any {
@@ -247,7 +227,6 @@ func (p *pendingCall) release(reuse bool) {
 		return
 	}
 	p.progress, p.Context, p.deadline, p.stop, p.solo = nil, nil, 0, nil, false
-	p.reading.Store(false)
 	pendingCalls.Put(p)
 }
 
@@ -280,15 +259,6 @@ func (p *pendingCall) end(err error) {
 	if p.ended.CompareAndSwap(false, true) {
 		p.err = err
 		close(p.done)
-	}
-}
-
-// dropReply takes the reply of a call whose caller gives up once it was
-// delivered, from a solo call's p.ch: the reader role may have come with
-// it, which the caller must then park.
-func (c *Conn) dropReply(p *pendingCall) {
-	if r := <-p.ch; r.role {
-		c.endRole()
 	}
 }
 
@@ -361,9 +331,6 @@ func (c *Conn) expireCalls() {
 			delete(c.pending, id)
 			p.end(context.DeadlineExceeded)
 			c.hand(id, p, reply{expired: true})
-			if p.reading.Load() {
-				c.interruptRead()
-			}
 		case next == 0 || p.deadline < next:
 			next = p.deadline
 		}
@@ -400,7 +367,6 @@ func (c *Conn) cancelRemote(id []byte) {
 // connection's.
 func (c *Conn) Ping(ctx context.Context) error {
 	reads, pauses := c.reads.Load(), c.pauses.Load()
-	c.wantReader() // the answer is read by a reader goroutine
 	var err error
 	if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
 		err = p.Ping(ctx)
@@ -486,7 +452,6 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 		calls = append(calls, w)
 	}
 	c.mu.Unlock()
-	c.wantReader() // none of the replies is read by this goroutine
 
 	msg := []byte{'['}
 	next := 0

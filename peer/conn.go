@@ -65,21 +65,8 @@ type Conn struct {
 	// reader.
 	ahead          readAhead
 	held, heldNext bool
-	// The reader role, when callers may read their own replies
-	// (ownReads; see own.go): who holds it, and the timer that ends its
-	// parking. pass belongs to the reader.
-	ownReads    bool
-	role        atomic.Int32
-	parkTimer   *time.Timer
-	parkUntil   atomic.Int64 // when parkTimer fires (monotime), as last reset
-	pass        passing
-	interruptFn func() // interruptRead, made once
-	// The ctx whose end interrupts a reading caller, and how to undo that
-	// (see watchCtx); they belong to the role's holder.
-	watchDone <-chan struct{}
-	watchStop func() bool
-	readers   atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
-	rbatch    atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
+	readers        atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
+	rbatch         atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
 	// spawning is set when the watchdog took the reader role from a slow
 	// handler, and cleared at its next look (or once no call runs):
 	// meanwhile concurrent calls run on workers.
@@ -160,13 +147,6 @@ func NewConn(t Transport, opts *Options) *Conn {
 	if c.o.PollWake {
 		c.wk = newWaker()
 	}
-	// The role passes to a caller waiting on the poll waker (see own.go).
-	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.o.CallerReads && c.wk != nil && c.o.Share == nil && c.ahead == nil {
-		c.ownReads = true
-		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
-		c.parkTimer.Stop()
-		c.interruptFn = c.interruptRead
-	}
 	return c
 }
 
@@ -209,9 +189,6 @@ func (c *Conn) Serve(ctx context.Context) error {
 		<-c.readDone
 	}
 	c.wg.Wait()
-	if c.watchStop != nil {
-		c.watchStop() // nobody reads any more
-	}
 	close(c.done)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -349,7 +326,6 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	// only then, so the close code reaches the other side.
 	c.wg.Add(1)
 	c.mu.Unlock()
-	c.wantReader() // a parked reader role: the reading must end
 
 	go func() {
 		defer c.wg.Done()

@@ -45,7 +45,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 	case !f.batch:
 		m := &f.msgs[0]
 		if m.isResponse() {
-			c.deliver(m, c.ownReads)
+			c.deliver(m)
 			return true
 		}
 		call, reply := c.prepare(m, frameText{last: &c.lastMethod}, nil)
@@ -73,7 +73,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 	for i := range f.msgs {
 		m := &f.msgs[i]
 		if m.isResponse() {
-			c.deliver(m, false)
+			c.deliver(m)
 			continue
 		}
 		cl, reply := c.prepare(m, t, b.slot())
@@ -359,9 +359,8 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 
 // deliver hands a response to the call waiting for it. Responses to
 // unknown ids (a call that timed out, say) are dropped. It runs on the
-// reader. With mayPass, the reader may keep the reply in c.pass instead,
-// to hand it over with the reader role (see own.go).
-func (c *Conn) deliver(m *message, mayPass bool) {
+// reader.
+func (c *Conn) deliver(m *message) {
 	id, ok := parseOurID(m.id)
 	if !ok {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
@@ -370,7 +369,6 @@ func (c *Conn) deliver(m *message, mayPass bool) {
 	c.mu.Lock()
 	p := c.pending[id]
 	delete(c.pending, id)
-	pass := mayPass && p != nil && c.mayPassLocked(p)
 	c.mu.Unlock()
 	if p == nil {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
@@ -378,10 +376,6 @@ func (c *Conn) deliver(m *message, mayPass bool) {
 	}
 	r := decodeReply(m)
 	r.read = true
-	if pass {
-		c.pass = passing{id: id, p: p, r: r}
-		return
-	}
 	c.hand(id, p, r)
 }
 

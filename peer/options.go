@@ -104,17 +104,6 @@ type Options struct {
 	// it; a server calling many connections need not.
 	PollWake bool
 
-	// CallerReads lets a [Conn.Call] read its own reply when no other call
-	// is pending, instead of having the reader goroutine hand it over:
-	// calls made one after another then cost about what raw WebSocket
-	// frames do. Between such calls nobody reads, for 2 ms at most; a
-	// message other than a reply that arrives then (an event, a call from
-	// the other side) waits that long (see own.go). It needs PollWake,
-	// and a transport whose reads can be interrupted between messages,
-	// which [WebSocketOver] makes; elsewhere it does nothing. The client
-	// package sets it.
-	CallerReads bool
-
 	// Share, if set, is shared by the connections of a server: it caps
 	// how many busy connections (those whose next message is always
 	// already there, such as a client keeping many calls in flight) are

@@ -2,7 +2,6 @@ package peer
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
@@ -65,8 +64,7 @@ var readerWatch struct {
 }
 
 // readLoop reads and dispatches messages until reading ends, when it
-// closes readDone, or until the watchdog took the reader role from it, or
-// it gave the role to a caller (see own.go).
+// closes readDone, or until the watchdog took the reader role from it.
 //
 // Its frame is kept small: an idle connection's reader parks at the end of
 // a chain of frames (the HTTP server's, the transport's, the WebSocket
@@ -83,9 +81,6 @@ func (c *Conn) readLoop() {
 		began := c.readStart()
 		msg, err := c.t.Read(c.rctx)
 		if err != nil {
-			if c.interrupted(err) {
-				continue // meant for a caller that held the role
-			}
 			c.letGo() // before the connection closes
 			c.readFailed(err)
 			break
@@ -106,36 +101,12 @@ func (c *Conn) readLoop() {
 		if !c.dispatch(c.hctx, msg) {
 			return // another goroutine reads now
 		}
-		if c.pass.p != nil {
-			c.passRole()
-			return // the caller reads now
-		}
 		if !c.heldNext {
 			c.letGo()
 		}
 	}
 	c.giveTurn()
 	close(c.readDone)
-}
-
-// interrupted reports whether err is that of a read interrupted for a
-// caller (see own.go), which the reader ignores. Not inlined, for
-// readLoop's frame.
-//
-//go:noinline
-func (c *Conn) interrupted(err error) bool { return errors.Is(err, errInterrupted) }
-
-// readFrom dispatches a message that a caller read and passed on with
-// the role (see own.go), then reads on.
-func (c *Conn) readFrom(msg []byte) {
-	if !c.dispatch(c.hctx, msg) {
-		return
-	}
-	if c.pass.p != nil {
-		c.passRole()
-		return
-	}
-	c.readLoop()
 }
 
 // readAhead holds the queue (outbox.holdWrites) while the reader runs a

@@ -27,9 +27,6 @@ type wsTransport struct {
 	ws *websocket.Conn
 	gc *GatherConn
 	br *bufio.Reader
-	// readsGC: the library reads through gc (WebSocketOver), whose reads
-	// can then be interrupted.
-	readsGC bool
 	// closing is held by Close: the library's close handshake reads br,
 	// which messageWaiting must not look at meanwhile.
 	closing sync.Mutex
@@ -37,11 +34,10 @@ type wsTransport struct {
 
 // WebSocketOver is WebSocket for a ws whose network connection is gc:
 // when a Conn has several messages queued, as when many goroutines call
-// at once, it writes them with one system call, and a caller may read its
-// own reply (Options.CallerReads). gc must be the connection ws reads and
+// at once, it writes them with one system call. gc must be the connection ws reads and
 // writes, and only the Conn may hold it.
 func WebSocketOver(ws *websocket.Conn, gc *GatherConn) Transport {
-	return &wsTransport{ws: ws, gc: gc, readsGC: true}
+	return &wsTransport{ws: ws, gc: gc}
 }
 
 // AcceptWebSocket accepts a WebSocket handshake, as websocket.Accept
@@ -140,19 +136,9 @@ type readAhead interface {
 }
 
 func (t *wsTransport) canGather() bool    { return t.gc != nil }
-func (t *wsTransport) canInterrupt() bool { return t.readsGC }
-func (t *wsTransport) interruptRead()     { t.gc.interruptRead() }
 func (t *wsTransport) canReadAhead() bool { return t.br != nil }
 func (t *wsTransport) holdWrites()        { t.gc.Hold() }
 func (t *wsTransport) flushWrites() error { return t.gc.Flush() }
-
-// interrupter is a Transport whose read can be interrupted between two
-// messages: the read returns errInterrupted, and the next read goes on
-// where it stopped.
-type interrupter interface {
-	canInterrupt() bool // false: interruptRead would not work
-	interruptRead()
-}
 
 // gatherer is a Transport that can send several messages in one go: the
 // outbox writes a batch of queued messages between holdWrites and
