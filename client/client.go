@@ -176,7 +176,6 @@ func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 		MaxMessage:  c.o.MaxMessage,
 		MaxInFlight: c.o.MaxInFlight,
 		MaxQueue:    c.o.MaxQueue,
-		PollWake:    true, // calls made one after another: see peer.Options
 		// A call made on a live connection is bounded by the connection
 		// (one timer for all calls); one that waits for a connection gets
 		// a deadline from withTimeout first, around that wait too.

@@ -98,7 +98,7 @@ type Conn struct {
 	localClose  bool               // closed by Close, CloseWith or Shutdown
 	nextID      uint64
 	pending     map[uint64]*pendingCall
-	wk          *waker           // Options.PollWake; nil: none (set once, by NewConn)
+	wk          *waker           // the poll waker (wake.go); nil: none (set once, by NewConn)
 	timeouts    timeouts         // the CallTimeout of calls in pending (call.go)
 	inflight    map[string]*call // calls being served, by raw request id
 	batches     []*batch         // batches being served (their calls are not in inflight)
@@ -144,7 +144,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 	if c.o.Rate > 0 {
 		c.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
 	}
-	if c.o.PollWake {
+	if pw, ok := t.(pollWaker); ok && pw.pollWake() {
 		c.wk = newWaker()
 	}
 	return c

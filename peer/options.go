@@ -92,18 +92,6 @@ type Options struct {
 	// connection errors. Nil discards them.
 	Logger *zap.Logger
 
-	// PollWake lets a [Conn.Call] waiting alone for its reply be woken by
-	// Go's network poller, through a pipe the connection keeps, instead of
-	// being handed its reply by the reader goroutine: a hand-off makes the
-	// runtime wake an idle thread on another core, which has cost calls
-	// made one after another a sixth to a third of their rate on a 2-core
-	// machine (see wake.go). When wakes through the poller come late (a
-	// process keeping every core busy), calls go back to the hand-off for
-	// a while. It costs the connection two file descriptors. Where pipes
-	// cannot be polled (Windows), it does nothing. The client package sets
-	// it; a server calling many connections need not.
-	PollWake bool
-
 	// Share, if set, is shared by the connections of a server: it caps
 	// how many busy connections (those whose next message is always
 	// already there, such as a client keeping many calls in flight) are
