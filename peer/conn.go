@@ -90,6 +90,11 @@ type Conn struct {
 	pauses atomic.Uint64
 	paused atomic.Bool
 
+	// mu guards the fields below. Lock order, for every lock of the
+	// package: Conn.mu, then outbox.mu (c.out), then workers.mu (c.pool);
+	// readerWatch.mu, then batch.mu. No other lock is taken while one of
+	// these is held (handlerCtx.mu, Mux.mu and wsTransport.closing take
+	// none), and none is held across a handler or a transport's Read.
 	mu          sync.Mutex
 	closed      bool
 	serving     bool

@@ -58,7 +58,7 @@ const readerLinger = 50 * time.Millisecond
 // readerWatch is the watchdog's list of connections whose reader ran a
 // handler lately.
 var readerWatch struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // before batch.mu (see Conn.mu)
 	conns   []*Conn
 	running bool
 }
