@@ -56,17 +56,16 @@ type Conn struct {
 	// and the reader.
 	drainingFlag atomic.Bool
 
-	limiter *rate.Limiter   // Options.Rate; nil: none. The reader's.
-	rctx    context.Context // the reader's reads, set by Serve
-	hctx    context.Context // the handlers' parent, set by Serve
-	rstate  atomic.Uint64   // the reader's state, for the watchdog (see reader.go)
+	// role is the state of the reader role, handed to whoever holds the
+	// role (see reader); only Serve, moveReader and pause reach it from
+	// here.
+	role   *reader
+	rstate atomic.Uint64 // the reader's state, for the watchdog (see reader.go)
 	// ahead is the transport when it can tell that its next message is
-	// read already (see Conn.readAhead); held and heldNext belong to the
-	// reader.
-	ahead          readAhead
-	held, heldNext bool
-	readers        atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
-	rbatch         atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
+	// read already (see reader.readAhead).
+	ahead   readAhead
+	readers atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
+	rbatch  atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
 	// spawning is set when the watchdog took the reader role from a slow
 	// handler, and cleared at its next look (or once no call runs):
 	// meanwhile concurrent calls run on workers.
@@ -74,16 +73,7 @@ type Conn struct {
 	// watchSeq is the reader's handler count at the watchdog's last look;
 	// guarded by readerWatch.mu.
 	watchSeq uint64
-	tail     chan struct{} // done channel of the last serial call; the reader's
-	away     atomic.Bool   // Serve's goroutine no longer reads (see Serve), for tests
-	msgs     []message     // the reader's decoding buffer, reused from frame to frame
-	// lastMethod is the method name of the last single call read, whose
-	// string the next call to the same method reuses (see frameText).
-	lastMethod string
-	// The reader's standing in Options.Share (see share.go): reads in a
-	// row that did not wait, and whether it holds a turn.
-	streak int
-	turn   bool
+	away     atomic.Bool // Serve's goroutine no longer reads (see Serve), for tests
 
 	// For Ping: messages read, and the reader's waits (see pause).
 	reads  atomic.Uint64
@@ -126,6 +116,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 		pending:  make(map[uint64]*pendingCall),
 		inflight: make(map[string]*call),
 	}
+	c.role = &reader{c: c}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.pool = workers{wg: &c.wg}
 	if ra, ok := t.(readAhead); ok && ra.canReadAhead() {
@@ -147,7 +138,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 		c.out.gather = g
 	}
 	if c.o.Rate > 0 {
-		c.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
+		c.role.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
 	}
 	if pw, ok := t.(pollWaker); ok && pw.pollWake() {
 		c.wk = newWaker()
@@ -183,8 +174,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 		c.teardown(context.Cause(ctx), CloseGoingAway, "going away")
 	})
 	defer stop()
-	c.rctx, c.hctx = context.WithoutCancel(ctx), hctx
-	c.readLoop()
+	// The reader role starts here, on Serve's goroutine.
+	c.role.ctx, c.role.hctx = context.WithoutCancel(ctx), hctx
+	c.role.readLoop()
 	select {
 	case <-c.readDone:
 	default:
