@@ -224,7 +224,7 @@ func (o *cli) openWith(ctx context.Context, url string, opts *client.Options) (c
 			TLSConfig:   opts.TLSConfig,
 			HTTPClient:  opts.HTTPClient,
 			CallTimeout: opts.CallTimeout,
-			MaxMessage:  opts.MaxMessage,
+			MaxMessage:  opts.Conn.MaxMessage,
 		}), nil
 	case strings.HasPrefix(url, "ws://"), strings.HasPrefix(url, "wss://"):
 		return client.Dial(ctx, url, opts)
