@@ -286,19 +286,12 @@ func (c *Conn) moveReader(s uint64) bool {
 	return true
 }
 
-// leaveReader is called by a handler about to wait on a call it made (to
-// its own caller, to another peer, or forwarded): if the handler runs on
-// its connection's reader, the reading moves to a new goroutine at once,
-// instead of a tick or two later by the watchdog. A handler that calls
-// back to its caller would otherwise wait that long for the reader to
-// read the answer.
-func leaveReader(ctx context.Context) {
-	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
-		ri.leaveReader()
-	}
-}
-
-// leaveReader is leaveReader for the handler of ri.
+// leaveReader is called (by Conn.lend) for a handler about to wait on a
+// call it made (to its own caller, to another peer, or forwarded): if the
+// handler runs on its connection's reader, the reading moves to a new
+// goroutine at once, instead of a tick or two later by the watchdog. A
+// handler that calls back to its caller would otherwise wait that long
+// for the reader to read the answer.
 func (ri *reqInfo) leaveReader() {
 	if s := ri.reader.Swap(0); s != 0 {
 		ri.c.moveReader(s)
