@@ -89,5 +89,5 @@ func find() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("Chromium is not installed; these tests need it: apt-get install chromium (or set CHROMIUM=/path/to/chrome)")
+	return "", errors.New("chromium is not installed; these tests need it: apt-get install chromium (or set CHROMIUM=/path/to/chrome)")
 }
