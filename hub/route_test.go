@@ -512,7 +512,8 @@ func TestRouteTimeout(t *testing.T) {
 
 // Beyond Options.MaxForwards calls in flight to every provider, a call
 // waits for one to end, as calls of the hub's own methods wait for a
-// slot, rather than being refused; past ForwardTimeout, -32003.
+// slot, rather than being refused; past ForwardTimeout, waiting included,
+// -32003.
 func TestRouteMaxForwards(t *testing.T) {
 	rh := startHub(t, &hub.Options{MaxForwards: 1, ForwardTimeout: 10 * time.Second})
 	svc := newService(t, "svc")
@@ -532,14 +533,21 @@ func TestRouteMaxForwards(t *testing.T) {
 		t.Fatalf("the call that waited: %v, %d calls", err, svc.calls.Load())
 	}
 
-	short := startHub(t, &hub.Options{MaxForwards: 1, ForwardTimeout: 100 * time.Millisecond})
+	// A call that waits for a slot gets ForwardTimeout in all, its wait
+	// counted: -32003 about one timeout after it was made, not two.
+	const timeout = 2 * time.Second
+	short := startHub(t, &hub.Options{MaxForwards: 1, ForwardTimeout: timeout})
 	svc2 := newService(t, "svc2")
 	provide(t, short.dial(t, svc2), "billing.*")
 	c2 := short.dial(t, nil)
 	held := make(chan error, 1)
 	go func() { held <- c2.Call(context.Background(), "billing.hold", nil, nil) }()
 	recvT(t, svc2.started)
-	wantError(t, c2.Call(ctx(t), "billing.charge", []int{1}, nil), peer.CodeTimeout, "Request timed out")
+	start := time.Now()
+	wantError(t, c2.Call(ctx(t), "billing.hold", nil, nil), peer.CodeTimeout, "Request timed out")
+	if d := time.Since(start); d > timeout*7/4 {
+		t.Errorf("the call that waited was answered after %v: its wait did not count against the timeout of %v", d, timeout)
+	}
 	svc2.free()
 	<-held
 }
