@@ -125,3 +125,10 @@ func (c *Client) refresh(pc *peer.Conn, tt *tokenTimer) {
 		tt.t = time.NewTimer(max(left/2, minRefreshRetry))
 	}
 }
+
+// tokenExp returns the expiry of the last connection's token.
+func (c *Client) tokenExp() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exp
+}
