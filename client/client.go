@@ -175,20 +175,15 @@ func (c *Client) connect(ctx context.Context, url string) (*peer.Conn, error) {
 		}
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
-	ws.SetReadLimit(int64(c.o.MaxMessage))
-	pc := peer.NewConn(dialed.transport(ws), &peer.Options{
-		Router:      c.router,
-		MaxMessage:  c.o.MaxMessage,
-		MaxInFlight: c.o.MaxInFlight,
-		MaxQueue:    c.o.MaxQueue,
-		PollWake:    true, // calls made one after another: see peer.Options
-		CallerReads: true,
-		// A call made on a live connection is bounded by the connection
-		// (one timer for all calls); one that waits for a connection gets
-		// a deadline from withTimeout first, around that wait too.
-		CallTimeout: c.o.CallTimeout,
-		Logger:      c.log.With(zap.String("url", url)),
-	})
+	ws.SetReadLimit(int64(c.o.Conn.MaxMessage))
+	po := c.o.Conn
+	po.Router = c.router
+	// A call made on a live connection is bounded by the connection (one
+	// timer for all calls); one that waits for a connection gets a
+	// deadline from withTimeout first, around that wait too.
+	po.CallTimeout = c.o.CallTimeout
+	po.Logger = c.log.With(zap.String("url", url))
+	pc := peer.NewConn(dialed.transport(ws), &po)
 	c.wg.Go(func() { _ = pc.Serve(c.ctx) }) // its error is pc.Err, read by run
 	if err := c.resubscribe(ctx, pc); err != nil {
 		_ = pc.Close()

@@ -7,11 +7,12 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/internal/gather"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // The client's own HTTP transport dials connections wrapped in a
-// peer.GatherConn: when many goroutines call at once, the calls queued
+// gather.Conn: when many goroutines call at once, the calls queued
 // while one is written leave together, with one system call, instead of
 // one each (coder/websocket flushes every message).
 
@@ -26,7 +27,7 @@ type dialedKey struct{}
 type dialedConn struct {
 	mu    sync.Mutex
 	conns int
-	gc    *peer.GatherConn
+	gc    *gather.Conn
 }
 
 // transport is the peer transport over ws: gathering writes when the
@@ -34,14 +35,15 @@ type dialedConn struct {
 func (d *dialedConn) transport(ws *websocket.Conn) peer.Transport {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.conns != 1 {
-		return peer.WebSocket(ws)
+	var gc *gather.Conn
+	if d.conns == 1 {
+		gc = d.gc
 	}
-	return peer.WebSocketOver(ws, d.gc)
+	return gather.Dialed(ws, gc).(peer.Transport)
 }
 
 // gatherDials makes t wrap the connections it dials for a handshake in
-// a peer.GatherConn, and report them to the handshake's dialedConn.
+// a gather.Conn, and report them to the handshake's dialedConn.
 func gatherDials(t *http.Transport) {
 	dial := t.DialContext
 	if dial == nil {
@@ -53,7 +55,7 @@ func gatherDials(t *http.Transport) {
 		if err != nil || d == nil {
 			return c, err
 		}
-		gc := peer.NewGatherConn(c)
+		gc := gather.New(c)
 		d.mu.Lock()
 		d.conns++
 		d.gc = gc

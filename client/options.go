@@ -108,17 +108,14 @@ type Options struct {
 	// its Close; while it runs, later changes wait to be reported.
 	OnState func(s State, err error)
 
-	// MaxMessage caps the size of one incoming message, in bytes. Default
-	// [peer.DefaultMaxMessage]; a larger message closes the connection
-	// (code 1009), and the client reconnects.
-	MaxMessage int
-
-	// MaxInFlight and MaxQueue are the limits of the connection, with the
-	// meanings and defaults of the [peer.Options] fields of those names:
-	// the hub's calls this client serves at once (beyond it the hub gets
-	// -32004), and the messages waiting to be written (callers wait for
-	// room).
-	MaxInFlight, MaxQueue int
+	// Conn holds the limits of the connection, with the meanings and
+	// defaults of [peer.Options]: MaxMessage (a larger message closes the
+	// connection with 1009, and the client reconnects), MaxInFlight (the
+	// hub's calls this client serves at once), MaxQueue and MaxQueueBytes
+	// (what waits to be written; callers wait for room), and the others.
+	// The client sets Router, Logger and CallTimeout itself, from the
+	// fields of Options of those names; Conn's are ignored.
+	Conn peer.Options
 
 	// EventBuffer caps the events waiting for one subscription's handler.
 	// Default 1024. When it is full, further events for that subscription
@@ -163,8 +160,8 @@ func (o *Options) withDefaults() Options {
 		c.MaxBackoff = defaultMaxBackoff
 	}
 	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
-	if c.MaxMessage <= 0 {
-		c.MaxMessage = peer.DefaultMaxMessage
+	if c.Conn.MaxMessage <= 0 {
+		c.Conn.MaxMessage = peer.DefaultMaxMessage
 	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = defaultEventBuffer

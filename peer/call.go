@@ -5,11 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"strconv"
 	"sync"
-	"sync/atomic"
-	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 )
 
 // This file holds the calling side of a Conn: Call, Notify and Batch, and
@@ -36,100 +35,39 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	p.progress = progressFunc(ctx)
 	reuse := false
 	defer func() { p.release(reuse) }()
-	orig, caller := ctx, ctx.Done() // caller: nil for a ctx that never ends
+	orig := ctx
 	if _, ok := ctx.Deadline(); !ok && c.o.CallTimeout > 0 {
 		// The connection's timer fails the call when its time is up (no
-		// timer or context per call), and p stands in for ctx, ending
-		// when either does.
+		// timer or context per call), and p stands in for ctx while the
+		// call waits to be sent, ending when either does.
 		p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
 		ctx = p
 	}
-	// The caller reads its own reply if the reader role is parked (see
-	// own.go); else it waits, on the poll waker if it is free.
-	reading := c.takeRole()
-	solo := !reading && c.wk != nil && c.wk.take()
-	if solo {
+	// The caller waits on the poll waker if it is free (see wake.go).
+	if p.solo = c.wk != nil && c.wk.take(); p.solo {
 		defer c.wk.give()
 	}
-	p.solo = solo
-	c.mu.Lock()
-	if c.closed {
-		err := c.cause
-		c.mu.Unlock()
-		if reading {
-			c.endRole()
-		}
+	id, err := c.addPending(p, false)
+	if err != nil {
 		reuse = true
 		enc.release()
 		return err
 	}
-	c.nextID++
-	id := c.nextID
-	c.pending[id] = p
-	if p.deadline != 0 {
-		c.timeouts.addLocked(c, p.deadline)
-	}
-	c.mu.Unlock()
-
 	var idBuf [20]byte
-	idText := strconv.AppendUint(idBuf[:0], id, 10)
-	msg := appendRequest(nil, idText, method, b)
+	msg := appendRequest(nil, strconv.AppendUint(idBuf[:0], id, 10), method, b)
 	enc.release()
 	if err := c.send(ctx, msg); err != nil {
-		// If it was not pending any more, its reply is in p.ch, or on its
-		// way: p cannot be reused.
-		if !c.forget(id) && solo {
-			c.wk.drain(id)
-			c.dropReply(p)
-		}
-		if reading {
-			c.endRole()
-		}
+		c.abandon(id, p, false)
 		return err
 	}
 	defer c.lend(ctx)()
-	var r reply
-	waited := false
-	if reading {
-		r, waited = c.readOwn(orig, id, p)
-	}
-	if solo {
-		switch err := c.wk.wait(orig, id); {
-		case err == nil:
-			r, waited = <-p.ch, true
-		case orig.Err() != nil:
-			if c.forget(id) {
-				c.cancelRemote(idText)
-			} else {
-				c.wk.drain(id) // its reply is on its way
-				c.dropReply(p)
-			}
-			return orig.Err()
-		}
-		// Otherwise the pipe was closed with the connection, which sends
-		// the reply on p.ch.
-	}
-	switch {
-	case waited:
-	case caller == nil:
-		r = <-p.ch // the timer sends the timeout's reply
-	default:
-		select {
-		case r = <-p.ch:
-		case <-caller:
-			if c.forget(id) {
-				c.cancelRemote(idText)
-			} else if solo {
-				c.dropReply(p)
-			}
-			return orig.Err()
-		}
-	}
-	if r.role {
-		c.endRole()
+	r, ok := c.await(orig, id, p)
+	if !ok {
+		c.abandon(id, p, true)
+		return orig.Err()
 	}
 	if r.expired {
-		c.cancelRemote(idText)
+		c.cancelRemote(id)
 		return context.DeadlineExceeded
 	}
 	// The reader is done with p once it has delivered its reply: p is
@@ -195,201 +133,6 @@ func (e *paramsEncoder) release() {
 	paramsEncoders.Put(e)
 }
 
-// pendingCall is a call made on this side and waiting for its reply.
-type pendingCall struct {
-	// ch receives the reply, once: whoever removes the call from
-	// Conn.pending (with Conn.mu held) sends it.
-	ch       chan reply
-	progress func(json.RawMessage)
-	// solo: the caller waits on the connection's poll waker, which whoever
-	// sends on ch then tells the call's id (see wake.go).
-	solo bool
-	// reading: the caller holds the reader role and reads (see own.go);
-	// the call's expiry must interrupt its read.
-	reading atomic.Bool
-
-	// A call of Conn.Call whose ctx has no deadline, when CallTimeout
-	// bounds it, is its own context while it waits to be sent: it embeds
-	// the caller's ctx, and ends (done is closed) when the connection's
-	// timer expires it at deadline or when the caller's ctx ends.
-	context.Context
-	deadline int64         // on monotime's clock; 0: CallTimeout does not apply
-	done     chan struct{} // made once per pendingCall, closed by end
-	ended    atomic.Bool   // done is closed, or about to be: p is not reused
-	err      error         // why done was closed; set before
-	stop     func() bool   // unties done from the caller's ctx (see Done)
-}
-
-// reply is the outcome of a call.
-type reply struct {
-	result  []byte
-	err     error
-	read    bool // delivered by the reader, which is done with the call
-	expired bool // the call's CallTimeout passed (see timeouts)
-	role    bool // the reader role comes with it: the caller reads now (own.go)
-}
-
-var pendingCalls = sync.Pool{New: func() any {
-	return &pendingCall{ch: make(chan reply, 1), done: make(chan struct{})}
-}}
-
-// getPendingCall returns a pendingCall with an empty channel, reused when
-// possible: Call takes one per call.
-func getPendingCall() *pendingCall { return pendingCalls.Get().(*pendingCall) }
-
-// release ends Call's use of p, and gives it back for another call if
-// reuse (its reply has been received, and nothing else refers to it) and
-// done is still open.
-func (p *pendingCall) release(reuse bool) {
-	if p.stop != nil && !p.stop() {
-		return // the caller's ctx has ended: done is closed, or about to be
-	}
-	if !reuse || p.ended.Load() {
-		return
-	}
-	p.progress, p.Context, p.deadline, p.stop, p.solo = nil, nil, 0, nil, false
-	p.reading.Store(false)
-	pendingCalls.Put(p)
-}
-
-// Deadline, Done and Err make p the context of its call: see Call.
-func (p *pendingCall) Deadline() (time.Time, bool) {
-	return monoEpoch.Add(time.Duration(p.deadline)), true
-}
-
-// Done returns the channel closed when the call expires or the caller's
-// ctx ends. Only a call that has to wait for room in the queue asks for
-// it: tying it to the caller's ctx costs a registration, made then.
-func (p *pendingCall) Done() <-chan struct{} {
-	if p.stop == nil && p.Context.Done() != nil {
-		p.stop = context.AfterFunc(p.Context, func() { p.end(p.Context.Err()) })
-	}
-	return p.done
-}
-
-func (p *pendingCall) Err() error {
-	select {
-	case <-p.done:
-		return p.err
-	default:
-		return nil
-	}
-}
-
-// end closes done, once, for err.
-func (p *pendingCall) end(err error) {
-	if p.ended.CompareAndSwap(false, true) {
-		p.err = err
-		close(p.done)
-	}
-}
-
-// dropReply takes the reply of a call whose caller gives up once it was
-// delivered, from a solo call's p.ch: the reader role may have come with
-// it, which the caller must then park.
-func (c *Conn) dropReply(p *pendingCall) {
-	if r := <-p.ch; r.role {
-		c.endRole()
-	}
-}
-
-// hand gives call id's caller its reply r, once whoever holds p has
-// removed it from Conn.pending: on p's channel, and, if the caller waits
-// on the poll waker, by the call's id there too (see wake.go).
-func (c *Conn) hand(id uint64, p *pendingCall, r reply) {
-	solo := p.solo // p is the caller's again once sent
-	p.ch <- r
-	if solo {
-		c.wk.notify(id)
-	}
-}
-
-// monoEpoch is the origin of monotime.
-var monoEpoch = time.Now()
-
-// monotime returns the time on the monotonic clock, in nanoseconds since
-// monoEpoch: a deadline that fits in an int64 and compares cheaply.
-func monotime() int64 { return int64(time.Since(monoEpoch)) }
-
-// timeouts enforces the CallTimeout of a connection's pending calls with
-// one timer, armed for the earliest deadline among them, instead of a
-// timer per call. Deadlines come from one CallTimeout and grow with time,
-// so under a steady flow of calls the timer is armed once and fires once
-// per CallTimeout, when the earliest call is due (or, more often, done).
-// Its fields are guarded by Conn.mu.
-type timeouts struct {
-	timer *time.Timer
-	at    int64 // the deadline the timer is armed for; 0: not armed
-}
-
-// addLocked makes sure the timer fires by deadline.
-func (t *timeouts) addLocked(c *Conn, deadline int64) {
-	if t.at != 0 && t.at <= deadline {
-		return
-	}
-	t.at = deadline
-	d := time.Duration(deadline - monotime())
-	if t.timer == nil {
-		t.timer = time.AfterFunc(d, c.expireCalls)
-	} else {
-		t.timer.Reset(d)
-	}
-}
-
-// stop stops the timer of a closing connection, with Conn.mu held.
-func (t *timeouts) stop() {
-	if t.timer != nil {
-		t.timer.Stop()
-	}
-	t.at = 0
-}
-
-// expireCalls is the timer's function: it fails the pending calls whose
-// deadline has passed and arms the timer for the earliest one left.
-func (c *Conn) expireCalls() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.timeouts.at = 0
-	if c.closed {
-		return
-	}
-	now := monotime()
-	var next int64
-	for id, p := range c.pending {
-		switch {
-		case p.deadline == 0:
-		case p.deadline <= now:
-			delete(c.pending, id)
-			p.end(context.DeadlineExceeded)
-			c.hand(id, p, reply{expired: true})
-			if p.reading.Load() {
-				c.interruptRead()
-			}
-		case next == 0 || p.deadline < next:
-			next = p.deadline
-		}
-	}
-	if next != 0 {
-		c.timeouts.addLocked(c, next)
-	}
-}
-
-// forget removes a pending call and reports whether it was still pending.
-func (c *Conn) forget(id uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.pending[id]
-	delete(c.pending, id)
-	return ok
-}
-
-// cancelRemote tells the other side to stop working on call id. It does
-// not wait, even for room: the caller has given up already.
-func (c *Conn) cancelRemote(id []byte) {
-	params := append(append([]byte(`{"id":`), id...), '}')
-	c.out.push(appendRequest(nil, nil, "rpc.cancel", params))
-}
-
 // Ping checks that the other side still answers: with a WebSocket ping,
 // which the other side's WebSocket library answers by itself, when the
 // transport has one, else with an rpc.ping call. It returns nil once
@@ -401,7 +144,6 @@ func (c *Conn) cancelRemote(id []byte) {
 // connection's.
 func (c *Conn) Ping(ctx context.Context) error {
 	reads, pauses := c.reads.Load(), c.pauses.Load()
-	c.wantReader() // the answer is read by a reader goroutine
 	var err error
 	if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
 		err = p.Ping(ctx)
@@ -471,23 +213,21 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 		p    *pendingCall
 	}
 	var calls []waiting
-	c.mu.Lock()
-	if c.closed {
-		err := c.cause
-		c.mu.Unlock()
-		return err
-	}
 	for i := range elems {
 		if elems[i].Notify {
 			continue
 		}
-		c.nextID++
-		w := waiting{elem: &elems[i], id: c.nextID, p: &pendingCall{ch: make(chan reply, 1)}}
-		c.pending[w.id] = w.p
+		w := waiting{elem: &elems[i], p: &pendingCall{ch: make(chan reply, 1)}}
+		id, err := c.addPending(w.p, false)
+		if err != nil {
+			for _, w := range calls {
+				c.forget(w.id)
+			}
+			return err
+		}
+		w.id = id
 		calls = append(calls, w)
 	}
-	c.mu.Unlock()
-	c.wantReader() // none of the replies is read by this goroutine
 
 	msg := []byte{'['}
 	next := 0
@@ -506,7 +246,7 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 
 	if err := c.send(ctx, msg); err != nil {
 		for _, w := range calls {
-			c.forget(w.id)
+			c.abandon(w.id, w.p, false)
 			w.elem.Err = err
 		}
 		return err
@@ -514,22 +254,22 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 	defer c.lend(ctx)()
 	var err error
 	for _, w := range calls {
+		r, ok := reply{}, false
 		if err == nil {
-			select {
-			case r := <-w.p.ch:
-				w.elem.setReply(r)
-				continue
-			case <-ctx.Done():
+			if r, ok = c.await(ctx, w.id, w.p); !ok {
 				err = ctx.Err()
 			}
 		}
-		// ctx has ended: take the replies that have arrived, and give up
-		// on (and cancel at the other side) the calls still pending.
-		if c.forget(w.id) {
-			c.cancelRemote(strconv.AppendUint(nil, w.id, 10))
-			w.elem.Err = err
+		// Once ctx has ended, the replies that have arrived are taken,
+		// and the calls still pending are given up on (and cancelled at
+		// the other side).
+		if !ok {
+			r, ok = c.abandon(w.id, w.p, true)
+		}
+		if ok {
+			w.elem.setReply(r)
 		} else {
-			w.elem.setReply(<-w.p.ch) // delivered, or failed by a close
+			w.elem.Err = err
 		}
 	}
 	return err
@@ -541,76 +281,4 @@ func (e *BatchElem) setReply(r reply) {
 	} else if err := unmarshalResult(r.result, e.Result); err != nil {
 		e.Err = fmt.Errorf("peer: decode result of %s: %w", e.Method, err)
 	}
-}
-
-// Handler-side context.
-
-type ctxKey struct{}
-
-type progressKey struct{}
-
-// reqInfo is what a handler's context knows of its request. It is also
-// the context that carries it to the handler: one allocation, where
-// context.WithValue would make a second.
-type reqInfo struct {
-	context.Context // the parent
-
-	c    *Conn
-	id   ID
-	slot bool // the handler holds an in-flight slot (see Conn.lend)
-	// reader is the reader state (enterHandler's) of the handler while it
-	// runs on its connection's reader, 0 when it does not (see leaveReader).
-	reader atomic.Uint64
-}
-
-// Value returns ri for ctxKey, and the parent's values otherwise.
-func (ri *reqInfo) Value(key any) any {
-	if _, ok := key.(ctxKey); ok {
-		return ri
-	}
-	return ri.Context.Value(key)
-}
-
-// ConnFromContext returns the connection a handler's request arrived on,
-// so the handler can call back to its caller. It returns nil outside a
-// handler and for requests served over HTTP POST.
-func ConnFromContext(ctx context.Context) *Conn {
-	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
-		return ri.c
-	}
-	return nil
-}
-
-// Progress sends data to the caller of the request a handler is serving,
-// as an rpc.progress notification. It does nothing for notifications and
-// over HTTP POST, where no one could receive it.
-func Progress(ctx context.Context, data any) error {
-	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
-	if !ok || ri.id.IsZero() {
-		return nil
-	}
-	b, err := jsonx.Marshal(data)
-	if err != nil {
-		return err
-	}
-	params := make([]byte, 0, len(b)+len(ri.id.raw)+16)
-	params = append(params, `{"id":`...)
-	params = append(params, ri.id.raw...)
-	params = append(params, `,"data":`...)
-	params = append(params, b...)
-	params = append(params, '}')
-	return ri.c.send(ctx, appendRequest(nil, nil, "rpc.progress", params))
-}
-
-// WithProgress returns a context that makes a [Conn.Call] made with it
-// report the callee's rpc.progress notifications to fn, in the order they
-// arrive. fn runs on the connection's reader goroutine: it must return
-// quickly and must not call the same connection and wait.
-func WithProgress(ctx context.Context, fn func(data json.RawMessage)) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
-}
-
-func progressFunc(ctx context.Context) func(json.RawMessage) {
-	fn, _ := ctx.Value(progressKey{}).(func(json.RawMessage))
-	return fn
 }

@@ -56,30 +56,16 @@ type Conn struct {
 	// and the reader.
 	drainingFlag atomic.Bool
 
-	limiter *rate.Limiter   // Options.Rate; nil: none. The reader's.
-	rctx    context.Context // the reader's reads, set by Serve
-	hctx    context.Context // the handlers' parent, set by Serve
-	rstate  atomic.Uint64   // the reader's state, for the watchdog (see reader.go)
+	// role is the state of the reader role, handed to whoever holds the
+	// role (see reader); only Serve, moveReader and pause reach it from
+	// here.
+	role   *reader
+	rstate atomic.Uint64 // the reader's state, for the watchdog (see reader.go)
 	// ahead is the transport when it can tell that its next message is
-	// read already (see Conn.readAhead); held and heldNext belong to the
-	// reader.
-	ahead          readAhead
-	held, heldNext bool
-	// The reader role, when callers may read their own replies
-	// (ownReads; see own.go): who holds it, and the timer that ends its
-	// parking. pass belongs to the reader.
-	ownReads    bool
-	role        atomic.Int32
-	parkTimer   *time.Timer
-	parkUntil   atomic.Int64 // when parkTimer fires (monotime), as last reset
-	pass        passing
-	interruptFn func() // interruptRead, made once
-	// The ctx whose end interrupts a reading caller, and how to undo that
-	// (see watchCtx); they belong to the role's holder.
-	watchDone <-chan struct{}
-	watchStop func() bool
-	readers   atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
-	rbatch    atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
+	// read already (see reader.readAhead).
+	ahead   readAhead
+	readers atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
+	rbatch  atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
 	// spawning is set when the watchdog took the reader role from a slow
 	// handler, and cleared at its next look (or once no call runs):
 	// meanwhile concurrent calls run on workers.
@@ -87,22 +73,18 @@ type Conn struct {
 	// watchSeq is the reader's handler count at the watchdog's last look;
 	// guarded by readerWatch.mu.
 	watchSeq uint64
-	tail     chan struct{} // done channel of the last serial call; the reader's
-	away     atomic.Bool   // Serve's goroutine no longer reads (see Serve), for tests
-	msgs     []message     // the reader's decoding buffer, reused from frame to frame
-	// lastMethod is the method name of the last single call read, whose
-	// string the next call to the same method reuses (see frameText).
-	lastMethod string
-	// The reader's standing in Options.Share (see share.go): reads in a
-	// row that did not wait, and whether it holds a turn.
-	streak int
-	turn   bool
+	away     atomic.Bool // Serve's goroutine no longer reads (see Serve), for tests
 
 	// For Ping: messages read, and the reader's waits (see pause).
 	reads  atomic.Uint64
 	pauses atomic.Uint64
 	paused atomic.Bool
 
+	// mu guards the fields below. Lock order, for every lock of the
+	// package: Conn.mu, then outbox.mu (c.out), then workers.mu (c.pool);
+	// readerWatch.mu, then batch.mu. No other lock is taken while one of
+	// these is held (handlerCtx.mu, Mux.mu and wsTransport.closing take
+	// none), and none is held across a handler or a transport's Read.
 	mu          sync.Mutex
 	closed      bool
 	serving     bool
@@ -111,7 +93,7 @@ type Conn struct {
 	localClose  bool               // closed by Close, CloseWith or Shutdown
 	nextID      uint64
 	pending     map[uint64]*pendingCall
-	wk          *waker           // Options.PollWake; nil: none (set once, by NewConn)
+	wk          *waker           // the poll waker (wake.go); nil: none (set once, by NewConn)
 	timeouts    timeouts         // the CallTimeout of calls in pending (call.go)
 	inflight    map[string]*call // calls being served, by raw request id
 	batches     []*batch         // batches being served (their calls are not in inflight)
@@ -134,6 +116,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 		pending:  make(map[uint64]*pendingCall),
 		inflight: make(map[string]*call),
 	}
+	c.role = &reader{c: c}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.pool = workers{wg: &c.wg}
 	if ra, ok := t.(readAhead); ok && ra.canReadAhead() {
@@ -155,17 +138,10 @@ func NewConn(t Transport, opts *Options) *Conn {
 		c.out.gather = g
 	}
 	if c.o.Rate > 0 {
-		c.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
+		c.role.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
 	}
-	if c.o.PollWake {
+	if pw, ok := t.(pollWaker); ok && pw.pollWake() {
 		c.wk = newWaker()
-	}
-	// The role passes to a caller waiting on the poll waker (see own.go).
-	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.o.CallerReads && c.wk != nil && c.o.Share == nil && c.ahead == nil {
-		c.ownReads = true
-		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
-		c.parkTimer.Stop()
-		c.interruptFn = c.interruptRead
 	}
 	return c
 }
@@ -198,8 +174,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 		c.teardown(context.Cause(ctx), CloseGoingAway, "going away")
 	})
 	defer stop()
-	c.rctx, c.hctx = context.WithoutCancel(ctx), hctx
-	c.readLoop()
+	// The reader role starts here, on Serve's goroutine.
+	c.role.ctx, c.role.hctx = context.WithoutCancel(ctx), hctx
+	c.role.readLoop()
 	select {
 	case <-c.readDone:
 	default:
@@ -209,9 +186,6 @@ func (c *Conn) Serve(ctx context.Context) error {
 		<-c.readDone
 	}
 	c.wg.Wait()
-	if c.watchStop != nil {
-		c.watchStop() // nobody reads any more
-	}
 	close(c.done)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -349,7 +323,6 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	// only then, so the close code reaches the other side.
 	c.wg.Add(1)
 	c.mu.Unlock()
-	c.wantReader() // a parked reader role: the reading must end
 
 	go func() {
 		defer c.wg.Done()

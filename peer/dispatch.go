@@ -20,8 +20,9 @@ import (
 // Concurrent handlers of single calls and batches run on the reader (see
 // reader.go), serial ones on workers. It reports whether the caller still
 // holds the reader role.
-func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
-	buf := c.msgs
+func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
+	c := r.c
+	buf := r.msgs
 	if len(frame) > 0 && frame[0] == '[' {
 		if p, ok := batchMsgs.Get().(*[]message); ok {
 			buf = *p
@@ -31,7 +32,7 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 	kept := false
 	defer func() {
 		if !kept {
-			c.keepMsgs(f.msgs)
+			r.keepMsgs(f.msgs)
 		}
 	}()
 	switch {
@@ -45,20 +46,20 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 	case !f.batch:
 		m := &f.msgs[0]
 		if m.isResponse() || c.answersPending(m) {
-			c.deliver(m, c.ownReads)
+			c.deliver(m)
 			return true
 		}
-		call, reply := c.prepare(m, frameText{last: &c.lastMethod}, nil)
+		call, reply := r.prepare(m, frameText{last: &r.lastMethod}, nil)
 		// The message is done with: its buffer goes back to the reader
 		// now, since start may run a handler past the moment this
 		// goroutine stops being the reader.
-		c.keepMsgs(f.msgs)
+		r.keepMsgs(f.msgs)
 		kept = true
 		if reply != nil {
 			c.post(reply)
 		}
 		if call != nil {
-			return c.start(ctx, call)
+			return r.start(ctx, call)
 		}
 		return true
 	case f.tooBig:
@@ -73,10 +74,10 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 	for i := range f.msgs {
 		m := &f.msgs[i]
 		if m.isResponse() || c.answersPending(m) {
-			c.deliver(m, false)
+			c.deliver(m)
 			continue
 		}
-		cl, reply := c.prepare(m, t, b.slot())
+		cl, reply := r.prepare(m, t, b.slot())
 		switch {
 		case cl == nil:
 			b.unslot()
@@ -91,10 +92,10 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 		}
 	}
 	// As for a single call, the messages are done with.
-	c.keepMsgs(f.msgs)
+	r.keepMsgs(f.msgs)
 	kept = true
 	if b.pending > 0 {
-		return c.startBatch(b)
+		return r.startBatch(b)
 	}
 	if out := b.reply(); out != nil {
 		c.post(out)
@@ -105,10 +106,10 @@ func (c *Conn) dispatch(ctx context.Context, frame []byte) bool {
 // keepMsgs keeps the array of msgs, emptied so that it holds on to no
 // frame, for the reader's next frame when it is small, else for the next
 // batch of any connection.
-func (c *Conn) keepMsgs(msgs []message) {
+func (r *reader) keepMsgs(msgs []message) {
 	clear(msgs)
 	if cap(msgs) <= keptMsgs {
-		c.msgs = msgs[:0]
+		r.msgs = msgs[:0]
 		return
 	}
 	// A variable of its own: were the parameter's address taken, the
@@ -134,7 +135,8 @@ var batchMsgs sync.Pool
 // that the caller no longer holds the reader role. While the connection
 // has slow handlers (see start), a batch runs on a worker. While it runs,
 // its calls can be cancelled with rpc.cancel (see batchCall).
-func (c *Conn) startBatch(b *batch) bool {
+func (r *reader) startBatch(b *batch) bool {
+	c := r.c
 	n := min(b.pending, c.o.BatchWorkers, c.o.MaxInFlight)
 	if !c.takeSlots(n) {
 		for i := range b.calls {
@@ -200,8 +202,9 @@ func (c *Conn) batchCall(id []byte) *call {
 // this connection, then validates and routes like the package-level
 // prepare. While the connection drains, calls are refused with -32005.
 // It runs on the reader.
-func (c *Conn) prepare(m *message, t frameText, cl *call) (*call, []byte) {
-	if c.limiter != nil && !c.limiter.Allow() {
+func (r *reader) prepare(m *message, t frameText, cl *call) (*call, []byte) {
+	c := r.c
+	if r.limiter != nil && !r.limiter.Allow() {
 		c.limit(LimitRate)
 		if !m.hasID {
 			return nil, nil
@@ -297,7 +300,8 @@ func (c *Conn) progress(p progressParams) {
 // left running, concurrent calls run on workers: the connection has slow
 // handlers, and each would otherwise hold up the next call by a tick. A serial call runs on a worker,
 // which first waits for the call ahead of it.
-func (c *Conn) start(ctx context.Context, cl *call) bool {
+func (r *reader) start(ctx context.Context, cl *call) bool {
+	c := r.c
 	if cl.mode == Inline {
 		out, _ := run(c.inlineContext(ctx, cl), &c.o, cl, nil, c.o.now())
 		cl.ctx.end()
@@ -330,8 +334,8 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 		return c.exitHandler(s)
 	}
 	done := make(chan struct{})
-	wait := c.tail
-	c.tail = done // c.tail belongs to the reader
+	wait := r.tail
+	r.tail = done // r.tail belongs to the reader
 	c.pool.spawn(func() {
 		defer close(done)
 		if wait != nil {
@@ -358,9 +362,8 @@ func (c *Conn) start(ctx context.Context, cl *call) bool {
 
 // deliver hands a response to the call waiting for it. Responses to
 // unknown ids (a call that timed out, say) are dropped. It runs on the
-// reader. With mayPass, the reader may keep the reply in c.pass instead,
-// to hand it over with the reader role (see own.go).
-func (c *Conn) deliver(m *message, mayPass bool) {
+// reader.
+func (c *Conn) deliver(m *message) {
 	id, ok := parseOurID(m.id)
 	if !ok {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
@@ -369,7 +372,6 @@ func (c *Conn) deliver(m *message, mayPass bool) {
 	c.mu.Lock()
 	p := c.pending[id]
 	delete(c.pending, id)
-	pass := mayPass && p != nil && c.mayPassLocked(p)
 	c.mu.Unlock()
 	if p == nil {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
@@ -377,10 +379,6 @@ func (c *Conn) deliver(m *message, mayPass bool) {
 	}
 	r := decodeReply(m)
 	r.read = true
-	if pass {
-		c.pass = passing{id: id, p: p, r: r}
-		return
-	}
 	c.hand(id, p, r)
 }
 

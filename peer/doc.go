@@ -16,11 +16,10 @@
 // read (a slow call does not hold the others' replies for more than the
 // watchdog's few milliseconds). docs/peer.md has the details and figures.
 //
-// On the calling side, over [WebSocketOver], a Conn with
-// Options.CallerReads lets a call made while no other is pending read its
-// own reply, instead of having the reader goroutine hand it over: calls
-// made one after another then cost about what raw frames do. Between such
-// calls nobody reads, for 2 ms at most.
+// On the calling side, over a WebSocket the client package dialed, the
+// calls queued while one is written leave together too, and a call that
+// waits alone for its reply is woken by Go's network poller rather than
+// by a hand-off from the reader (see wake.go).
 //
 // # Serving
 //

@@ -83,23 +83,6 @@ func ExampleConn_Call() {
 	// 1001 division by zero
 }
 
-// A connection that makes calls one after another, as a client service
-// does, lets the caller waiting alone be woken by Go's network poller: see
-// Options.PollWake. Nothing else changes for the caller.
-func ExampleOptions_pollWake() {
-	a, b := peer.Pipe(&peer.Options{PollWake: true}, &peer.Options{Router: demoMux()})
-	defer b.Close()
-
-	var sum float64
-	for i := range 3 {
-		if err := a.Call(context.Background(), "add", []float64{sum, float64(i + 1)}, &sum); err != nil {
-			log.Fatal(err)
-		}
-	}
-	fmt.Println(sum)
-	// Output: 6
-}
-
 func ExampleFunc() {
 	type point struct {
 		X, Y int

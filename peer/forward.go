@@ -51,52 +51,37 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 	if ri != nil && !ri.id.IsZero() {
 		p.progress = ri.relayProgress
 	}
-	c.mu.Lock()
-	switch {
-	case c.closed:
-		err := c.cause
-		c.mu.Unlock()
+	id, err := c.addPending(p, true)
+	if err != nil {
 		return nil, err
-	case c.draining:
-		c.mu.Unlock()
-		return nil, errShuttingDown()
 	}
-	c.nextID++
-	id := c.nextID
-	c.pending[id] = p
-	c.forwards++
-	c.mu.Unlock()
 	defer c.forwarded()
 
 	var idBuf [20]byte
 	idText := strconv.AppendUint(idBuf[:0], id, 10)
 	if err := c.send(tctx, appendRequest(nil, idText, req.Method, req.Params)); err != nil {
-		c.forget(id)
+		c.abandon(id, p, false)
 		if ctx.Err() == nil && tctx.Err() != nil {
 			return nil, c.timedOut(req.Method, timeout)
 		}
 		return nil, err
 	}
-	leaveReader(ctx) // the answer comes on another connection: read on meanwhile
-	select {
-	case r := <-p.ch:
+	defer c.lend(ctx)() // the answer comes on another connection: read on meanwhile
+	if r, ok := c.await(tctx, id, p); ok {
 		return r.result, r.err
-	case <-tctx.Done():
 	}
 	if ctx.Err() == nil { // the timeout, not the caller
-		if c.forget(id) {
-			c.cancelRemote(idText)
-		}
+		c.abandon(id, p, true)
 		return nil, c.timedOut(req.Method, timeout)
 	}
 
 	// The caller gave up: pass it on, and wait for the other side's
 	// answer to pass back, within what is left of timeout.
-	c.cancelRemote(idText)
 	if ri == nil {
-		c.forget(id)
+		c.abandon(id, p, true)
 		return nil, ctx.Err()
 	}
+	c.cancelRemote(id)
 	var expired <-chan time.Time
 	if deadline, ok := tctx.Deadline(); ok && timeout > 0 {
 		t := time.NewTimer(time.Until(deadline))

@@ -6,94 +6,18 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/internal/gather"
 )
-
-// writeLog is a net.Conn that records each Write it is given.
-type writeLog struct {
-	net.Conn
-	mu     sync.Mutex
-	writes []string
-	err    error
-}
-
-func (w *writeLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.writes = append(w.writes, string(p))
-	return len(p), w.err
-}
-
-func (w *writeLog) got() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.writes...)
-}
-
-func TestGatherConn(t *testing.T) {
-	w := &writeLog{}
-	gc := NewGatherConn(w)
-	for _, s := range []string{"a", "b"} {
-		if _, err := gc.Write([]byte(s)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := w.got(); len(got) != 2 {
-		t.Fatalf("writes not held went out as %q", got)
-	}
-
-	gc.Hold()
-	for _, s := range []string{"c", "d", "e"} {
-		if n, err := gc.Write([]byte(s)); n != 1 || err != nil {
-			t.Fatalf("held Write = %d, %v", n, err)
-		}
-	}
-	if got := w.got(); len(got) != 2 {
-		t.Fatalf("held writes went out: %q", got)
-	}
-	if err := gc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if got := w.got(); len(got) != 3 || got[2] != "cde" {
-		t.Fatalf("held writes went out as %q, want one cde", got[2:])
-	}
-
-	// Past gatherLimit, what is held goes out early, in one write.
-	gc.Hold()
-	big := strings.Repeat("x", gatherLimit/2+1)
-	for range 2 {
-		if _, err := gc.Write([]byte(big)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := w.got(); len(got) != 4 || len(got[3]) != 2*len(big) {
-		t.Fatalf("%d writes after 2 large held ones", len(got))
-	}
-	if err := gc.Flush(); err != nil || len(w.got()) != 4 {
-		t.Fatalf("Flush with nothing held: %v, %d writes", err, len(w.got()))
-	}
-
-	// The connection's error comes from Flush.
-	w.err = errors.New("broken")
-	gc.Hold()
-	if _, err := gc.Write([]byte("f")); err != nil {
-		t.Fatalf("held Write failed: %v", err)
-	}
-	if err := gc.Flush(); err != w.err { //nolint:errorlint // the error itself
-		t.Fatalf("Flush = %v, want %v", err, w.err)
-	}
-}
 
 // clientFrame is a WebSocket frame as a client sends it: masked.
 func clientFrame(fin bool, op byte, payload []byte) []byte {
@@ -182,7 +106,7 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // gatherServer serves opts over WebSockets accepted with AcceptWebSocket
 // on 127.0.0.1, counting the server's writes, and returns a raw WebSocket
 // dialed to it whose writes the test can gather into one, with gc.
-func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *GatherConn, writes *atomic.Int64) {
+func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *gather.Conn, writes *atomic.Int64) {
 	t.Helper()
 	var served sync.WaitGroup
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +124,7 @@ func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *GatherCo
 		if err != nil {
 			return nil, err
 		}
-		gc = NewGatherConn(c)
+		gc = gather.New(c)
 		return gc, nil
 	}
 	ws, _, err := websocket.Dial(t.Context(), "ws://"+ts.Listener.Addr().String(), &websocket.DialOptions{
@@ -219,7 +143,7 @@ func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *GatherCo
 
 // sendTogether writes frames to ws in one write of the network
 // connection, so that the server reads them together.
-func sendTogether(t *testing.T, ws *websocket.Conn, gc *GatherConn, frames ...string) {
+func sendTogether(t *testing.T, ws *websocket.Conn, gc *gather.Conn, frames ...string) {
 	t.Helper()
 	gc.Hold()
 	for _, f := range frames {

@@ -159,7 +159,7 @@ func (c *Conn) pause(waiting bool) {
 	if waiting {
 		c.pauses.Add(1)
 		if c.o.Share != nil {
-			c.giveTurn() // see share.go
+			c.role.giveTurn() // see share.go; pause runs on the reader
 		}
 	}
 	c.paused.Store(waiting)

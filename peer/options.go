@@ -92,29 +92,6 @@ type Options struct {
 	// connection errors. Nil discards them.
 	Logger *zap.Logger
 
-	// PollWake lets a [Conn.Call] waiting alone for its reply be woken by
-	// Go's network poller, through a pipe the connection keeps, instead of
-	// being handed its reply by the reader goroutine: a hand-off makes the
-	// runtime wake an idle thread on another core, which has cost calls
-	// made one after another a sixth to a third of their rate on a 2-core
-	// machine (see wake.go). When wakes through the poller come late (a
-	// process keeping every core busy), calls go back to the hand-off for
-	// a while. It costs the connection two file descriptors. Where pipes
-	// cannot be polled (Windows), it does nothing. The client package sets
-	// it; a server calling many connections need not.
-	PollWake bool
-
-	// CallerReads lets a [Conn.Call] read its own reply when no other call
-	// is pending, instead of having the reader goroutine hand it over:
-	// calls made one after another then cost about what raw WebSocket
-	// frames do. Between such calls nobody reads, for 2 ms at most; a
-	// message other than a reply that arrives then (an event, a call from
-	// the other side) waits that long (see own.go). It needs PollWake,
-	// and a transport whose reads can be interrupted between messages,
-	// which [WebSocketOver] makes; elsewhere it does nothing. The client
-	// package sets it.
-	CallerReads bool
-
 	// Share, if set, is shared by the connections of a server: it caps
 	// how many busy connections (those whose next message is always
 	// already there, such as a client keeping many calls in flight) are

@@ -51,7 +51,7 @@ type outbox struct {
 	lastRep atomic.Int64  // the size of the latest reply queued, what reserve reserves
 	writer  func()        // o.writeQueued, made once: a method value is an allocation
 
-	mu      sync.Mutex
+	mu      sync.Mutex // after Conn.mu, before workers.mu (see Conn.mu)
 	closed  bool
 	cause   error // returned to senders once closed
 	queue   []outMsg

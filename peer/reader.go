@@ -2,7 +2,7 @@ package peer
 
 import (
 	"context"
-	"errors"
+	"golang.org/x/time/rate"
 	"sync"
 	"time"
 )
@@ -59,41 +59,68 @@ const readerLinger = 50 * time.Millisecond
 // readerWatch is the watchdog's list of connections whose reader ran a
 // handler lately.
 var readerWatch struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // before batch.mu (see Conn.mu)
 	conns   []*Conn
 	running bool
 }
 
+// reader is the state of a connection's reader role. One goroutine at a
+// time holds the role: Serve's, then each one the watchdog starts when it
+// takes the role from a reader in a slow handler (moveReader), which
+// hands the new goroutine the same *reader. The functions that run on
+// the reader are methods of *reader: they alone touch its fields, and a
+// goroutine that lost the role (exitHandler reports false) returns
+// without touching them again.
+type reader struct {
+	c    *Conn
+	ctx  context.Context // for reads: Serve's ctx, without its cancellation
+	hctx context.Context // the handlers' parent
+	// limiter enforces Options.Rate; nil: none.
+	limiter *rate.Limiter
+	// held: the reader holds the outbox's writes back (see readAhead);
+	// heldNext: the next message is read already.
+	held, heldNext bool
+	// msgs is the decoding buffer, reused from frame to frame.
+	msgs []message
+	// lastMethod is the method name of the last single call read, whose
+	// string the next call to the same method reuses (see frameText).
+	lastMethod string
+	// tail is the done channel of the last serial call started.
+	tail chan struct{}
+	// The reader's standing in Options.Share (see share.go): reads in a
+	// row that did not wait, and whether it holds a turn.
+	streak int
+	turn   bool
+}
+
 // readLoop reads and dispatches messages until reading ends, when it
-// closes readDone, or until the watchdog took the reader role from it, or
-// it gave the role to a caller (see own.go).
+// closes readDone, or until the watchdog took the reader role from it.
 //
 // Its frame is kept small: an idle connection's reader parks at the end of
 // a chain of frames (the HTTP server's, the transport's, the WebSocket
-// library's) that fits in a goroutine's first 4 KiB of stack, and a few
-// words more on this one would double every idle connection's stack.
-func (c *Conn) readLoop() {
+// library's) that fits in 8 KiB of stack, and a frame that pushed it past
+// them would double the reader's stack on every idle connection.
+// TestIdleCost fails then.
+func (r *reader) readLoop() {
+	c := r.c
 	c.readers.Add(1)
 	defer c.readers.Add(-1)
 	// The replies a reader held back (see below) are written: its
 	// predecessor lost the role in a handler, and may be in it still.
 	c.out.holdWrites(false)
-	c.held = false
+	r.held = false
 	for {
-		began := c.readStart()
-		msg, err := c.t.Read(c.rctx)
+		began := r.readStart()
+		msg, err := c.t.Read(r.ctx)
 		if err != nil {
-			if c.interrupted(err) {
-				continue // meant for a caller that held the role
-			}
-			c.letGo() // before the connection closes
+			r.letGo() // before the connection closes
 			c.readFailed(err)
 			break
 		}
-		c.readEnd(began)
+		r.readEnd(began)
 		c.reads.Add(1)
 		if len(msg) > c.o.MaxMessage {
-			c.letGo()
+			r.letGo()
 			c.limit(LimitMessage)
 			c.teardown(&CloseError{Code: CloseTooBig, Reason: "message too big"}, CloseTooBig, "message too big")
 			break
@@ -101,61 +128,39 @@ func (c *Conn) readLoop() {
 		// With another message read already, the replies to this one
 		// wait for that one's, to leave together.
 		if c.ahead != nil {
-			c.readAhead()
+			r.readAhead()
 		}
-		if !c.dispatch(c.hctx, msg) {
+		if !r.dispatch(r.hctx, msg) {
 			return // another goroutine reads now
 		}
-		if c.pass.p != nil {
-			c.passRole()
-			return // the caller reads now
-		}
-		if !c.heldNext {
-			c.letGo()
+		if !r.heldNext {
+			r.letGo()
 		}
 	}
-	c.giveTurn()
+	r.giveTurn()
 	close(c.readDone)
-}
-
-// interrupted reports whether err is that of a read interrupted for a
-// caller (see own.go), which the reader ignores. Not inlined, for
-// readLoop's frame.
-//
-//go:noinline
-func (c *Conn) interrupted(err error) bool { return errors.Is(err, errInterrupted) }
-
-// readFrom dispatches a message that a caller read and passed on with
-// the role (see own.go), then reads on.
-func (c *Conn) readFrom(msg []byte) {
-	if !c.dispatch(c.hctx, msg) {
-		return
-	}
-	if c.pass.p != nil {
-		c.passRole()
-		return
-	}
-	c.readLoop()
 }
 
 // readAhead holds the queue (outbox.holdWrites) while the reader runs a
 // message that another one, read already, follows: the replies to the
-// messages of one read then leave together. It notes in c.heldNext
+// messages of one read then leave together. It notes in r.heldNext
 // whether the next message is there, for the reader to let go of the
 // queue after this one otherwise.
-func (c *Conn) readAhead() {
-	c.heldNext = c.ahead.messageWaiting()
-	if c.heldNext && !c.held {
-		c.held = true
+func (r *reader) readAhead() {
+	c := r.c
+	r.heldNext = c.ahead.messageWaiting()
+	if r.heldNext && !r.held {
+		r.held = true
 		c.out.holdWrites(true)
 	}
 }
 
 // letGo ends the reader's hold on the queue, if it holds it: what it
 // held is written.
-func (c *Conn) letGo() {
-	if c.held {
-		c.held = false
+func (r *reader) letGo() {
+	c := r.c
+	if r.held {
+		r.held = false
 		c.out.holdWrites(false)
 	}
 }
@@ -276,24 +281,17 @@ func (c *Conn) moveReader(s uint64) bool {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.readLoop()
+		c.role.readLoop() // the role, and its state, pass to this goroutine
 	}()
 	return true
 }
 
-// leaveReader is called by a handler about to wait on a call it made (to
-// its own caller, to another peer, or forwarded): if the handler runs on
-// its connection's reader, the reading moves to a new goroutine at once,
-// instead of a tick or two later by the watchdog. A handler that calls
-// back to its caller would otherwise wait that long for the reader to
-// read the answer.
-func leaveReader(ctx context.Context) {
-	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
-		ri.leaveReader()
-	}
-}
-
-// leaveReader is leaveReader for the handler of ri.
+// leaveReader is called (by Conn.lend) for a handler about to wait on a
+// call it made (to its own caller, to another peer, or forwarded): if the
+// handler runs on its connection's reader, the reading moves to a new
+// goroutine at once, instead of a tick or two later by the watchdog. A
+// handler that calls back to its caller would otherwise wait that long
+// for the reader to read the answer.
 func (ri *reqInfo) leaveReader() {
 	if s := ri.reader.Swap(0); s != 0 {
 		ri.c.moveReader(s)

@@ -187,9 +187,9 @@ type batch struct {
 	reader uint64
 
 	wg    sync.WaitGroup // the helpers
-	mu    sync.Mutex
-	done  bool     // the batch's goroutine ran out of calls: no spreading
-	parts [][]byte // the helpers' replies, one part each; set by spread
+	mu    sync.Mutex     // after readerWatch.mu (see Conn.mu)
+	done  bool           // the batch's goroutine ran out of calls: no spreading
+	parts [][]byte       // the helpers' replies, one part each; set by spread
 }
 
 // newBatch returns a batch with room for n calls and a reply array sized

@@ -62,11 +62,12 @@ const (
 // readStart returns the time the reader starts a read (monotime), having
 // given back its turn, if it held one. It runs on the reader; without a
 // Share it does nothing.
-func (c *Conn) readStart() int64 {
+func (r *reader) readStart() int64 {
+	c := r.c
 	if c.o.Share == nil {
 		return 0
 	}
-	c.giveTurn()
+	r.giveTurn()
 	return monotime()
 }
 
@@ -74,30 +75,32 @@ func (c *Conn) readStart() int64 {
 // returned a message: a busy reader waits for a turn before it handles
 // the message. It returns at once when the connection starts closing
 // meanwhile (the message is then refused, as on any closed connection).
-func (c *Conn) readEnd(began int64) {
+func (r *reader) readEnd(began int64) {
+	c := r.c
 	if c.o.Share == nil {
 		return
 	}
 	if monotime()-began >= int64(c.o.Share.waited) {
-		c.streak = 0
+		r.streak = 0
 		return
 	}
-	if c.streak < busyAfter {
-		c.streak++
+	if r.streak < busyAfter {
+		r.streak++
 		return
 	}
 	select {
 	case c.o.Share.turns <- struct{}{}:
-		c.turn = true
+		r.turn = true
 	case <-c.closing:
 	}
 }
 
 // giveTurn gives back the reader's turn, if it holds one. It runs on the
 // reader.
-func (c *Conn) giveTurn() {
-	if c.turn {
-		c.turn = false
+func (r *reader) giveTurn() {
+	c := r.c
+	if r.turn {
+		r.turn = false
 		<-c.o.Share.turns
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// This file holds the poll waker of a Conn (Options.PollWake).
+// This file holds the poll waker of a Conn over a transport that asks
+// for it (pollWaker): a WebSocket the client package dialed.
 //
 // A caller waiting on a channel for its reply is handed the reply by the
 // reader goroutine, and readying a goroutine makes Go's scheduler wake an

@@ -13,19 +13,42 @@ import (
 	"time"
 )
 
-// wakePipe returns a pair whose side a makes its calls with PollWake and
-// b serves m, and checks that a has its pipe: on this system pipes can
+// wakeTransport is a Transport whose Conn waits on the poll waker, as one
+// the client package dialed does.
+type wakeTransport struct{ Transport }
+
+func (wakeTransport) pollWake() bool { return true }
+
+// wakePair returns two Conns over a pipe, serving; those of wake wait on
+// the poll waker.
+func wakePair(t *testing.T, aOpts, bOpts *Options, wake ...bool) (a, b *Conn) {
+	t.Helper()
+	ta, tb := NewPipeTransport()
+	if wake[0] {
+		ta = wakeTransport{ta}
+	}
+	if wake[1] {
+		tb = wakeTransport{tb}
+	}
+	a, b = NewConn(ta, aOpts), NewConn(tb, bOpts)
+	go a.Serve(context.Background()) //nolint:errcheck // the result is in a.Err
+	go b.Serve(context.Background()) //nolint:errcheck
+	t.Cleanup(func() {
+		a.Close()
+		<-a.Done()
+		<-b.Done()
+	})
+	return a, b
+}
+
+// wakePipe returns a pair whose side a makes its calls on the poll waker
+// and b serves m, and checks that a has its pipe: on this system pipes can
 // be polled, so the tests below would otherwise test the channel.
 func wakePipe(t *testing.T, aOpts *Options, m *Mux) (a, b *Conn) {
 	t.Helper()
-	o := Options{}
-	if aOpts != nil {
-		o = *aOpts
-	}
-	o.PollWake = true
-	a, b = pipe(t, &o, &Options{Router: m})
+	a, b = wakePair(t, aOpts, &Options{Router: m}, true, false)
 	if a.wk == nil {
-		t.Fatal("PollWake set, but the connection has no pipe")
+		t.Fatal("a transport that asks for the poll waker, but the connection has no pipe")
 	}
 	return a, b
 }
@@ -196,9 +219,9 @@ func TestPollWakeCallFromHandler(t *testing.T) {
 	inner, outer := callbackMuxes()
 	// a serves callback and calls back b's greet, through its pipe; b's
 	// greet is called while b's own call waits, on its pipe too.
-	a, b := pipe(t, &Options{Router: outer, PollWake: true}, &Options{Router: inner, PollWake: true})
+	a, b := wakePair(t, &Options{Router: outer}, &Options{Router: inner}, true, true)
 	if a.wk == nil || b.wk == nil {
-		t.Fatal("PollWake set, but a connection has no pipe")
+		t.Fatal("transports that ask for the poll waker, but a connection has no pipe")
 	}
 	for range 50 {
 		var got string

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/internal/gather"
 )
 
 // WebSocket adapts a *websocket.Conn (github.com/coder/websocket) to a
@@ -22,26 +23,22 @@ func WebSocket(ws *websocket.Conn) Transport { return &wsTransport{ws: ws} }
 
 // wsTransport is a WebSocket. gc and br are set when it was accepted with
 // AcceptWebSocket: the network connection, and the buffered reader the
-// WebSocket library reads it with.
+// WebSocket library reads it with; gc is also set on one the client
+// package dialed (gather.Dialed), and dialed.
 type wsTransport struct {
-	ws *websocket.Conn
-	gc *GatherConn
-	br *bufio.Reader
-	// readsGC: the library reads through gc (WebSocketOver), whose reads
-	// can then be interrupted.
-	readsGC bool
+	ws     *websocket.Conn
+	gc     *gather.Conn
+	br     *bufio.Reader
+	dialed bool
 	// closing is held by Close: the library's close handshake reads br,
 	// which messageWaiting must not look at meanwhile.
 	closing sync.Mutex
 }
 
-// WebSocketOver is WebSocket for a ws whose network connection is gc:
-// when a Conn has several messages queued, as when many goroutines call
-// at once, it writes them with one system call, and a caller may read its
-// own reply (Options.CallerReads). gc must be the connection ws reads and
-// writes, and only the Conn may hold it.
-func WebSocketOver(ws *websocket.Conn, gc *GatherConn) Transport {
-	return &wsTransport{ws: ws, gc: gc, readsGC: true}
+func init() {
+	gather.Dialed = func(ws *websocket.Conn, gc *gather.Conn) any {
+		return &wsTransport{ws: ws, gc: gc, dialed: true}
+	}
 }
 
 // AcceptWebSocket accepts a WebSocket handshake, as websocket.Accept
@@ -63,10 +60,10 @@ func AcceptWebSocket(w http.ResponseWriter, r *http.Request, opts *websocket.Acc
 
 // gatherWriter is the ResponseWriter a WebSocket is accepted through: it
 // hands the WebSocket library the hijacked connection wrapped in a
-// GatherConn, and keeps the buffered reader the library reads it with.
+// gather.Conn, and keeps the buffered reader the library reads it with.
 type gatherWriter struct {
 	http.ResponseWriter
-	conn *GatherConn
+	conn *gather.Conn
 	br   *bufio.Reader
 }
 
@@ -78,10 +75,10 @@ func (w *gatherWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	// The library writes through brw.Writer, empty now: it writes to the
-	// GatherConn instead. It reads nc itself, through brw.Reader: the
+	// gather.Conn instead. It reads nc itself, through brw.Reader: the
 	// reader, parked there while the connection is idle, has no frame of
-	// the GatherConn's on its stack (which would grow it past 4 KiB).
-	w.conn = NewGatherConn(nc)
+	// the gather.Conn's on its stack (see TestIdleCost).
+	w.conn = gather.New(nc)
 	brw.Writer.Reset(w.conn)
 	w.br = brw.Reader
 	return nc, brw, nil
@@ -140,18 +137,15 @@ type readAhead interface {
 }
 
 func (t *wsTransport) canGather() bool    { return t.gc != nil }
-func (t *wsTransport) canInterrupt() bool { return t.readsGC }
-func (t *wsTransport) interruptRead()     { t.gc.interruptRead() }
+func (t *wsTransport) pollWake() bool     { return t.dialed }
 func (t *wsTransport) canReadAhead() bool { return t.br != nil }
 func (t *wsTransport) holdWrites()        { t.gc.Hold() }
 func (t *wsTransport) flushWrites() error { return t.gc.Flush() }
 
-// interrupter is a Transport whose read can be interrupted between two
-// messages: the read returns errInterrupted, and the next read goes on
-// where it stopped.
-type interrupter interface {
-	canInterrupt() bool // false: interruptRead would not work
-	interruptRead()
+// pollWaker is a Transport whose Conn's callers, waiting alone, are woken
+// by the network poller (see wake.go): one the client package dialed.
+type pollWaker interface {
+	pollWake() bool
 }
 
 // gatherer is a Transport that can send several messages in one go: the

@@ -28,9 +28,9 @@ type workers struct {
 	wg    *sync.WaitGroup // the connection's: Serve waits for it
 	count atomic.Int32    // workers alive, parked ones included
 
-	mu     sync.Mutex
-	closed bool      // the connection is closing: no worker parks
-	parked []*worker // the last one parked is the first one handed a task
+	mu     sync.Mutex // after Conn.mu and outbox.mu (see Conn.mu)
+	closed bool       // the connection is closing: no worker parks
+	parked []*worker  // the last one parked is the first one handed a task
 }
 
 // worker is one worker goroutine, seen from the pool.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -61,7 +62,7 @@ func BenchmarkFanOut(b *testing.B) {
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
 			h := hub.New(nil)
-			srv := server.New(&server.Options{Hub: h, MaxQueue: 1 << 30})
+			srv := server.New(&server.Options{Hub: h, Conn: peer.Options{MaxQueue: 1 << 30}})
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
 			defer srv.Shutdown(context.Background()) //nolint:errcheck

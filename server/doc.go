@@ -27,7 +27,7 @@
 // POST /rpc takes Content-Type application/json and answers 200 with the
 // reply (JSON-RPC errors included), or 204 when there is nothing to answer
 // (notifications only). A wrong method gets 405, a wrong content type 415,
-// a body over [Options].MaxMessage 413, a body still arriving after
+// a body over [Options].Conn.MaxMessage 413, a body still arriving after
 // [Options].BodyTimeout 408, and GET without an Upgrade 426.
 // Over POST there is no peer: methods that need one, such as rpc.subscribe,
 // answer with an error at once.
@@ -56,8 +56,8 @@
 // connection with 1009. A peer that calls faster than it is served is
 // slowed down, not refused: the server stops reading from it until there
 // is room. A peer that does not read its events fast enough is closed with
-// 1008 once [Options].MaxQueue of them wait, and one that reads nothing
-// for [Options].WriteStall too. The server pings every WebSocket peer and
+// 1008 once [Options].Conn.MaxQueue of them wait, and one that reads nothing
+// for [Options].Conn.WriteStall too. The server pings every WebSocket peer and
 // closes one that stops answering within PingInterval + PingTimeout
 // (a minute by default). While it shuts down, new calls get -32005.
 //

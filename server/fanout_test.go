@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -77,7 +78,7 @@ func TestSlowConsumer(t *testing.T) {
 	const msgs, size = 300, 64 << 10 // 19 MB: more than the socket buffers hold
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
 	core, logs := observer.New(zap.InfoLevel)
-	ts := newTestServer(t, &server.Options{Hub: h, MaxQueue: 8, Logger: zap.New(core)})
+	ts := newTestServer(t, &server.Options{Hub: h, Conn: peer.Options{MaxQueue: 8}, Logger: zap.New(core)})
 
 	stalled := ts.dialRaw(t, nil)
 	fast := ts.dialRaw(t, nil)
@@ -181,7 +182,7 @@ func TestSlowConsumer(t *testing.T) {
 // in-flight slot).
 func TestPublishBurst(t *testing.T) {
 	const msgs = 1000
-	ts := newTestServer(t, &server.Options{MaxInFlight: 4})
+	ts := newTestServer(t, &server.Options{Conn: peer.Options{MaxInFlight: 4}})
 	sub := ts.dialRaw(t, nil)
 	roundTrip(t, sub, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["burst"],"id":1}`)
 	pub := ts.dialRaw(t, nil)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -11,7 +12,7 @@ import (
 )
 
 func TestLimits(t *testing.T) {
-	ts := newTestServer(t, &server.Options{MaxBatch: 2, MaxInFlight: 1})
+	ts := newTestServer(t, &server.Options{Conn: peer.Options{MaxBatch: 2, MaxInFlight: 1}})
 	batch3 := `[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},{"jsonrpc":"2.0","method":"add","params":[1,2],"id":2},{"jsonrpc":"2.0","method":"add","params":[1,2],"id":3}]`
 	tooMany := `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`
 

@@ -68,7 +68,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	timed := rc.SetReadDeadline(time.Now().Add(s.o.BodyTimeout)) == nil
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.o.MaxMessage)))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.o.Conn.MaxMessage)))
 	if err != nil {
 		w.Header().Set("Connection", "close")
 		return nil, err

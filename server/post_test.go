@@ -70,7 +70,7 @@ func TestPost(t *testing.T) {
 }
 
 func TestPostHTTPErrors(t *testing.T) {
-	ts := newTestServer(t, &server.Options{MaxMessage: 1000})
+	ts := newTestServer(t, &server.Options{Conn: peer.Options{MaxMessage: 1000}})
 	call := `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`
 	for _, tt := range []struct {
 		name, contentType, body string

@@ -39,7 +39,7 @@ func BenchmarkRules(b *testing.B) {
 	start := func(o *server.Options) *peer.Conn {
 		o.Router = demo.Mux()
 		o.Authenticate = j.Authenticate
-		o.MaxQueue = 1 << 20
+		o.Conn.MaxQueue = 1 << 20
 		srv := server.New(o)
 		ts := httptest.NewServer(srv)
 		b.Cleanup(func() {

@@ -90,35 +90,24 @@ type Options struct {
 	// (and leaves trusted proxies to this cap). 0: no cap.
 	MaxConnsPerAddr int
 
-	// MaxMessage caps one WebSocket message (after decompression) and one
-	// POST body, in bytes. Default [peer.DefaultMaxMessage]; over it, a
-	// WebSocket closes with 1009 and a POST gets 413.
-	MaxMessage int
+	// Conn holds the limits of each WebSocket connection, with the
+	// meanings and defaults of [peer.Options]: MaxMessage, also of each
+	// POST body (over it a WebSocket closes with 1009, a POST gets 413),
+	// MaxBatch and MaxDepth, also of each POST, MaxInFlight (calls served
+	// at once: the server reads on when one ends), MaxQueue and
+	// MaxQueueBytes (what waits to be written: beyond them the server
+	// takes no new call from that peer, and a peer too slow for its events
+	// is closed with 1008), WriteStall (then 1008), and Rate and Burst
+	// (the requests a peer may send per second: over it, -32004; none by
+	// default). The server sets Router, Logger, QueueBudget, Share,
+	// OnServe and OnLimit itself, from its own fields: Conn's are ignored.
+	Conn peer.Options
 
 	// BodyTimeout bounds reading one POST body, counted from the end of
 	// its headers. Default [DefaultBodyTimeout]; a body still arriving then
 	// gets 408 and its connection is closed. It does not apply to
 	// WebSockets.
 	BodyTimeout time.Duration
-
-	// MaxBatch, MaxDepth, MaxInFlight, MaxQueue, WriteStall, Rate and
-	// Burst are the limits of each WebSocket connection (MaxBatch and
-	// MaxDepth also of each POST), with the meanings and defaults of the
-	// [peer.Options] fields of those names: elements in a batch, nesting,
-	// calls served at once (the server reads on when one ends), messages
-	// waiting to be written (a peer too slow for its events is closed with
-	// 1008), how long writes may stall (then 1008), and the requests a
-	// peer may send per second (over it, -32004; none by default).
-	MaxBatch, MaxDepth, MaxInFlight, MaxQueue int
-	WriteStall                                time.Duration
-	Rate                                      float64
-	Burst                                     int
-
-	// MaxQueueBytes caps what waits to be written to one WebSocket peer,
-	// in bytes, as [peer.Options].MaxQueueBytes does: beyond it the server
-	// takes no new call from that peer, and the peer is too slow for
-	// events (1008). Default [peer.DefaultMaxQueueBytes].
-	MaxQueueBytes int
 
 	// QueueBudget caps what waits to be written to all WebSocket peers
 	// together, in bytes (see [peer.Budget]): beyond it, each peer with
@@ -227,8 +216,8 @@ func New(opts *Options) *Server {
 	if s.o.Hub == nil {
 		s.o.Hub = hub.New(nil)
 	}
-	if s.o.MaxMessage <= 0 {
-		s.o.MaxMessage = peer.DefaultMaxMessage
+	if s.o.Conn.MaxMessage <= 0 {
+		s.o.Conn.MaxMessage = peer.DefaultMaxMessage
 	}
 	if s.o.BodyTimeout <= 0 {
 		s.o.BodyTimeout = DefaultBodyTimeout
@@ -379,23 +368,14 @@ func (s *Server) isClosing() bool {
 
 // peerOptions returns the options for one connection or POST.
 func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
-	return &peer.Options{
-		Router:        s.router,
-		MaxMessage:    s.o.MaxMessage,
-		MaxBatch:      s.o.MaxBatch,
-		MaxDepth:      s.o.MaxDepth,
-		MaxInFlight:   s.o.MaxInFlight,
-		MaxQueue:      s.o.MaxQueue,
-		MaxQueueBytes: s.o.MaxQueueBytes,
-		QueueBudget:   s.budget,
-		WriteStall:    s.o.WriteStall,
-		Rate:          s.o.Rate,
-		Burst:         s.o.Burst,
-		Logger:        log,
-		OnServe:       s.o.OnServe,
-		OnLimit:       s.counters.limit,
-		Share:         s.share,
-	}
+	o := s.o.Conn
+	o.Router = s.router
+	o.QueueBudget = s.budget
+	o.Logger = log
+	o.OnServe = s.o.OnServe
+	o.OnLimit = s.counters.limit
+	o.Share = s.share
+	return &o
 }
 
 // Shutdown stops the server gracefully: new WebSockets and POSTs are

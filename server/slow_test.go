@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -17,7 +18,7 @@ import (
 // "write stalled" after WriteStall, and counted as a slow consumer, as
 // one too slow for its events is.
 func TestWriteStallCounted(t *testing.T) {
-	ts := newTestServer(t, &server.Options{WriteStall: 200 * time.Millisecond})
+	ts := newTestServer(t, &server.Options{Conn: peer.Options{WriteStall: 200 * time.Millisecond}})
 	ws := ts.dialRaw(t, nil)
 	big := `{"jsonrpc":"2.0","method":"echo","params":["` + strings.Repeat("x", 500_000) + `"],"id":1}`
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)

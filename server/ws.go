@@ -56,7 +56,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		s.log.Debug("websocket upgrade failed", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		return // Accept has answered
 	}
-	ws.SetReadLimit(int64(s.o.MaxMessage))
+	ws.SetReadLimit(int64(s.o.Conn.MaxMessage))
 	// The request's context ends when this handler returns; its values
 	// (an identity a middleware put there, say) stay.
 	ctx := hub.WithIdentity(context.WithoutCancel(r.Context()), identity)

@@ -67,7 +67,7 @@ func TestWebSocketTooBig(t *testing.T) {
 			core, logs := observer.New(zap.InfoLevel)
 			left := make(chan struct{})
 			h := hub.New(&hub.Options{OnLeave: func(*hub.Peer) { close(left) }})
-			ts := newTestServer(t, &server.Options{MaxMessage: 4096, Compression: compression, Logger: zap.New(core), Hub: h})
+			ts := newTestServer(t, &server.Options{Conn: peer.Options{MaxMessage: 4096}, Compression: compression, Logger: zap.New(core), Hub: h})
 			ws := ts.dialRaw(t, &websocket.DialOptions{CompressionMode: mode})
 			// Under the limit, as it arrives (compressed, much smaller still).
 			small := `{"jsonrpc":"2.0","method":"echo","params":["` + strings.Repeat("a", 4000) + `"],"id":1}`

@@ -151,23 +151,25 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	opts := &server.Options{
 		AllowedOrigins: splitList(c.origins),
 		AllowedHosts:   splitList(c.hosts),
-		MaxMessage:     c.maxMessage,
 		BodyTimeout:    c.bodyTimeout,
-		MaxBatch:       c.maxBatch,
-		MaxInFlight:    c.maxInFlight,
-		MaxQueue:       c.maxQueue,
-		MaxQueueBytes:  c.maxQueueBytes,
 		QueueBudget:    c.queueBudget,
-		MaxDepth:       c.limits.maxDepth,
-		WriteStall:     c.limits.writeStall,
-		Rate:           c.limits.rate,
-		Burst:          c.limits.burst,
 		BusyReaders:    c.limits.busyReaders,
 		PingInterval:   c.limits.pingInterval,
 		PingTimeout:    c.limits.pingTimeout,
 		Compression:    c.compression,
 		Root:           web.Handler(), // the playground, for plain GETs of /
 		Logger:         log,
+		Conn: peer.Options{
+			MaxMessage:    c.maxMessage,
+			MaxBatch:      c.maxBatch,
+			MaxInFlight:   c.maxInFlight,
+			MaxQueue:      c.maxQueue,
+			MaxQueueBytes: c.maxQueueBytes,
+			MaxDepth:      c.limits.maxDepth,
+			WriteStall:    c.limits.writeStall,
+			Rate:          c.limits.rate,
+			Burst:         c.limits.burst,
+		},
 	}
 	opts.HandshakeTimeout = c.listen.handshakeTimeout
 	opts.TrustedProxies = c.listen.trustedProxies

@@ -250,7 +250,7 @@ func (o *cli) openWith(ctx context.Context, arg string, opts *client.Options) (c
 			TLSConfig:   opts.TLSConfig,
 			HTTPClient:  opts.HTTPClient,
 			CallTimeout: opts.CallTimeout,
-			MaxMessage:  opts.MaxMessage,
+			MaxMessage:  opts.Conn.MaxMessage,
 		}), nil
 	case strings.HasPrefix(url, "ws://"), strings.HasPrefix(url, "wss://"):
 		return client.Dial(ctx, url, opts)

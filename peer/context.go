@@ -1,0 +1,82 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
+)
+
+// This file holds what a handler's context carries: the connection its
+// request came on, for calling back, and the request's id, for rpc.progress.
+
+type ctxKey struct{}
+
+type progressKey struct{}
+
+// reqInfo is what a handler's context knows of its request. It is also
+// the context that carries it to the handler: one allocation, where
+// context.WithValue would make a second.
+type reqInfo struct {
+	context.Context // the parent
+
+	c    *Conn
+	id   ID
+	slot bool // the handler holds an in-flight slot (see Conn.lend)
+	// reader is the reader state (enterHandler's) of the handler while it
+	// runs on its connection's reader, 0 when it does not (see leaveReader).
+	reader atomic.Uint64
+}
+
+// Value returns ri for ctxKey, and the parent's values otherwise.
+func (ri *reqInfo) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return ri
+	}
+	return ri.Context.Value(key)
+}
+
+// ConnFromContext returns the connection a handler's request arrived on,
+// so the handler can call back to its caller. It returns nil outside a
+// handler and for requests served over HTTP POST.
+func ConnFromContext(ctx context.Context) *Conn {
+	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
+		return ri.c
+	}
+	return nil
+}
+
+// Progress sends data to the caller of the request a handler is serving,
+// as an rpc.progress notification. It does nothing for notifications and
+// over HTTP POST, where no one could receive it.
+func Progress(ctx context.Context, data any) error {
+	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
+	if !ok || ri.id.IsZero() {
+		return nil
+	}
+	b, err := jsonx.Marshal(data)
+	if err != nil {
+		return err
+	}
+	params := make([]byte, 0, len(b)+len(ri.id.raw)+16)
+	params = append(params, `{"id":`...)
+	params = append(params, ri.id.raw...)
+	params = append(params, `,"data":`...)
+	params = append(params, b...)
+	params = append(params, '}')
+	return ri.c.send(ctx, appendRequest(nil, nil, "rpc.progress", params))
+}
+
+// WithProgress returns a context that makes a [Conn.Call] made with it
+// report the callee's rpc.progress notifications to fn, in the order they
+// arrive. fn runs on the connection's reader goroutine: it must return
+// quickly and must not call the same connection and wait.
+func WithProgress(ctx context.Context, fn func(data json.RawMessage)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+func progressFunc(ctx context.Context) func(json.RawMessage) {
+	fn, _ := ctx.Value(progressKey{}).(func(json.RawMessage))
+	return fn
+}
