@@ -58,11 +58,38 @@ func startNode(t *testing.T, url, name string, jetStream bool) *node {
 		t.Fatal(err)
 	}
 	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: b.HubBroker()})
-	if err := b.Start(ctx, h); err != nil {
+	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return &node{h, b}
+}
+
+// A Broker links the one hub made with it: Start before that hub exists
+// fails, Start twice fails, and a second hub on the same Broker panics.
+func TestBrokerLinksOneHub(t *testing.T) {
+	url := startNATS(t)
+	b, err := natsbroker.Connect(t.Context(), &natsbroker.Options{URLs: url, Node: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Start(t.Context()); err == nil {
+		t.Fatal("Start without a hub succeeded")
+	}
+	hub.New(&hub.Options{Broker: b.HubBroker()})
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(t.Context()); err == nil {
+		t.Fatal("Start twice succeeded")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second hub registered with the same Broker")
+		}
+	}()
+	hub.New(&hub.Options{Broker: b.HubBroker()})
 }
 
 // client is a peer of a node, whose events arrive on a channel.

@@ -31,7 +31,7 @@ func startRouteNode(t testing.TB, url, name string, o *hub.Options) *node {
 	}
 	opts.Broker = b.HubBroker()
 	h := hub.New(&opts)
-	if err := b.Start(ctx, h); err != nil {
+	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })

@@ -26,7 +26,7 @@ func startStreamNode(t *testing.T, url, name string, check time.Duration) *node 
 		t.Fatal(err)
 	}
 	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: b.HubBroker()})
-	if err := b.Start(ctx, h); err != nil {
+	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
