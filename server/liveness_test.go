@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -60,7 +61,7 @@ func TestPingClosesSilentPeer(t *testing.T) {
 	write(t, live, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`)
 	select {
 	case reply := <-got:
-		assertJSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, reply)
+		testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, reply)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the live peer got no answer")
 	}

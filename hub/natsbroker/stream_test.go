@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -151,7 +152,7 @@ func TestStreamUnavailable(t *testing.T) {
 	if err := s.DisableJetStream(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the node to say the stream is unavailable", func() bool {
+	testkit.WaitFor(t, "the node to say the stream is unavailable", func() bool {
 		err := n.b.Ready()
 		return err != nil && strings.Contains(err.Error(), "cluster stream unavailable") && !n.b.Stats().Connected
 	})
@@ -163,17 +164,5 @@ func TestStreamUnavailable(t *testing.T) {
 	_ = n.b.Close()
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("Close took %v with the stream unavailable", took)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the broker's state
 	}
 }
