@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/goleak"
 )
@@ -51,9 +52,16 @@ type node struct {
 
 func startNode(t *testing.T, url, name string, jetStream bool) *node {
 	t.Helper()
+	return startNodeWith(t, &natsbroker.Options{URLs: url, Node: name, JetStream: jetStream})
+}
+
+// startNodeWith starts a node with the Broker made of o, until the end of
+// the test.
+func startNodeWith(t *testing.T, o *natsbroker.Options) *node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	b, err := natsbroker.Connect(ctx, &natsbroker.Options{URLs: url, Node: name, JetStream: jetStream})
+	b, err := natsbroker.Connect(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +159,7 @@ func (c *client) call(t *testing.T, method string, params, result any) {
 
 func (c *client) next(t *testing.T) event {
 	t.Helper()
-	select {
-	case e := <-c.events:
-		return e
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5s")
-		return event{}
-	}
+	return testkit.Recv(t, c.events, "an event")
 }
 
 type publishResult struct {

@@ -20,18 +20,7 @@ import (
 // check.
 func startStreamNode(t *testing.T, url, name string, check time.Duration) *node {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	b, err := natsbroker.Connect(ctx, &natsbroker.Options{URLs: url, Node: name, JetStream: true, StreamCheck: check})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: b.HubBroker()})
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	return &node{h, b}
+	return startNodeWith(t, &natsbroker.Options{URLs: url, Node: name, JetStream: true, StreamCheck: check})
 }
 
 // deleteStream deletes the nodes' stream, as a NATS server that lost its

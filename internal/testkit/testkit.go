@@ -6,9 +6,10 @@
 //	e := testkit.Recv(t, events, "the event")
 //	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":1}`, reply)
 //
-// Every wait ends at [Wait] and fails the test there: waits watch for
-// what they expect, they do not sleep and hope. It is test support only:
-// nothing outside _test.go files imports it.
+// Every wait ends at [Wait] ([Slow] for RecvSlow, in the end-to-end
+// tests of the integration module) and fails the test there: waits watch
+// for what they expect, they do not sleep and hope. It is test support
+// only: nothing outside _test.go files imports it.
 package testkit
 
 import (
@@ -63,13 +64,29 @@ func WaitForEvent[E any](t testing.TB, what string, next func() <-chan E, cond f
 // without one, naming what it waited for.
 func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	deadline := time.NewTimer(wait)
+	return recv(t, wait, ch, what)
+}
+
+// Slow is how long [RecvSlow] waits: for the end-to-end tests, whose hubs,
+// NATS servers and browsers are processes of their own, on machines that
+// may be loaded.
+const Slow = 60 * time.Second
+
+// RecvSlow is [Recv] with the deadline [Slow].
+func RecvSlow[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	return recv(t, Slow, ch, what)
+}
+
+func recv[T any](t testing.TB, d time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	select {
 	case v := <-ch:
 		return v
 	case <-deadline.C:
-		t.Fatalf("waited %v for %s", wait, what)
+		t.Fatalf("waited %v for %s", d, what)
 		panic("unreachable")
 	}
 }
