@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -194,11 +195,7 @@ func TestRestartAdoptsNewEpoch(t *testing.T) {
 	quiet := connectN(t, h, 10) // subscribes to nothing: left open
 
 	s.h.Restart("stream-2", "cluster stream replaced")
-	select {
-	case <-c.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("subscriber not closed")
-	}
+	testkit.Recv(t, c.Done(), "the subscriber to be closed")
 	var ce *peer.CloseError
 	if !errors.As(c.Err(), &ce) || ce.Code != hub.CloseRestart {
 		t.Fatalf("subscriber closed with %v, want code %d", c.Err(), hub.CloseRestart)

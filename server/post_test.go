@@ -186,11 +186,7 @@ func TestShutdownWaitsForPost(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		res <- result{resp.StatusCode, string(b)}
 	}()
-	select {
-	case <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler did not start")
-	}
+	testkit.Recv(t, started, "the handler to start")
 	if err := ts.srv.Shutdown(timeout(t)); err != nil {
 		t.Fatal(err)
 	}

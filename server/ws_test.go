@@ -179,12 +179,7 @@ func TestServerToClientCalls(t *testing.T) {
 	}
 
 	// Go code calls the peer through the hub.
-	var p *hub.Peer
-	select {
-	case p = <-joined:
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnJoin not called")
-	}
+	p := testkit.Recv(t, joined, "OnJoin")
 	if got := h.Peer(p.ID()); got != p {
 		t.Fatalf("Peer(%s) = %v", p.ID(), got)
 	}

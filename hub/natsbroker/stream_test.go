@@ -62,11 +62,7 @@ func TestStreamReplaced(t *testing.T) {
 	deleteStream(t, url)
 
 	// b notices within its check interval, and closes its subscriber.
-	select {
-	case <-sb.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("b's subscriber not closed after the stream was replaced")
-	}
+	testkit.Recv(t, sb.Done(), "b's subscriber to be closed after the stream was replaced")
 	var ce *peer.CloseError
 	if !errors.As(sb.Err(), &ce) || ce.Code != hub.CloseRestart {
 		t.Fatalf("subscriber closed with %v, want %d", sb.Err(), hub.CloseRestart)
