@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -36,14 +37,14 @@ func TestCallPeer(t *testing.T) {
 	short, cancel := context.WithTimeout(pctx, 2*time.Second)
 	defer cancel()
 	err = caller.CallPeer(short, me.ID, "work", nil, nil)
-	if got := recv(t, progress, "progress"); got != `"half"` {
+	if got := testkit.Recv(t, progress, "progress"); got != `"half"` {
 		t.Fatalf("progress %s", got)
 	}
 	var e *peer.Error
 	if !(errors.As(err, &e) && e.Code == peer.CodeTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a call past its deadline: %v", err)
 	}
-	if err := recv(t, ended, "the peer's handler to end"); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, ended, "the peer's handler to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the peer's handler ended with %v", err)
 	}
 
@@ -51,7 +52,7 @@ func TestCallPeer(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- caller.CallPeer(cctx, me.ID, "work", nil, nil) }()
 	stop()
-	if err := recv(t, errc, "the cancelled call"); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, errc, "the cancelled call"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled call: %v", err)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // TestEventBurst publishes from several publishers at once and checks
@@ -39,7 +40,7 @@ func TestEventBurst(t *testing.T) {
 	}
 	next := make([]int, workers)
 	for range n {
-		s := recv(t, got, "event")
+		s := testkit.Recv(t, got, "event")
 		if s.I != next[s.W] {
 			t.Fatalf("publisher %d: got event %d, want %d", s.W, s.I, next[s.W])
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/goleak"
@@ -51,18 +52,6 @@ func ctx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// recv returns the next value from ch, failing the test after the deadline.
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(wait):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
 }
 
 // stateLog records the states a client goes through.
@@ -209,7 +198,7 @@ func TestSubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		ev := recv(t, news, "event")
+		ev := testkit.Recv(t, news, "event")
 		if string(ev.Data) != fmt.Sprint(i) || ev.Topic != fmt.Sprintf("news.n%d", i%3) {
 			t.Fatalf("event %d: %s %s", i, ev.Topic, ev.Data)
 		}
@@ -226,7 +215,7 @@ func TestSubscribe(t *testing.T) {
 	if n, err := c.Publish(ctx(t), "other", "marker"); err != nil || n != 1 {
 		t.Fatalf("publish other: %d, %v", n, err)
 	}
-	recv(t, other, "marker")
+	testkit.Recv(t, other, "marker")
 	select {
 	case ev := <-news:
 		t.Fatalf("event after Unsubscribe: %s %s", ev.Topic, ev.Data)
@@ -252,7 +241,7 @@ func TestReconnect(t *testing.T) {
 	if n := h.Publish("room.1", "before"); n != 1 {
 		t.Fatalf("delivered %d", n)
 	}
-	if ev := recv(t, events, "event"); string(ev.Data) != `"before"` {
+	if ev := testkit.Recv(t, events, "event"); string(ev.Data) != `"before"` {
 		t.Fatalf("got %s", ev.Data)
 	}
 
@@ -271,10 +260,10 @@ func TestReconnect(t *testing.T) {
 		if n := h.Publish("room.2", round); n != 1 {
 			t.Fatalf("round %d: delivered to %d peers after reconnect", round, n)
 		}
-		if ev := recv(t, events, "missed"); !ev.Missed {
+		if ev := testkit.Recv(t, events, "missed"); !ev.Missed {
 			t.Fatalf("got %+v, want Missed", ev)
 		}
-		if ev := recv(t, events, "event after reconnect"); string(ev.Data) != fmt.Sprint(round) {
+		if ev := testkit.Recv(t, events, "event after reconnect"); string(ev.Data) != fmt.Sprint(round) {
 			t.Fatalf("got %s", ev.Data)
 		}
 		// And it still serves its methods.
@@ -303,9 +292,9 @@ func TestOutage(t *testing.T) {
 	var once sync.Once
 	pctx := peer.WithProgress(ctx(t), func(json.RawMessage) { once.Do(func() { close(running) }) })
 	go func() { inflight <- c.Call(pctx, "sleep", map[string]int{"ms": 5000}, nil) }()
-	recv(t, running, "the sleep call's first progress report")
+	testkit.Recv(t, running, "the sleep call's first progress report")
 	h.Stop()
-	err := recv(t, inflight, "in-flight call")
+	err := testkit.Recv(t, inflight, "in-flight call")
 	if !errors.Is(err, &peer.Error{Code: peer.CodeCancelled}) {
 		t.Fatalf("in-flight call: %v; want -32002 from the hub's shutdown", err)
 	}
@@ -346,7 +335,7 @@ func TestOutage(t *testing.T) {
 	}
 	h.Start()
 	for range 3 {
-		if err := recv(t, waited, "waiting call"); err != nil {
+		if err := testkit.Recv(t, waited, "waiting call"); err != nil {
 			t.Fatalf("waiting call: %v", err)
 		}
 	}
@@ -366,7 +355,7 @@ func TestGiveUp(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	c := dial(t, h.WS(), &Options{MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	h.Stop()
-	recv(t, c.Done(), "client to give up")
+	testkit.Recv(t, c.Done(), "client to give up")
 	if err := c.Err(); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "gave up after 2 attempts") {
 		t.Fatalf("Err = %v", err)
 	}
@@ -461,19 +450,19 @@ func TestSamePatternTwice(t *testing.T) {
 	if n := h.Publish("t.1", 1); n != 1 {
 		t.Fatalf("delivered %d", n)
 	}
-	recv(t, a, "a")
-	recv(t, b, "b")
-	recv(t, wide, "wide")
+	testkit.Recv(t, a, "a")
+	testkit.Recv(t, b, "b")
+	testkit.Recv(t, wide, "wide")
 
 	// Closing one leaves the hub subscription for the other.
 	if err := subA.Close(); err != nil {
 		t.Fatal(err)
 	}
 	h.Publish("t.2", 2)
-	if ev := recv(t, b, "b after closing a"); string(ev.Data) != "2" {
+	if ev := testkit.Recv(t, b, "b after closing a"); string(ev.Data) != "2" {
 		t.Fatalf("got %s", ev.Data)
 	}
-	recv(t, wide, "wide")
+	testkit.Recv(t, wide, "wide")
 	select {
 	case ev := <-a:
 		t.Fatalf("closed subscription got %s", ev.Data)
@@ -527,7 +516,7 @@ func TestEventForms(t *testing.T) {
 	var order []string
 	seen := map[string]bool{}
 	for range 6 {
-		ev := recv(t, got, "event")
+		ev := testkit.Recv(t, got, "event")
 		seen[ev] = true
 		if ev == "1" || ev == "4" || ev == "6" {
 			order = append(order, ev)
@@ -571,7 +560,7 @@ func TestPing(t *testing.T) {
 			}
 		},
 	})
-	err := recv(t, causes, "the ping to fail")
+	err := testkit.Recv(t, causes, "the ping to fail")
 	if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "rpc.ping") {
 		t.Fatalf("cause %v", err)
 	}
@@ -605,7 +594,7 @@ func TestCloseDuringOutage(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("Close took %v", d)
 	}
-	if err := recv(t, waiting, "the waiting call"); !errors.Is(err, ErrClosed) {
+	if err := testkit.Recv(t, waiting, "the waiting call"); !errors.Is(err, ErrClosed) {
 		t.Errorf("waiting call: %v; want ErrClosed", err)
 	}
 	states.until(t, StateClosed)
@@ -616,7 +605,7 @@ func TestNoReconnect(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	c := dial(t, h.WS(), &Options{MaxAttempts: -1})
 	h.Stop()
-	recv(t, c.Done(), "the client to close")
+	testkit.Recv(t, c.Done(), "the client to close")
 	if err := c.Err(); !errors.Is(err, ErrClosed) || !errors.Is(err, peer.ErrClosed) {
 		t.Fatalf("Err = %v; want ErrClosed with the connection's error", err)
 	}
@@ -702,7 +691,7 @@ func TestOnStateCalls(t *testing.T) {
 	cp.Store(c)
 	h.Stop()
 	h.Start()
-	if err := recv(t, results, "the call from OnState"); err != nil {
+	if err := testkit.Recv(t, results, "the call from OnState"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -113,9 +114,9 @@ func TestFailoverSharedStream(t *testing.T) {
 			once.Do(func() { close(downAt) })
 		}
 	})
-	waitFor(t, rec.at(1000), "1000 events")
+	testkit.Recv(t, rec.at(1000), "1000 events")
 	a.Down()
-	waitFor(t, downAt, "half the events published")
+	testkit.Recv(t, downAt, "half the events published")
 	wait()
 
 	wantRun(t, sub, rec, n, start)
@@ -144,7 +145,7 @@ func TestFailoverOtherStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Publish("room.1", "on a")
-	if ev := recv(t, events, "event on a"); string(ev.Data) != `"on a"` {
+	if ev := testkit.Recv(t, events, "event on a"); string(ev.Data) != `"on a"` {
 		t.Fatalf("got %+v", ev)
 	}
 	onA := s.Position()
@@ -158,10 +159,10 @@ func TestFailoverOtherStream(t *testing.T) {
 	if n := b.Publish("room.2", "on b"); n != 1 {
 		t.Fatalf("delivered to %d on b", n)
 	}
-	if ev := recv(t, events, "missed"); !ev.Missed || ev.Epoch == onA.Epoch {
+	if ev := testkit.Recv(t, events, "missed"); !ev.Missed || ev.Epoch == onA.Epoch {
 		t.Fatalf("got %+v, want Missed with b's epoch", ev)
 	}
-	if ev := recv(t, events, "event on b"); string(ev.Data) != `"on b"` || ev.Epoch == onA.Epoch {
+	if ev := testkit.Recv(t, events, "event on b"); string(ev.Data) != `"on b"` || ev.Epoch == onA.Epoch {
 		t.Fatalf("got %+v", ev)
 	}
 	if got := s.Position(); got.Epoch == onA.Epoch {
@@ -182,7 +183,7 @@ func TestFailoverGiveUp(t *testing.T) {
 	c := dial(t, a.WS(), &Options{URLs: []string{b.WS()}, MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	b.Stop()
 	a.Stop()
-	recv(t, c.Done(), "client to give up")
+	testkit.Recv(t, c.Done(), "client to give up")
 	if err := c.Err(); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "gave up after 3 attempts") {
 		t.Fatalf("Err() = %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // gatedConn counts the writes that reach the network; once armed, the
@@ -64,7 +65,7 @@ func TestGatheredWrites(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	recv(t, entered, "the first write")
+	testkit.Recv(t, entered, "the first write")
 	for range 31 { // queued behind the first: Notify returns once queued
 		if err := publish(); err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func TestGatheredWrites(t *testing.T) {
 	close(release)
 	first.Wait()
 	for range 32 {
-		recv(t, got, "an event")
+		testkit.Recv(t, got, "an event")
 	}
 	// The first notification's write, and one for the 31 others; the
 	// events came back on reads, which are not counted.

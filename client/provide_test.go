@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -172,10 +173,10 @@ func TestProvideProgressAndCancel(t *testing.T) {
 	if err := caller.Call(cctx, "job.run", nil, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	if got := recv(t, progress, "progress"); got != `"halfway"` {
+	if got := testkit.Recv(t, progress, "progress"); got != `"halfway"` {
 		t.Fatalf("progress %s", got)
 	}
-	if err := recv(t, ended, "the handler's end"); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, ended, "the handler's end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the handler's context ended with %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -155,15 +156,6 @@ func publisher(t *testing.T, url string, topics []string, n int, progress func(i
 	return wg.Wait
 }
 
-func waitFor(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(wait):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // TestResumeAfterKill kills a subscriber's connection while a publisher
 // sends 10 000 events, keeps it away while thousands more go out, and
 // lets it back while the publisher goes on: it must end with all 10 000,
@@ -191,9 +183,9 @@ func TestResumeAfterKill(t *testing.T) {
 			close(resumeAt)
 		}
 	})
-	waitFor(t, rec.at(2000), "2000 events")
+	testkit.Recv(t, rec.at(2000), "2000 events")
 	px.Down()
-	waitFor(t, resumeAt, "6000 events published")
+	testkit.Recv(t, resumeAt, "6000 events published")
 	mu.Lock()
 	t.Logf("connection killed after 2000 events received; back after %d published", sent)
 	mu.Unlock()
@@ -214,7 +206,7 @@ func TestResumeAfterKill(t *testing.T) {
 func wantRun(t *testing.T, c *Client, rec *recorder, n int, start Position) {
 	t.Helper()
 	for i := range n {
-		ev := recv(t, rec.ch, fmt.Sprint("event ", i))
+		ev := testkit.Recv(t, rec.ch, fmt.Sprint("event ", i))
 		if ev.Missed || string(ev.Data) != fmt.Sprint(i) || ev.Seq != start.Seq+uint64(i)+1 || ev.Epoch != start.Epoch {
 			t.Fatalf("event %d: %+v", i, ev)
 		}
@@ -254,16 +246,16 @@ func TestResumeWindowTooSmall(t *testing.T) {
 			close(done)
 		}
 	})
-	waitFor(t, rec.at(500), "500 events")
+	testkit.Recv(t, rec.at(500), "500 events")
 	px.Down()
-	waitFor(t, done, "all published")
+	testkit.Recv(t, done, "all published")
 	wait()
 	px.Up()
 	var prev Event
 	missed := 0
 	got := 0
 	for {
-		ev := recv(t, rec.ch, "event")
+		ev := testkit.Recv(t, rec.ch, "event")
 		if ev.Missed {
 			missed++
 			continue
@@ -282,7 +274,7 @@ func TestResumeWindowTooSmall(t *testing.T) {
 	}
 	// Then live ones.
 	h.Publish("k", "live")
-	if ev := recv(t, rec.ch, "live event"); string(ev.Data) != `"live"` || ev.Seq <= prev.Seq {
+	if ev := testkit.Recv(t, rec.ch, "live event"); string(ev.Data) != `"live"` || ev.Seq <= prev.Seq {
 		t.Fatalf("got %+v after %+v", ev, prev)
 	}
 	if st := h.Hub().Stats().Stream; st.Unrecovered != 1 {
@@ -314,7 +306,7 @@ func TestResumeWildcard(t *testing.T) {
 		}
 	}
 	publish(0, 40)
-	waitFor(t, all.at(30), "30 events")
+	testkit.Recv(t, all.at(30), "30 events")
 	px.Down()
 	publish(40, 200)
 	px.Up()
@@ -326,7 +318,7 @@ func TestResumeWildcard(t *testing.T) {
 			if !want(i) {
 				continue
 			}
-			ev := recv(t, r.ch, name)
+			ev := testkit.Recv(t, r.ch, name)
 			if ev.Missed || string(ev.Data) != fmt.Sprint(i) || ev.Topic != topics[i%4] {
 				t.Fatalf("%s: event for %d is %+v", name, i, ev)
 			}
@@ -352,7 +344,7 @@ func TestSubscribeSince(t *testing.T) {
 	}
 	var since Position
 	for range 3 {
-		since = recv(t, rec.ch, "event").Position() // processed up to here
+		since = testkit.Recv(t, rec.ch, "event").Position() // processed up to here
 	}
 	first.Close()
 
@@ -363,7 +355,7 @@ func TestSubscribeSince(t *testing.T) {
 	}
 	h.Publish("n.5", 5)
 	for _, want := range []string{"3", "4", "5"} {
-		if ev := recv(t, rec2.ch, "event"); string(ev.Data) != want || ev.Missed {
+		if ev := testkit.Recv(t, rec2.ch, "event"); string(ev.Data) != want || ev.Missed {
 			t.Fatalf("got %+v, want data %s", ev, want)
 		}
 	}
@@ -374,10 +366,10 @@ func TestSubscribeSince(t *testing.T) {
 	if _, err := third.SubscribeWith(ctx(t), "n.4", &SubscribeOptions{Since: Position{Epoch: "gone", Seq: 99}}, rec3.handle); err != nil {
 		t.Fatal(err)
 	}
-	if ev := recv(t, rec3.ch, "missed"); !ev.Missed {
+	if ev := testkit.Recv(t, rec3.ch, "missed"); !ev.Missed {
 		t.Fatalf("got %+v, want Missed", ev)
 	}
-	if ev := recv(t, rec3.ch, "event"); string(ev.Data) != "4" {
+	if ev := testkit.Recv(t, rec3.ch, "event"); string(ev.Data) != "4" {
 		t.Fatalf("got %+v", ev)
 	}
 }
@@ -409,7 +401,7 @@ func TestMissedWhenBehind(t *testing.T) {
 	// The handler holds the first event, so the buffer behind it fills
 	// with the next four and the rest are dropped.
 	h.Publish("b", 0)
-	waitFor(t, entered, "the first event")
+	testkit.Recv(t, entered, "the first event")
 	for i := 1; i < 20; i++ {
 		h.Publish("b", i)
 	}
@@ -421,10 +413,10 @@ func TestMissedWhenBehind(t *testing.T) {
 	// The held event and the four queued behind it are handled before
 	// "end" is published: "end" must find room, not be dropped as well.
 	for range 5 {
-		waitFor(t, handled, "the events queued before the drops")
+		testkit.Recv(t, handled, "the events queued before the drops")
 	}
 	h.Publish("b", "end")
-	waitFor(t, done, "end")
+	testkit.Recv(t, done, "end")
 	var kinds []string
 	for _, ev := range got {
 		if ev.Missed {
@@ -452,7 +444,7 @@ func TestPresenceAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc := recv(t, changes, "join")
+	pc := testkit.Recv(t, changes, "join")
 	if !pc.Join || pc.Topic != "room.1" || pc.Peer.User != "bob" || pc.Peer.ID == "" {
 		t.Fatalf("got %+v", pc)
 	}
@@ -467,7 +459,7 @@ func TestPresenceAndHistory(t *testing.T) {
 	if err := bs.Unsubscribe(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if pc := recv(t, changes, "leave"); pc.Join || pc.Peer.User != "bob" {
+	if pc := testkit.Recv(t, changes, "leave"); pc.Join || pc.Peer.User != "bob" {
 		t.Fatalf("got %+v", pc)
 	}
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -54,7 +55,7 @@ func TestTokenRefresh(t *testing.T) {
 	})
 	// The first token expires within 3 s; the third call comes after that.
 	for want := 1; want <= 3; want++ {
-		if got := recv(t, calls, fmt.Sprintf("token call %d", want)); got != want {
+		if got := testkit.Recv(t, calls, fmt.Sprintf("token call %d", want)); got != want {
 			t.Fatalf("token call %d, want %d", got, want)
 		}
 	}
@@ -88,7 +89,7 @@ func TestTokenRefreshRefused(t *testing.T) {
 			}
 		},
 	})
-	err := recv(t, refused, "refused refresh")
+	err := testkit.Recv(t, refused, "refused refresh")
 	if !errors.Is(err, ErrTokenRefused) {
 		t.Fatalf("OnState error %v, want ErrTokenRefused", err)
 	}

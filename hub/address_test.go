@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
@@ -120,12 +121,12 @@ func TestAddressCancelAndProgress(t *testing.T) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	}
-	recvT(t, svc.started)
+	testkit.Recv(t, svc.started, "svc.started")
 	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"job-1"}}`)
-	if err := recvT(t, svc.ended); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the target's handler ended with %v", err)
 	}
-	assertJSON(t, `{"jsonrpc":"2.0","id":"job-1","error":{"code":-32002,"message":"stopped by tab"}}`, readWS(t, ws))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"job-1","error":{"code":-32002,"message":"stopped by tab"}}`, readWS(t, ws))
 }
 
 // The timeout: -32003 for the caller, rpc.cancel for the target. A target
@@ -139,8 +140,8 @@ func TestAddressTimeoutAndTargetLost(t *testing.T) {
 
 	err := rpcCall(ctx(t), caller, map[string]any{"peer": me.ID, "method": "billing.wait", "timeout": 50}, nil)
 	wantError(t, err, peer.CodeTimeout, "Request timed out")
-	recvT(t, svc.started) // billing.wait's, so that the next is billing.hold's
-	if err := recvT(t, svc.ended); !errors.Is(err, context.Canceled) {
+	testkit.Recv(t, svc.started, "svc.started") // billing.wait's, so that the next is billing.hold's
+	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the target's handler ended with %v", err)
 	}
 
@@ -148,10 +149,10 @@ func TestAddressTimeoutAndTargetLost(t *testing.T) {
 	go func() {
 		errc <- rpcCall(context.Background(), caller, map[string]any{"peer": me.ID, "method": "billing.hold"}, nil)
 	}()
-	recvT(t, svc.started)
+	testkit.Recv(t, svc.started, "svc.started")
 	target.Close()
-	wantError(t, recvT(t, errc), peer.CodeProviderLost, "Provider lost")
-	waitUntil(t, "the target to leave", func() bool { return rh.h.Peer(me.ID) == nil })
+	wantError(t, testkit.Recv(t, errc, "errc"), peer.CodeProviderLost, "Provider lost")
+	testkit.WaitFor(t, "the target to leave", func() bool { return rh.h.Peer(me.ID) == nil })
 	wantError(t, rpcCall(ctx(t), caller, map[string]any{"peer": me.ID, "method": "echo"}, nil), peer.CodeNoSuchPeer, "")
 	if st := rh.h.Stats().Routes; st.InFlight != 0 || st.ProviderLost != 1 {
 		t.Fatalf("stats %+v", st)
@@ -177,15 +178,15 @@ func TestAddressPostAbandoned(t *testing.T) {
 		}
 		done <- err
 	}()
-	recvT(t, svc.started)
+	testkit.Recv(t, svc.started, "svc.started")
 	cancel()
-	if err := recvT(t, done); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, done, "done"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the abandoned request: %v", err)
 	}
-	if err := recvT(t, svc.ended); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the target's handler ended with %v", err)
 	}
-	waitUntil(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
+	testkit.WaitFor(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
 }
 
 // rpc.call as a notification sends the method as one; nothing comes back.
@@ -195,16 +196,16 @@ func TestAddressNotification(t *testing.T) {
 	me := whoami(t, rh.dial(t, svc))
 	ws := rh.raw(t)
 	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+me.ID+`","method":"billing.note","params":["hi"]}}`)
-	if got := recvT(t, svc.notes); got != `["hi"]` {
+	if got := testkit.Recv(t, svc.notes, "svc.notes"); got != `["hi"]` {
 		t.Fatalf("the target got %s", got)
 	}
 	// The next answer on ws is the ping's: nothing came for the notification.
 	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`)
-	assertJSON(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, readWS(t, ws))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, readWS(t, ws))
 	if got := rh.post(t, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+me.ID+`","method":"billing.note","params":["by post"]}}`); got != "" {
 		t.Fatalf("a notification over POST got %q", got)
 	}
-	if got := recvT(t, svc.notes); got != `["by post"]` {
+	if got := testkit.Recv(t, svc.notes, "svc.notes"); got != `["by post"]` {
 		t.Fatalf("the target got %s", got)
 	}
 }
@@ -239,7 +240,7 @@ func TestAddressPolicy(t *testing.T) {
 
 	def := startHub(t, &hub.Options{Policy: hub.DefaultPolicy})
 	got := def.post(t, `{"jsonrpc":"2.0","method":"rpc.call","params":{"user":"alice","method":"echo"},"id":1}`)
-	assertJSON(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Unauthorized: address \"user.alice\""}}`, got)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Unauthorized: address \"user.alice\""}}`, got)
 }
 
 // userHub starts a hub whose peers are who ?user= says.
@@ -315,7 +316,7 @@ func TestAddressUser(t *testing.T) {
 		t.Fatalf("carol: %+v, %v", res, err)
 	}
 	got2 := rh.post(t, `{"jsonrpc":"2.0","method":"rpc.call","params":{"user":"nobody","method":"draft"},"id":1}`)
-	assertJSON(t, `{"jsonrpc":"2.0","id":1,"result":{"results":[]}}`, got2)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":1,"result":{"results":[]}}`, got2)
 }
 
 // A topic with 1,000 subscribers, of which some answer errors and some
@@ -384,7 +385,7 @@ func TestAddressTopicThousand(t *testing.T) {
 	if took < 10*time.Second || took > 30*time.Second {
 		t.Fatalf("answered after %v, want the 10 s timeout", took)
 	}
-	waitUntil(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
+	testkit.WaitFor(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
 
 	// The caller subscribes too: it is left out, and the others are n.
 	if err := caller.Call(ctx(t), "rpc.subscribe", []string{"room.7"}, nil); err != nil {
@@ -419,13 +420,13 @@ func TestAddressTimeoutBoundAndTopicNotification(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("a 60 s timeout under a 200 ms forward timeout ended after %v", took)
 	}
-	recvT(t, svcs[0].ended)
+	testkit.Recv(t, svcs[0].ended, "svcs[0].ended")
 
 	if err := caller.Notify(ctx(t), "rpc.call", map[string]any{"topic": "room.7", "method": "billing.note", "params": []string{"to all"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range svcs {
-		if got := recvT(t, s.notes); got != `["to all"]` {
+		if got := testkit.Recv(t, s.notes, "s.notes"); got != `["to all"]` {
 			t.Fatalf("%s got %s", s.name, got)
 		}
 	}
@@ -456,19 +457,19 @@ func TestAddressTopicProgressAndCancel(t *testing.T) {
 		t.Fatalf("answer %+v", reply.Result)
 	}
 	for _, s := range svcs {
-		recvT(t, s.started)
-		if err := recvT(t, s.ended); !errors.Is(err, context.Canceled) {
+		testkit.Recv(t, s.started, "s.started")
+		if err := testkit.Recv(t, s.ended, "s.ended"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("%s's handler ended with %v", s.name, err)
 		}
 	}
 
 	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"billing.wait"},"id":"u"}`)
 	for _, s := range svcs {
-		recvT(t, s.started)
+		testkit.Recv(t, s.started, "s.started")
 	}
 	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"u"}}`)
 	for _, s := range svcs {
-		if err := recvT(t, s.ended); !errors.Is(err, context.Canceled) {
+		if err := testkit.Recv(t, s.ended, "s.ended"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("%s's handler ended with %v", s.name, err)
 		}
 	}
@@ -480,5 +481,5 @@ func TestAddressTopicProgressAndCancel(t *testing.T) {
 			t.Fatalf("an entry of the cancelled call: %+v", r.Error)
 		}
 	}
-	waitUntil(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
+	testkit.WaitFor(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
 }

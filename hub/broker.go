@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -16,23 +17,29 @@ import (
 // A Broker that only relays (hub/natsbroker over core NATS) is handed
 // each event once it has reached this hub's own subscribers, under the
 // publish lock, so that it sends events in the order they were
-// delivered here; it hands the other nodes' events to Hub.Deliver, which
-// fans them out like a local publish, numbered by this hub's Store, and
-// does not send them on. Each node has its own positions and epoch.
+// delivered here; it hands the other nodes' events to the hub's
+// BrokerHandle.Deliver, which fans them out like a local publish,
+// numbered by this hub's Store, and does not send them on. Each node has its own positions and epoch.
 //
 // A Broker that is also a Sequencer (hub/natsbroker with JetStream)
 // numbers events itself: publishing appends the event to its stream and
 // delivers nothing; every node, this one too, reads the stream back and
-// hands each event to Hub.DeliverAt with its position there. Every node
-// then has the same positions and epoch, and the same history, kept in
-// its Store as the events go by.
+// hands each event to BrokerHandle.DeliverAt with its position there.
+// Every node then has the same positions and epoch, and the same history,
+// kept in its Store as the events go by.
 
 // A Broker links a hub to the other hubs of a cluster. hub/natsbroker
-// implements it over NATS. Set it as Options.Broker; the broker hands the
-// events of other nodes to the hub through [Hub.Deliver] (or
-// [Hub.DeliverAt], for a [Sequencer]) and tells it of interruptions with
-// [Hub.Interrupted].
+// implements it over NATS. Set it as Options.Broker: [New] hands the
+// broker a [BrokerHandle], through which the broker hands the hub the
+// events of other nodes ([BrokerHandle.Deliver], or
+// [BrokerHandle.DeliverAt] for a [Sequencer]) and tells it of
+// interruptions ([BrokerHandle.Interrupted]).
 type Broker interface {
+	// Register gives the broker the handle of the hub it links. [New]
+	// calls it once, before it returns; the broker keeps the handle. A
+	// broker links one hub.
+	Register(h *BrokerHandle)
+
 	// Node names this hub in the cluster, for logs and Stats.
 	Node() string
 
@@ -53,14 +60,14 @@ type Broker interface {
 // them to a stream that every node of the cluster reads back in the same
 // order (hub/natsbroker with JetStream). A hub with a Sequencer delivers
 // an event not when it is published but when the Sequencer hands it back
-// through [Hub.DeliverAt], with its position in the stream; its epoch is
+// through [BrokerHandle.DeliverAt], with its position in the stream; its epoch is
 // the Sequencer's.
 type Sequencer interface {
 	Broker
 
 	// Epoch names the stream the Sequencer reads now. When the stream is
 	// replaced (deleted and created again, a NATS server that lost its
-	// store), the Sequencer calls [Hub.Restart] with the new name before
+	// store), the Sequencer calls [BrokerHandle.Restart] with the new name before
 	// it hands the hub any event of the new stream.
 	Epoch() string
 
@@ -125,14 +132,20 @@ type positionedStore interface {
 	Restart(epoch string)
 }
 
+// A BrokerHandle is how a [Broker] reaches the hub it links: [New] hands
+// it to the Broker's Register, and the broker hands the hub the other
+// nodes' events, and (as a [Directory]) their requests, through it. Its
+// methods are safe for concurrent use.
+type BrokerHandle struct{ h *Hub }
+
 // Deliver hands the hub an event published on another node of its
 // cluster: the hub numbers it, keeps it in its history and fans it out to
 // its subscribers as [Hub.Publish] would, but does not forward it, and
 // returns how many subscribers it reached. topic must be a valid topic and
 // data valid JSON, which the hub may keep. A Broker calls it, one event at
 // a time, in the order events should reach subscribers.
-func (h *Hub) Deliver(topic string, data []byte) int {
-	n, _, _ := h.deliver(topic, data, 0, false)
+func (b *BrokerHandle) Deliver(topic string, data []byte) int {
+	n, _, _ := b.h.deliver(topic, data, 0, false)
 	return n
 }
 
@@ -141,11 +154,11 @@ func (h *Hub) Deliver(topic string, data []byte) int {
 // (gaps are allowed: what they skip counts as dropped from the history).
 // It returns how many subscribers the event reached here, and an error
 // (and delivers nothing) when seq does not follow the latest position.
-func (h *Hub) DeliverAt(seq uint64, topic string, data []byte) (int, error) {
+func (b *BrokerHandle) DeliverAt(seq uint64, topic string, data []byte) (int, error) {
 	if seq == 0 {
 		return 0, fmt.Errorf("hub: deliver %s at position 0", topic)
 	}
-	n, _, err := h.deliver(topic, data, seq, false)
+	n, _, err := b.h.deliver(topic, data, seq, false)
 	return n, err
 }
 
@@ -154,24 +167,27 @@ func (h *Hub) DeliverAt(seq uint64, topic string, data []byte) (int, error) {
 // resuming from the latest position or before is told it did not recover
 // everything ("recovered": false), since the hub cannot know what it
 // missed (it would have come after that position).
-func (h *Hub) Interrupted() {
+func (b *BrokerHandle) Interrupted() {
+	h := b.h
 	h.mu.Lock()
 	h.gap = h.last + 1
 	h.mu.Unlock()
 }
 
 // CloseRestart is the WebSocket close code (1012, service restart) with
-// which [Hub.Restart] and [Hub.Missed] close the connections of the
-// subscribers, so that they resume and learn what they missed.
+// which [BrokerHandle.Restart] and [BrokerHandle.Missed] close the
+// connections of the subscribers, so that they resume and learn what they
+// missed.
 const CloseRestart = 1012
 
 // Missed tells the hub that events from other nodes were lost (a gap in
-// a node's events): as with [Hub.Interrupted], a subscription resuming
-// from before now is told it did not recover everything, and the peers
-// that subscribe are closed with [CloseRestart] and reason, so that
+// a node's events): as with [BrokerHandle.Interrupted], a subscription
+// resuming from before now is told it did not recover everything, and the
+// peers that subscribe are closed with [CloseRestart] and reason, so that
 // their clients resume at once and report what they missed, rather than
 // go on unaware.
-func (h *Hub) Missed(reason string) {
+func (b *BrokerHandle) Missed(reason string) {
+	h := b.h
 	h.mu.Lock()
 	h.gap = h.last + 1
 	subs := h.subscribersLocked()
@@ -189,7 +205,8 @@ func (h *Hub) Missed(reason string) {
 // not recover everything ("recovered": false). Publishes waiting for
 // their event under the old epoch fail. The Sequencer then hands the hub
 // the new stream's events from its first position.
-func (h *Hub) Restart(epoch, reason string) {
+func (b *BrokerHandle) Restart(epoch, reason string) {
+	h := b.h
 	h.mu.Lock()
 	h.store.(positionedStore).Restart(epoch)
 	h.ep.Store(newEpochName(epoch))
@@ -208,6 +225,55 @@ func (h *Hub) Restart(epoch, reason string) {
 	for _, p := range subs {
 		_ = p.conn.CloseWith(CloseRestart, reason)
 	}
+}
+
+// The requests of the other nodes, for a Broker that is a [Directory].
+// Each is served where its concern lives (cluster_route.go, discover.go).
+
+// ServeRemoteCall serves a call that another node of the cluster sends to
+// this hub: to a peer of this hub that provides call.Method, or, with
+// call.Peer set, to that peer, and returns the peer's answer unchanged
+// (the raw result, or its *peer.Error). Its own answers are -32601 (no
+// such provider), -32007 (no such peer here), -32003 (every provider
+// stayed busy for the forward timeout) and -32006 (the peer disconnected
+// before answering). ctx carries the caller's cancellation (the peer is
+// sent rpc.cancel) and deadline.
+func (b *BrokerHandle) ServeRemoteCall(ctx context.Context, call RemoteCall) (json.RawMessage, error) {
+	return b.h.serveRemoteCall(ctx, call)
+}
+
+// HasPeer reports whether a peer with the given id is connected to this
+// hub, so that a Directory can accept a call to it before serving it.
+func (b *BrokerHandle) HasPeer(id string) bool { return b.h.Peer(id) != nil }
+
+// LocalPeers returns how this hub's peers show in presence, with their
+// node: those an event on topic would reach, or with topic "" all of
+// them.
+func (b *BrokerHandle) LocalPeers(topic string) []PeerInfo { return b.h.localPeers(topic) }
+
+// RemotePresenceChanged tells this hub's peers that watch presence that a
+// peer of another node joined (or left) the patterns changed, being still
+// subscribed to others: the other node's [Directory.PresenceChanged].
+func (b *BrokerHandle) RemotePresenceChanged(join bool, who PeerInfo, changed, others []string) {
+	b.h.remotePresenceChanged(join, who, changed, others)
+}
+
+// ProvidedMethods returns, for each peer of this hub that provides
+// methods, its id, the names and patterns it provides and the forwarded
+// calls in flight to it: what a Directory tells the other nodes.
+func (b *BrokerHandle) ProvidedMethods() []Provider { return b.h.providedMethods() }
+
+// DescribeProvided returns the method objects (of OpenRPC documents) of
+// the methods this hub's peers provide, as each provider's rpc.discover
+// describes them: what a [Describer] answers the other nodes. The Policy
+// and the application's own methods are the asking node's to apply.
+func (b *BrokerHandle) DescribeProvided(ctx context.Context) []json.RawMessage {
+	local := b.h.describeLocal(ctx)
+	out := make([]json.RawMessage, len(local))
+	for i, m := range local {
+		out[i] = m.JSON
+	}
+	return out
 }
 
 // subscribersLocked returns the peers that subscribe to something; h.mu

@@ -11,16 +11,19 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // relay is a Broker that records what it is given to forward.
 type relay struct {
+	h    *hub.BrokerHandle
 	mu   sync.Mutex
 	sent []string // topic=data
 }
 
-func (r *relay) Node() string { return "n1" }
+func (r *relay) Register(h *hub.BrokerHandle) { r.h = h }
+func (r *relay) Node() string                 { return "n1" }
 func (r *relay) Forward(topic string, data []byte) {
 	r.mu.Lock()
 	r.sent = append(r.sent, topic+"="+string(data))
@@ -38,7 +41,7 @@ func TestBrokerForwardsLocalEventsOnly(t *testing.T) {
 	if _, err := h.Publish(ctx(t), "b.local", 1); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.Deliver("b.remote", []byte("2")); n != 1 {
+	if n := r.h.Deliver("b.remote", []byte("2")); n != 1 {
 		t.Fatalf("Deliver reached %d, want 1", n)
 	}
 	if _, err := h.Publish(ctx(t), "b.local", 3); err != nil {
@@ -62,17 +65,18 @@ func TestBrokerForwardsLocalEventsOnly(t *testing.T) {
 }
 
 func TestInterruptedMakesRecoveryIncomplete(t *testing.T) {
-	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: &relay{}})
+	r := &relay{}
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: r})
 	for i := range 3 {
-		h.Deliver("i.x", fmt.Appendf(nil, "%d", i))
+		r.h.Deliver("i.x", fmt.Appendf(nil, "%d", i))
 	}
 	before := h.Position()
 	c := connectN(t, h, 10)
 	if res := subscribeSince(t, c, "i.x", hub.Position{Epoch: before.Epoch, Seq: 1}); !*res.Recovered {
 		t.Fatalf("recovered %v before any interruption, want true", *res.Recovered)
 	}
-	h.Interrupted() // the link broke: what other nodes published meanwhile is not here
-	h.Deliver("i.x", []byte("3"))
+	r.h.Interrupted() // the link broke: what other nodes published meanwhile is not here
+	r.h.Deliver("i.x", []byte("3"))
 	d := connectN(t, h, 10)
 	if res := subscribeSince(t, d, "i.x", hub.Position{Epoch: before.Epoch, Seq: 1}); *res.Recovered {
 		t.Fatal("recovered true from a position before an interruption")
@@ -92,6 +96,7 @@ func TestInterruptedMakesRecoveryIncomplete(t *testing.T) {
 // stream is a Sequencer: an in-memory stream whose events a goroutine
 // hands back to the hubs that read it, as NATS JetStream would.
 type stream struct {
+	h      *hub.BrokerHandle
 	mu     sync.Mutex
 	seq    uint64
 	events chan streamed
@@ -103,10 +108,11 @@ type streamed struct {
 	topic, data string
 }
 
-func (s *stream) Node() string           { return "n1" }
-func (s *stream) Forward(string, []byte) { panic("Forward called on a Sequencer") }
-func (s *stream) Stats() hub.BrokerStats { return hub.BrokerStats{} }
-func (s *stream) Epoch() string          { return "stream-1" }
+func (s *stream) Register(h *hub.BrokerHandle) { s.h = h }
+func (s *stream) Node() string                 { return "n1" }
+func (s *stream) Forward(string, []byte)       { panic("Forward called on a Sequencer") }
+func (s *stream) Stats() hub.BrokerStats       { return hub.BrokerStats{} }
+func (s *stream) Epoch() string                { return "stream-1" }
 func (s *stream) Sequence(_ context.Context, topic string, data []byte) (uint64, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,12 +124,12 @@ func (s *stream) Sequence(_ context.Context, topic string, data []byte) (uint64,
 
 var _ hub.Sequencer = (*stream)(nil)
 
-// readBack hands the stream's events to h until the stream ends.
-func readBack(t *testing.T, s *stream, h *hub.Hub) {
+// readBack hands the stream's events to its hub until the stream ends.
+func readBack(t *testing.T, s *stream) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for e := range s.events {
-			if _, err := h.DeliverAt(e.seq, e.topic, []byte(e.data)); err != nil {
+			if _, err := s.h.DeliverAt(e.seq, e.topic, []byte(e.data)); err != nil {
 				t.Errorf("DeliverAt: %v", err)
 			}
 		}
@@ -134,7 +140,7 @@ func readBack(t *testing.T, s *stream, h *hub.Hub) {
 func TestSequencerGivesPositions(t *testing.T) {
 	s := &stream{events: make(chan streamed, 100), skip: 1}
 	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: s})
-	readBack(t, s, h)
+	readBack(t, s)
 	c := connect(t, h, nil, nil)
 	subscribe2(t, c, []string{"s.x"})
 	var pub struct {
@@ -168,7 +174,7 @@ func TestSequencerGivesPositions(t *testing.T) {
 	if res := subscribeSince(t, e, "s.x", hub.Position{Epoch: "stream-1", Seq: 0}); *res.Recovered {
 		t.Fatal("recovered true across a gap in the stream")
 	}
-	if _, err := h.DeliverAt(4, "s.x", json.RawMessage("7")); err == nil {
+	if _, err := s.h.DeliverAt(4, "s.x", json.RawMessage("7")); err == nil {
 		t.Fatal("DeliverAt accepted a position not after the latest")
 	}
 }
@@ -179,7 +185,7 @@ func TestSequencerGivesPositions(t *testing.T) {
 func TestRestartAdoptsNewEpoch(t *testing.T) {
 	s := &stream{events: make(chan streamed, 100)}
 	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: s})
-	readBack(t, s, h)
+	readBack(t, s)
 	c := connectN(t, h, 10)
 	subscribe2(t, c, []string{"r.x"})
 	if err := c.Call(ctx(t), "rpc.publish", []any{"r.x", 1}, nil); err != nil {
@@ -188,12 +194,8 @@ func TestRestartAdoptsNewEpoch(t *testing.T) {
 	old := c.next(t)
 	quiet := connectN(t, h, 10) // subscribes to nothing: left open
 
-	h.Restart("stream-2", "cluster stream replaced")
-	select {
-	case <-c.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("subscriber not closed")
-	}
+	s.h.Restart("stream-2", "cluster stream replaced")
+	testkit.Recv(t, c.Done(), "the subscriber to be closed")
 	var ce *peer.CloseError
 	if !errors.As(c.Err(), &ce) || ce.Code != hub.CloseRestart {
 		t.Fatalf("subscriber closed with %v, want code %d", c.Err(), hub.CloseRestart)
@@ -212,7 +214,7 @@ func TestRestartAdoptsNewEpoch(t *testing.T) {
 	s.mu.Lock()
 	s.seq = 0 // the new stream starts again at 1
 	s.mu.Unlock()
-	h.Restart("stream-1", "back") // the test stream names its events stream-1
+	s.h.Restart("stream-1", "back") // the test stream names its events stream-1
 	e := connectN(t, h, 10)
 	subscribe2(t, e, []string{"r.x"})
 	if err := e.Call(ctx(t), "rpc.publish", []any{"r.x", 2}, nil); err != nil {
@@ -232,7 +234,7 @@ func TestPublishAcrossRestartFails(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- c.Call(ctx(t), "rpc.publish", []any{"r.y", 1}, nil) }()
 	<-s.events // appended; not read back yet
-	h.Restart("stream-2", "cluster stream replaced")
+	s.h.Restart("stream-2", "cluster stream replaced")
 	select {
 	case err := <-errc:
 		if err == nil {

@@ -22,8 +22,9 @@ import (
 // its own provides a method, when asked for presence, and for the Go API
 // (ClusterPeers, CallPeer); it tells it when its peers provide or
 // withdraw methods and when their presence changes. A Directory hands the
-// other nodes' requests to the hub through [Hub.ServeRemoteCall],
-// [Hub.LocalPeers] and [Hub.RemotePresenceChanged].
+// other nodes' requests to the hub through its [BrokerHandle]:
+// [BrokerHandle.ServeRemoteCall], [BrokerHandle.LocalPeers] and
+// [BrokerHandle.RemotePresenceChanged].
 type Directory interface {
 	Broker
 
@@ -63,7 +64,7 @@ type Directory interface {
 // A Describer is a [Directory] that also describes the methods the peers
 // of the other nodes provide, so that rpc.discover on any node lists the
 // methods of the whole cluster. Each node answers with
-// [Hub.DescribeProvided].
+// [BrokerHandle.DescribeProvided].
 type Describer interface {
 	Directory
 
@@ -100,7 +101,7 @@ func (h *Hub) node() string {
 	return h.o.Broker.Node()
 }
 
-// ServeRemoteCall serves a call that another node of the cluster sends to
+// serveRemoteCall serves a call that another node of the cluster sends to
 // this hub: to a peer of this hub that provides call.Method (the one with
 // the fewest forwarded calls in flight), or, with call.Peer set, to that
 // peer. It returns the peer's answer unchanged: the raw result, or its
@@ -110,7 +111,7 @@ func (h *Hub) node() string {
 // disconnected before answering) and -32002 (ctx was cancelled: the peer
 // was sent rpc.cancel). A Directory calls it; ctx carries the caller's
 // cancellation and deadline.
-func (h *Hub) ServeRemoteCall(ctx context.Context, call RemoteCall) (json.RawMessage, error) {
+func (h *Hub) serveRemoteCall(ctx context.Context, call RemoteCall) (json.RawMessage, error) {
 	var p *Peer
 	if call.Peer != "" {
 		if p = h.Peer(call.Peer); p == nil {
@@ -155,10 +156,10 @@ func (h *Hub) ServeRemoteCall(ctx context.Context, call RemoteCall) (json.RawMes
 	return nil, errInvalidAnswer
 }
 
-// LocalPeers returns how this hub's peers show in presence, with their
+// localPeers returns how this hub's peers show in presence, with their
 // node: those an event on topic would reach, or with topic "" all of
-// them. A Directory calls it to answer the other nodes.
-func (h *Hub) LocalPeers(topic string) []PeerInfo {
+// them.
+func (h *Hub) localPeers(topic string) []PeerInfo {
 	var peers []*Peer
 	if topic == "" {
 		peers = h.Peers()
@@ -193,7 +194,7 @@ func (h *Hub) ClusterPresence(ctx context.Context, topic string) ([]PeerInfo, er
 }
 
 func (h *Hub) clusterPresence(ctx context.Context, topic string) ([]PeerInfo, error) {
-	local := h.LocalPeers(topic)
+	local := h.localPeers(topic)
 	d := h.directory()
 	if d == nil {
 		return local, nil
@@ -251,11 +252,10 @@ func (h *Hub) CallPeer(ctx context.Context, id, method string, params, result an
 	return nil
 }
 
-// RemotePresenceChanged tells this hub's peers that watch presence that a
+// remotePresenceChanged tells this hub's peers that watch presence that a
 // peer of another node joined (or left) the patterns changed, being still
-// subscribed to others (so present on whatever they overlap). A Directory
-// calls it for the other nodes' PresenceChanged.
-func (h *Hub) RemotePresenceChanged(join bool, who PeerInfo, changed, others []string) {
+// subscribed to others (so present on whatever they overlap).
+func (h *Hub) remotePresenceChanged(join bool, who PeerInfo, changed, others []string) {
 	method := "rpc.leave"
 	if join {
 		method = "rpc.join"
@@ -285,10 +285,10 @@ outer:
 	}
 }
 
-// ProvidedMethods returns, for each peer of this hub that provides
+// providedMethods returns, for each peer of this hub that provides
 // methods, its id, the names and patterns it provides and the forwarded
-// calls in flight to it: what a Directory tells the other nodes.
-func (h *Hub) ProvidedMethods() []Provider {
+// calls in flight to it.
+func (h *Hub) providedMethods() []Provider {
 	r := &h.routes
 	r.mu.RLock()
 	defer r.mu.RUnlock()

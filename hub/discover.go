@@ -93,20 +93,6 @@ func (h *Hub) describeProvided(ctx context.Context, app peer.Router) []described
 	return out
 }
 
-// DescribeProvided returns the method objects (of OpenRPC documents) of
-// the methods this hub's peers provide, as each provider's rpc.discover
-// describes them: those of its methods that match the names and patterns
-// it provides. A Describer calls it to answer the other nodes; the Policy
-// and the application's own methods are the asking node's to apply.
-func (h *Hub) DescribeProvided(ctx context.Context) []json.RawMessage {
-	local := h.describeLocal(ctx)
-	out := make([]json.RawMessage, len(local))
-	for i, m := range local {
-		out[i] = m.JSON
-	}
-	return out
-}
-
 // describeLocal returns the methods this hub's peers provide, as each
 // provider's rpc.discover gives them, each name once: those of its
 // methods that match the names and patterns it provides. A provider is

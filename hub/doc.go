@@ -105,24 +105,27 @@
 // # Clusters
 //
 // Several hubs act as one through a [Broker] (Options.Broker; the package
-// hub/natsbroker links hubs over NATS). Each event published on a hub is
+// hub/natsbroker links hubs over NATS). [New] hands the broker a
+// [BrokerHandle], its way into the hub. Each event published on a hub is
 // delivered to its own subscribers, then handed to the broker, which sends
-// it to the others; they deliver it with [Hub.Deliver], as if published
-// there but not sent on. A broker that is also a [Sequencer] numbers the
-// events itself (a NATS JetStream stream): then every hub delivers what
-// the Sequencer hands back through [Hub.DeliverAt], with the stream's
-// positions and epoch, the same on every node. [Hub.Interrupted] tells a
-// hub that events of other nodes may be lost, so that a resume from
-// before it is not told it recovered everything. Without a Broker, none of
-// this costs anything. docs/cluster.md describes the guarantees.
+// it to the others; they deliver it with [BrokerHandle.Deliver], as if
+// published there but not sent on. A broker that is also a [Sequencer]
+// numbers the events itself (a NATS JetStream stream): then every hub
+// delivers what the Sequencer hands back through
+// [BrokerHandle.DeliverAt], with the stream's positions and epoch, the
+// same on every node. [BrokerHandle.Interrupted] tells a hub that events
+// of other nodes may be lost, so that a resume from before it is not told
+// it recovered everything. Without a Broker, none of this costs anything.
+// docs/cluster.md describes the guarantees.
 //
 // A broker that is also a [Directory] makes the peers of every node
 // addressable: a call of a method that no peer of this hub provides goes
 // to a provider on another node (a local one is preferred), rpc.presence
 // and rpc.join/rpc.leave cover every node, and [Hub.ClusterPeers] and
 // [Hub.CallPeer] reach the peers of the whole cluster from Go. The hub
-// serves the other nodes' requests through [Hub.ServeRemoteCall] and
-// [Hub.LocalPeers]. docs/routing.md describes it.
+// serves the other nodes' requests through the handle
+// ([BrokerHandle.ServeRemoteCall], [BrokerHandle.LocalPeers]).
+// docs/routing.md describes it.
 //
 // # Authorization
 //
@@ -157,5 +160,5 @@ package hub
 //	cluster_route.go  the Directory: the peers of every node, calls from them
 //	address.go        rpc.whoami and rpc.call: calls to a chosen peer
 //	discover.go       rpc.discover
-//	broker.go         the Broker that links the hubs of a cluster
+//	broker.go         the Broker that links the hubs of a cluster, its handle
 //	policy.go         Policy, its Actions, and the Identity in a context

@@ -295,7 +295,7 @@ func (s *MemoryStore) Epoch() string {
 
 // Restart drops every event and starts the epoch named, at position 0:
 // what a hub of a cluster does when the stream it reads is replaced
-// (see [Hub.Restart]). The count of events evicted goes on.
+// (see [BrokerHandle.Restart]). The count of events evicted goes on.
 func (s *MemoryStore) Restart(epoch string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -67,8 +67,9 @@ type Options struct {
 	Store Store
 
 	// Broker links the hub to the other hubs of a cluster (see
-	// hub/natsbroker). Nil: the hub is alone. With a [Sequencer], Store
-	// must be nil or a *MemoryStore; the epoch is the Sequencer's.
+	// hub/natsbroker); New hands it the hub's [BrokerHandle]. Nil: the
+	// hub is alone. With a [Sequencer], Store must be nil or a
+	// *MemoryStore; the epoch is the Sequencer's.
 	Broker Broker
 
 	// OnJoin and OnLeave, if set, are called when a peer joins and after
@@ -182,6 +183,9 @@ func New(opts *Options) *Hub {
 	h.handlers.subscribe = peer.HandlerFunc(h.serveSubscribe)
 	h.handlers.unsubscribe = peer.HandlerFunc(h.serveUnsubscribe)
 	h.handlers.publish = peer.HandlerFunc(h.servePublish)
+	if h.o.Broker != nil {
+		h.o.Broker.Register(&BrokerHandle{h})
+	}
 	return h
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -80,13 +81,7 @@ func ctx(t *testing.T) context.Context {
 
 func (c *client) next(t *testing.T) event {
 	t.Helper()
-	select {
-	case e := <-c.events:
-		return e
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5s")
-		return event{}
-	}
+	return testkit.Recv(t, c.events, "an event")
 }
 
 // noEvent checks that no event is waiting, after a round trip to the hub

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -55,13 +55,7 @@ func connectWatcher(t *testing.T, h *hub.Hub, identity any) *watcher {
 
 func (w *watcher) next(t *testing.T) note {
 	t.Helper()
-	select {
-	case n := <-w.notes:
-		return n
-	case <-time.After(5 * time.Second):
-		t.Fatal("no presence notification within 5s")
-		return note{}
-	}
+	return testkit.Recv(t, w.notes, "a presence notification")
 }
 
 func (w *watcher) none(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
@@ -229,9 +229,9 @@ func TestRouteCall(t *testing.T) {
 	}
 
 	got := rh.post(t, `{"jsonrpc":"2.0","method":"billing.charge","params":{"amount":7},"id":"post"}`)
-	assertJSON(t, `{"jsonrpc":"2.0","id":"post","result":{"charged":7,"by":"svc"}}`, got)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"post","result":{"charged":7,"by":"svc"}}`, got)
 	got = rh.post(t, `{"jsonrpc":"2.0","method":"billing.note","params":["by post"]}`)
-	if got != "" || recvT(t, svc.notes) != `["by post"]` {
+	if got != "" || testkit.Recv(t, svc.notes, "svc.notes") != `["by post"]` {
 		t.Fatalf("a notification over POST got %q", got)
 	}
 
@@ -263,14 +263,14 @@ func TestRouteIDsAndBatches(t *testing.T) {
 		{"jsonrpc":"2.0","method":"shipping.track","id":4},
 		{"foo":"boo"}
 	]`)
-	assertJSON(t, `[
+	testkit.JSONEqual(t, `[
 		{"jsonrpc":"2.0","id":1,"result":["server"]},
 		{"jsonrpc":"2.0","id":2,"result":{"by":"svc","charged":2}},
 		{"jsonrpc":"2.0","id":3,"error":{"code":4001,"message":"card declined","data":{"card":"4242"}}},
 		{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}},
 		{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}
 	]`, readWS(t, ws))
-	if got := recvT(t, svc.notes); got != `["in a batch"]` {
+	if got := testkit.Recv(t, svc.notes, "svc.notes"); got != `["in a batch"]` {
 		t.Fatalf("notification params %s", got)
 	}
 }
@@ -306,7 +306,7 @@ func TestRouteTwoProviders(t *testing.T) {
 		t.Fatalf("with %s busy, it got %d calls and %s %d of 10", busy, nb, idle, ni)
 	}
 	svcs[busy].free()
-	if err := recvT(t, held); err != nil {
+	if err := testkit.Recv(t, held, "held"); err != nil {
 		t.Fatal(err)
 	}
 	charge(20) // in turns
@@ -330,12 +330,12 @@ func TestRouteCancelAndProgress(t *testing.T) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	}
-	recvT(t, svc.started)
+	testkit.Recv(t, svc.started, "svc.started")
 	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"job-1"}}`)
-	if err := recvT(t, svc.ended); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the provider's handler ended with %v", err)
 	}
-	assertJSON(t, `{"jsonrpc":"2.0","id":"job-1","error":{"code":-32002,"message":"stopped by svc"}}`, readWS(t, ws))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"job-1","error":{"code":-32002,"message":"stopped by svc"}}`, readWS(t, ws))
 }
 
 // A provider that goes away mid-call: its callers get -32006 at once, and
@@ -351,16 +351,16 @@ func TestRouteProviderLost(t *testing.T) {
 		go func() { errc <- caller.Call(context.Background(), "billing.hold", nil, nil) }()
 	}
 	for range 3 {
-		recvT(t, svc.started)
+		testkit.Recv(t, svc.started, "svc.started")
 	}
 	prov.Close()
 	for range 3 {
-		wantError(t, recvT(t, errc), peer.CodeProviderLost, "Provider lost")
+		wantError(t, testkit.Recv(t, errc, "errc"), peer.CodeProviderLost, "Provider lost")
 	}
 	if st := rh.h.Stats().Routes; st.ProviderLost != 3 || st.InFlight != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	waitUntil(t, "the provider to leave", func() bool { return rh.h.Stats().Routes.Providers == 0 })
+	testkit.WaitFor(t, "the provider to leave", func() bool { return rh.h.Stats().Routes.Providers == 0 })
 	wantError(t, caller.Call(ctx(t), "billing.charge", []int{1}, nil), peer.CodeMethodNotFound, "Method not found")
 }
 
@@ -372,15 +372,15 @@ func TestRouteCallerLeaves(t *testing.T) {
 	provide(t, prov, "billing.wait")
 	ws := rh.raw(t)
 	writeWS(t, ws, `{"jsonrpc":"2.0","method":"billing.wait","id":1}`)
-	recvT(t, svc.started)
+	testkit.Recv(t, svc.started, "svc.started")
 	ws.Close(websocket.StatusNormalClosure, "")
-	if err := recvT(t, svc.ended); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the provider's handler ended with %v", err)
 	}
 	if err := prov.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
 		t.Fatalf("the provider's connection: %v", err)
 	}
-	waitUntil(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
+	testkit.WaitFor(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
 }
 
 // A peer is never forwarded its own call.
@@ -436,7 +436,7 @@ func TestRouteProvide(t *testing.T) {
 		wantError(t, c.Call(ctx(t), "rpc.provide", tt.params, nil), peer.CodeInvalidParams, tt.msg)
 	}
 	got := rh.post(t, `{"jsonrpc":"2.0","method":"rpc.provide","params":["a"],"id":1}`)
-	assertJSON(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"rpc.provide needs a WebSocket connection to forward calls to"}}`, got)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"rpc.provide needs a WebSocket connection to forward calls to"}}`, got)
 
 	// The default policy lets peers call provided methods, not provide.
 	strict := startHub(t, &hub.Options{Policy: hub.DefaultPolicy})
@@ -505,7 +505,7 @@ func TestRouteTimeout(t *testing.T) {
 	svc := newService(t, "svc")
 	provide(t, rh.dial(t, svc), "billing.wait")
 	wantError(t, rh.dial(t, nil).Call(ctx(t), "billing.wait", nil, nil), peer.CodeTimeout, "Request timed out")
-	if err := recvT(t, svc.ended); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the provider's handler ended with %v", err)
 	}
 }
@@ -521,15 +521,15 @@ func TestRouteMaxForwards(t *testing.T) {
 	caller := rh.dial(t, nil)
 	errc := make(chan error, 1)
 	go func() { errc <- caller.Call(context.Background(), "billing.hold", nil, nil) }()
-	recvT(t, svc.started)
+	testkit.Recv(t, svc.started, "svc.started")
 	charged := make(chan error, 1)
 	go func() { charged <- caller.Call(context.Background(), "billing.charge", []int{1}, nil) }()
-	waitUntil(t, "the second call to wait", func() bool { return rh.h.Stats().Routes.InFlight == 1 && svc.calls.Load() == 0 })
+	testkit.WaitFor(t, "the second call to wait", func() bool { return rh.h.Stats().Routes.InFlight == 1 && svc.calls.Load() == 0 })
 	svc.free()
-	if err := recvT(t, errc); err != nil {
+	if err := testkit.Recv(t, errc, "errc"); err != nil {
 		t.Fatal(err)
 	}
-	if err := recvT(t, charged); err != nil || svc.calls.Load() != 1 {
+	if err := testkit.Recv(t, charged, "charged"); err != nil || svc.calls.Load() != 1 {
 		t.Fatalf("the call that waited: %v, %d calls", err, svc.calls.Load())
 	}
 
@@ -542,7 +542,7 @@ func TestRouteMaxForwards(t *testing.T) {
 	c2 := short.dial(t, nil)
 	held := make(chan error, 1)
 	go func() { held <- c2.Call(context.Background(), "billing.hold", nil, nil) }()
-	recvT(t, svc2.started)
+	testkit.Recv(t, svc2.started, "svc2.started")
 	start := time.Now()
 	wantError(t, c2.Call(ctx(t), "billing.hold", nil, nil), peer.CodeTimeout, "Request timed out")
 	if d := time.Since(start); d > timeout*7/4 {
@@ -562,10 +562,10 @@ func TestRouteShutdown(t *testing.T) {
 	errc := make(chan error, 1)
 	var who string
 	go func() { errc <- caller.Call(context.Background(), "billing.hold", nil, &who) }()
-	recvT(t, svc.started)
+	testkit.Recv(t, svc.started, "svc.started")
 	done := make(chan error, 1)
 	go func() { done <- rh.srv.Shutdown(context.Background()) }()
-	waitUntil(t, "the hub to be shutting down", func() bool {
+	testkit.WaitFor(t, "the hub to be shutting down", func() bool {
 		resp, err := http.Get(rh.ts.URL + "/healthz")
 		if err != nil {
 			return false
@@ -574,10 +574,10 @@ func TestRouteShutdown(t *testing.T) {
 		return resp.StatusCode == http.StatusServiceUnavailable
 	})
 	svc.free()
-	if err := recvT(t, errc); err != nil || who != "svc" {
+	if err := testkit.Recv(t, errc, "errc"); err != nil || who != "svc" {
 		t.Fatalf("got %q, %v; want the provider's answer", who, err)
 	}
-	if err := recvT(t, done); err != nil {
+	if err := testkit.Recv(t, done, "done"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -611,56 +611,6 @@ func TestRouteLeavesNothing(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	// A connection's idle workers end after a second or two.
-	waitUntil(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
-	waitUntil(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
-}
-
-// waitUntil polls cond until it holds, failing the test after 5 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-	}
-}
-
-func recvT[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatal("timed out waiting on a channel")
-		panic("unreachable")
-	}
-}
-
-// assertJSON compares JSON texts semantically; a batch's elements as a
-// set.
-func assertJSON(t *testing.T, want, got string) {
-	t.Helper()
-	norm := func(s string) string {
-		var v any
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
-			t.Fatalf("invalid JSON %q: %v", s, err)
-		}
-		if arr, ok := v.([]any); ok {
-			keys := make([]string, len(arr))
-			for i, e := range arr {
-				b, _ := json.Marshal(e)
-				keys[i] = string(b)
-			}
-			slices.Sort(keys)
-			b, _ := json.Marshal(keys)
-			return string(b)
-		}
-		b, _ := json.Marshal(v)
-		return string(b)
-	}
-	if norm(want) != norm(got) {
-		t.Fatalf("got  %s\nwant %s", got, want)
-	}
+	testkit.WaitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	testkit.WaitFor(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
 }

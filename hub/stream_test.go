@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -284,11 +285,7 @@ func TestRecoverWhilePublishing(t *testing.T) {
 	})
 	stopPublisher := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer stopPublisher()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the publisher did not start")
-	}
+	testkit.Recv(t, started, "the publisher to start")
 	type sub struct {
 		c       *client
 		pattern string
@@ -427,9 +424,5 @@ func TestHeldTooMany(t *testing.T) {
 	if st := h.Stats(); st.SlowClosed != 1 {
 		t.Fatalf("Stats = %+v, want the slow peer closed", st)
 	}
-	select {
-	case <-slow.p.Conn().Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("slow peer still open")
-	}
+	testkit.Recv(t, slow.p.Conn().Done(), "the slow peer to be closed")
 }

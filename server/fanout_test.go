@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
@@ -63,7 +64,7 @@ func TestFanOut1000(t *testing.T) {
 	}
 	// Nothing more: a ping's reply is the next message.
 	for _, ws := range clients[:10] {
-		assertJSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":9}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":9}`))
+		testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":9}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":9}`))
 	}
 	st := ts.srv.Hub().Stats()
 	if st.Published != msgs || st.Delivered != subs*msgs || st.Dropped != 0 || st.Subscriptions != subs {

@@ -143,64 +143,6 @@ func post(t *testing.T, url, contentType, body string, header http.Header) (int,
 	return resp.StatusCode, buf.String()
 }
 
-// assertJSONEqual compares two JSON texts semantically; want "" means no
-// reply at all. Arrays compare as sets of elements when the text is a
-// batch reply, since their order is not defined.
-func assertJSONEqual(t *testing.T, want, got string) {
-	t.Helper()
-	if want == "" || got == "" {
-		if want != got {
-			t.Fatalf("got %s, want %s", got, want)
-		}
-		return
-	}
-	var w, g any
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("bad want %s: %v", want, err)
-	}
-	if err := json.Unmarshal([]byte(got), &g); err != nil {
-		t.Fatalf("got invalid JSON %s: %v", got, err)
-	}
-	if !jsonEqual(w, g) {
-		t.Fatalf("got  %s\nwant %s", got, want)
-	}
-}
-
-func jsonEqual(a, b any) bool {
-	as, aok := a.([]any)
-	bs, bok := b.([]any)
-	if aok && bok && len(as) == len(bs) {
-		used := make([]bool, len(bs))
-	outer:
-		for _, x := range as {
-			for j, y := range bs {
-				if !used[j] && jsonEqual(x, y) {
-					used[j] = true
-					continue outer
-				}
-			}
-			return false
-		}
-		return true
-	}
-	am, aok := a.(map[string]any)
-	bm, bok := b.(map[string]any)
-	if aok && bok {
-		if len(am) != len(bm) {
-			return false
-		}
-		for k, v := range am {
-			if !jsonEqual(v, bm[k]) {
-				return false
-			}
-		}
-		return true
-	}
-	aj, _ := json.Marshal(a)
-	bj, _ := json.Marshal(b)
-	return bytes.Equal(aj, bj)
-}
-
 // eventRouter serves rpc.event notifications by sending their params to
 // ch, in arrival order.
 func eventRouter(ch chan<- json.RawMessage) peer.Router {

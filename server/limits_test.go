@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
@@ -21,9 +22,9 @@ func TestLimits(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("POST: %d", status)
 	}
-	assertJSONEqual(t, tooMany, body)
+	testkit.JSONEqual(t, tooMany, body)
 	ws := ts.dialRaw(t, nil)
-	assertJSONEqual(t, tooMany, roundTrip(t, ws, batch3))
+	testkit.JSONEqual(t, tooMany, roundTrip(t, ws, batch3))
 	if n := ts.srv.Stats().Limited["batch"]; n != 2 {
 		t.Errorf("Stats().Limited[batch] = %d, want 2", n)
 	}
@@ -38,8 +39,8 @@ func TestLimits(t *testing.T) {
 			answers = append(answers, got)
 		}
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"slept":200},"id":"long"}`, answers[0])
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":"more"}`, answers[1])
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{"slept":200},"id":"long"}`, answers[0])
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":"more"}`, answers[1])
 }
 
 func TestDiscover(t *testing.T) {

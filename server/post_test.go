@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 )
@@ -64,7 +65,7 @@ func TestPost(t *testing.T) {
 			if status != tt.status {
 				t.Fatalf("status %d, want %d (body %s)", status, tt.status, body)
 			}
-			assertJSONEqual(t, strings.ReplaceAll(tt.want, "EPOCH", ts.srv.Hub().Position().Epoch), body)
+			testkit.JSONEqual(t, strings.ReplaceAll(tt.want, "EPOCH", ts.srv.Hub().Position().Epoch), body)
 		})
 	}
 }
@@ -185,11 +186,7 @@ func TestShutdownWaitsForPost(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		res <- result{resp.StatusCode, string(b)}
 	}()
-	select {
-	case <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler did not start")
-	}
+	testkit.Recv(t, started, "the handler to start")
 	if err := ts.srv.Shutdown(timeout(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +254,7 @@ func TestPostBodyTimeoutCleared(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("status %d", status)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"slept":300},"id":1}`, body)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{"slept":300},"id":1}`, body)
 }
 
 // TestShutdownSkipsSlowBodies: POSTs whose bodies are still arriving do

@@ -14,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -66,7 +67,7 @@ func TestJWTTransports(t *testing.T) {
 				t.Fatalf("good token: %v", err)
 			}
 			defer ws.CloseNow()
-			assertJSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":1}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`))
+			testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":1}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`))
 			if _, resp, err := dial(bad, how); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("expired token: %v", err)
 			}
@@ -138,7 +139,7 @@ func TestRPCAuth(t *testing.T) {
 	if !strings.Contains(got, `-32001`) {
 		t.Fatalf("publish before rpc.auth: %s", got)
 	}
-	assertJSONEqual(t, fmt.Sprintf(`{"jsonrpc":"2.0","result":{"user":"alice","expires":%d},"id":2}`, exp),
+	testkit.JSONEqual(t, fmt.Sprintf(`{"jsonrpc":"2.0","result":{"user":"alice","expires":%d},"id":2}`, exp),
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.auth","params":{"token":"`+newer+`"},"id":2}`))
 	if got := roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.x",1],"id":3}`); !strings.Contains(got, `"delivered":0`) {
 		t.Errorf("publish with the new grants: %s", got)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -28,7 +29,7 @@ func TestRoot(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("POST /: %d %s", status, body)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":19,"id":1}`, body)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":19,"id":1}`, body)
 
 	// The same rules as /rpc: content type, methods.
 	req, _ = http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/", strings.NewReader(`{}`))
@@ -49,7 +50,7 @@ func TestRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":"a"}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":"a"}`))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":"a"}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":"a"}`))
 	ws.Close(websocket.StatusNormalClosure, "")
 
 	// Plain GETs go to Root: the root and other paths.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 )
@@ -107,7 +108,7 @@ func TestSubprotocol(t *testing.T) {
 				t.Fatalf("subprotocol %q, want %q", got, tt.chosen)
 			}
 			if tt.ts == authed {
-				assertJSONEqual(t, `{"jsonrpc":"2.0","result":"alice","id":1}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"whoami","id":1}`))
+				testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"alice","id":1}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"whoami","id":1}`))
 			}
 			ws.Close(websocket.StatusNormalClosure, "")
 		})

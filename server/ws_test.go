@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
@@ -32,27 +33,27 @@ func TestWebSocketRules(t *testing.T) {
 	ws := ts.dialRaw(t, nil)
 
 	// Invalid JSON: -32700, and the socket stays open.
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]`))
 	// Binary frames are read like text frames.
 	if err := ws.Write(timeout(t), websocket.MessageBinary, []byte(`{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":19,"id":1}`, read(t, ws))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":19,"id":1}`, read(t, ws))
 	// A notification gets nothing; the next call's reply is the next message.
 	write(t, ws, `{"jsonrpc":"2.0","method":"update","params":[1,2,3,4,5]}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":["hello",5],"id":"x"}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":["hello",5],"id":"x"}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"get_data","id":"x"}`))
 	// Batches.
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`, roundTrip(t, ws, `[]`))
-	assertJSONEqual(t, `[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null},{"jsonrpc":"2.0","result":3,"id":2}]`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`, roundTrip(t, ws, `[]`))
+	testkit.JSONEqual(t, `[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null},{"jsonrpc":"2.0","result":3,"id":2}]`,
 		roundTrip(t, ws, `[1,{"jsonrpc":"2.0","method":"add","params":[1,2],"id":2}]`))
 	// A slow call does not block a fast one on the same connection.
 	write(t, ws, `{"jsonrpc":"2.0","method":"sleep","params":{"ms":10000},"id":"slow"}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":"fast"}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":"fast"}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":"fast"}`))
 	write(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"slow"}}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":"slow"}`, read(t, ws))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":"slow"}`, read(t, ws))
 	ws.Close(websocket.StatusNormalClosure, "")
 }
 
@@ -104,49 +105,49 @@ func TestTopicsOverWebSocket(t *testing.T) {
 	e := strings.NewReplacer("EPOCH", ts.srv.Hub().Position().Epoch).Replace
 	a := ts.dialRaw(t, nil)
 	b := ts.dialRaw(t, nil)
-	assertJSONEqual(t, e(`{"jsonrpc":"2.0","result":{"topics":["chat.*"],"epoch":"EPOCH","seq":0},"id":1}`),
+	testkit.JSONEqual(t, e(`{"jsonrpc":"2.0","result":{"topics":["chat.*"],"epoch":"EPOCH","seq":0},"id":1}`),
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":{"topic":"chat.*"},"id":1}`))
-	assertJSONEqual(t, e(`{"jsonrpc":"2.0","result":{"topics":["chat.>","news"],"epoch":"EPOCH","seq":0},"id":1}`),
+	testkit.JSONEqual(t, e(`{"jsonrpc":"2.0","result":{"topics":["chat.>","news"],"epoch":"EPOCH","seq":0},"id":1}`),
 		roundTrip(t, b, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["chat.>","news"],"id":1}`))
 
 	// b publishes on chat.room1: a and b (the publisher is subscribed too).
 	write(t, b, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"chat.room1","data":{"text":"hi"}},"id":2}`)
 	event := e(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1","data":{"text":"hi"},"seq":1,"epoch":"EPOCH"}}`)
-	assertJSONEqual(t, event, read(t, a))
+	testkit.JSONEqual(t, event, read(t, a))
 	// b gets its event and its reply, in either order.
 	got := []string{read(t, b), read(t, b)}
-	assertJSONEqual(t, `[`+event+e(`,{"jsonrpc":"2.0","result":{"delivered":2,"seq":1,"epoch":"EPOCH"},"id":2}]`), "["+strings.Join(got, ",")+"]")
+	testkit.JSONEqual(t, `[`+event+e(`,{"jsonrpc":"2.0","result":{"delivered":2,"seq":1,"epoch":"EPOCH"},"id":2}]`), "["+strings.Join(got, ",")+"]")
 
 	// chat.room1.thread matches chat.> only.
-	assertJSONEqual(t, e(`{"jsonrpc":"2.0","result":{"delivered":1,"seq":2,"epoch":"EPOCH"},"id":3}`),
+	testkit.JSONEqual(t, e(`{"jsonrpc":"2.0","result":{"delivered":1,"seq":2,"epoch":"EPOCH"},"id":3}`),
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.room1.thread",[1,2]],"id":3}`))
-	assertJSONEqual(t, e(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1.thread","data":[1,2],"seq":2,"epoch":"EPOCH"}}`), read(t, b))
+	testkit.JSONEqual(t, e(`{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"chat.room1.thread","data":[1,2],"seq":2,"epoch":"EPOCH"}}`), read(t, b))
 
 	// Bad topics: -32602.
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params: invalid topic to publish on: \"chat.*\""},"id":4}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params: invalid topic to publish on: \"chat.*\""},"id":4}`,
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.*",1],"id":4}`))
 	if got := roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["a..b"],"id":5}`); !strings.Contains(got, "-32602") {
 		t.Fatalf("bad pattern: %s", got)
 	}
 	// Unsubscribe: those removed.
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["chat.*"]},"id":6}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["chat.*"]},"id":6}`,
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.unsubscribe","params":{"topic":"chat.*"},"id":6}`))
-	assertJSONEqual(t, e(`{"jsonrpc":"2.0","result":{"delivered":1,"seq":3,"epoch":"EPOCH"},"id":7}`),
+	testkit.JSONEqual(t, e(`{"jsonrpc":"2.0","result":{"delivered":1,"seq":3,"epoch":"EPOCH"},"id":7}`),
 		roundTrip(t, a, `{"jsonrpc":"2.0","method":"rpc.publish","params":["chat.x",null],"id":7}`))
 }
 
 func TestDefaultPolicyRefusesPublish(t *testing.T) {
 	ts := newTestServer(t, &server.Options{Hub: hub.New(nil)})
 	ws := ts.dialRaw(t, nil)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["news"],"epoch":"`+ts.srv.Hub().Position().Epoch+`","seq":0},"id":1}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{"topics":["news"],"epoch":"`+ts.srv.Hub().Position().Epoch+`","seq":0},"id":1}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.subscribe","params":["news"],"id":1}`))
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized: publish \"news\""},"id":2}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized: publish \"news\""},"id":2}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.publish","params":["news",1],"id":2}`))
 	// The server's Go code may publish.
 	if n, err := ts.srv.Hub().Publish(timeout(t), "news", "server says"); err != nil || n != 1 {
 		t.Fatalf("Publish = %d, %v", n, err)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"news","data":"server says","seq":1,"epoch":"`+ts.srv.Hub().Position().Epoch+`"}}`, read(t, ws))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.event","params":{"topic":"news","data":"server says","seq":1,"epoch":"`+ts.srv.Hub().Position().Epoch+`"}}`, read(t, ws))
 }
 
 func TestServerToClientCalls(t *testing.T) {
@@ -178,12 +179,7 @@ func TestServerToClientCalls(t *testing.T) {
 	}
 
 	// Go code calls the peer through the hub.
-	var p *hub.Peer
-	select {
-	case p = <-joined:
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnJoin not called")
-	}
+	p := testkit.Recv(t, joined, "OnJoin")
 	if got := h.Peer(p.ID()); got != p {
 		t.Fatalf("Peer(%s) = %v", p.ID(), got)
 	}
@@ -328,12 +324,12 @@ func TestAuthentication(t *testing.T) {
 	if status != 401 {
 		t.Fatalf("POST without token: %d", status)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized"},"id":null}`, body)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized"},"id":null}`, body)
 	status, body = post(t, ts.URL, "application/json", call, http.Header{"Authorization": {"Bearer s3cret"}})
 	if status != 200 {
 		t.Fatalf("POST with token: %d %s", status, body)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"alice","id":1}`, body)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"alice","id":1}`, body)
 
 	// The token in the query, as a browser sends it; the handler sees
 	// the identity, and Authorize refuses a method with -32001.
@@ -342,8 +338,8 @@ func TestAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"alice","id":1}`, roundTrip(t, ws, call))
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized: admin"},"id":2}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"alice","id":1}`, roundTrip(t, ws, call))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized: admin"},"id":2}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"admin","id":2}`))
 	ws.Close(websocket.StatusNormalClosure, "")
 }
@@ -354,7 +350,7 @@ func TestGracefulShutdown(t *testing.T) {
 	write(t, ws, `{"jsonrpc":"2.0","method":"sleep","params":{"ms":300},"id":1}`)
 	// Wait until the call runs: its first progress report... 300ms has
 	// two; rather, a round trip proves the sleep was dispatched first.
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -373,7 +369,7 @@ func TestGracefulShutdown(t *testing.T) {
 		if m.Method == "rpc.progress" {
 			continue
 		}
-		assertJSONEqual(t, `{"jsonrpc":"2.0","result":{"slept":300},"id":1}`, string(b))
+		testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{"slept":300},"id":1}`, string(b))
 		break
 	}
 	_, _, err := ws.Read(ctx)
@@ -399,7 +395,7 @@ func TestShutdownForcesAtDeadline(t *testing.T) {
 	ts := newTestServer(t, nil)
 	ws := ts.dialRaw(t, nil)
 	write(t, ws, `{"jsonrpc":"2.0","method":"sleep","params":{"ms":60000},"id":1}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`))
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	if err := ts.srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -453,7 +449,7 @@ func TestWebSocketOutlivesHTTPHandler(t *testing.T) {
 	case <-timeout(t).Done():
 		t.Fatal("the HTTP handler did not return after the upgrade")
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"from middleware","id":1}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"from middleware","id":1}`,
 		roundTrip(t, ws, `{"jsonrpc":"2.0","method":"value","id":1}`))
 }
 

@@ -152,7 +152,7 @@ func startCluster2(t *testing.T, jetStream bool) (a, b string) {
 			t.Fatal(err)
 		}
 		h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: br.HubBroker()})
-		if err := br.Start(t.Context(), h); err != nil {
+		if err := br.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		m := prom.New()

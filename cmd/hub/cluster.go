@@ -125,13 +125,14 @@ func (c *clusterFlags) join(ctx context.Context, o *hub.Options, log *zap.Logger
 	return cl, nil
 }
 
-// start hands the hub the other nodes' events; with JetStream, once it
-// has read the stream. The hub has joined the cluster once it is linked:
-// without JetStream it may start before, serving its own events.
-func (cl *cluster) start(ctx context.Context, h *hub.Hub, timeout time.Duration, log *zap.Logger) error {
+// start hands the hub (made with the Options join set) the other nodes'
+// events; with JetStream, once it has read the stream. The hub has joined
+// the cluster once it is linked: without JetStream it may start before,
+// serving its own events.
+func (cl *cluster) start(ctx context.Context, timeout time.Duration, log *zap.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := cl.broker.Start(ctx, h); err != nil {
+	if err := cl.broker.Start(ctx); err != nil {
 		return err
 	}
 	if err := cl.broker.Ready(); err != nil {

@@ -204,7 +204,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	opts.Router = mux
 	opts.Hub = hub.New(hubOpts)
 	if cl != nil {
-		if err := cl.start(ctx, opts.Hub, c.cluster.timeout, log); err != nil {
+		if err := cl.start(ctx, c.cluster.timeout, log); err != nil {
 			return err
 		}
 		opts.Ready = cl.broker.Ready

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -80,24 +81,13 @@ func TestAddressAcrossNodes(t *testing.T) {
 		pctx := peer.WithProgress(ctx, func(data json.RawMessage) { progress <- data })
 		errc <- caller.Call(pctx, "rpc.call", map[string]any{"peer": onC, "method": "svc.wait"}, nil)
 	}()
-	if got := recvT(t, progress); string(got) != `"started"` {
+	if got := testkit.Recv(t, progress, "progress"); string(got) != `"started"` {
 		t.Fatalf("progress %s", got)
 	}
-	recvT(t, started)
+	testkit.Recv(t, started, "started")
 	c.b.Conn().Close() // c is lost: it stops answering and its heartbeats stop
-	wantCode(t, recvT(t, errc), peer.CodeProviderLost)
+	wantCode(t, testkit.Recv(t, errc, "errc"), peer.CodeProviderLost)
 	if st := a.h.Stats().Routes; st.InFlight != 0 {
 		t.Fatalf("stats %+v", st)
-	}
-}
-
-func recvT[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatal("timed out waiting on a channel")
-		panic("unreachable")
 	}
 }

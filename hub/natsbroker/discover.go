@@ -13,8 +13,8 @@ import (
 // This file spans rpc.discover over the nodes: a node asks the nodes
 // whose peers provide methods, on "<prefix>.discover", to describe them;
 // each answers with what its own rpc.discover would add for its peers
-// (hub.Hub.DescribeProvided), and the asking node lists those methods
-// after its own peers'. A node that does not answer within discoverWait
+// (hub.BrokerHandle.DescribeProvided), and the asking node lists those
+// methods after its own peers'. A node that does not answer within discoverWait
 // describes nothing, as a provider that does not answer rpc.discover.
 
 // discoverWait bounds how long a node waits for the others to describe

@@ -38,7 +38,7 @@ func Example() {
 		}
 		defer b.Close()
 		h := hub.New(&hub.Options{Broker: b.HubBroker()})
-		if err := b.Start(ctx, h); err != nil {
+		if err := b.Start(ctx); err != nil {
 			fmt.Println(err)
 			return
 		}

@@ -46,7 +46,7 @@ type member struct {
 // directory is the state of the broker as a hub.Directory.
 type directory struct {
 	b        *Broker
-	h        *hub.Hub
+	h        *hub.BrokerHandle
 	interval time.Duration
 	log      *zap.Logger
 
@@ -67,7 +67,7 @@ type directory struct {
 
 // startDirectory starts telling the other nodes about h's peers and
 // listening to theirs.
-func (b *Broker) startDirectory(h *hub.Hub) error {
+func (b *Broker) startDirectory(h *hub.BrokerHandle) error {
 	d := &directory{
 		b:        b,
 		h:        h,

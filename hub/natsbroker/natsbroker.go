@@ -3,8 +3,8 @@
 //
 //	b, err := natsbroker.Connect(ctx, &natsbroker.Options{URLs: "nats://a:4222,nats://b:4222"})
 //	...
-//	h := hub.New(&hub.Options{Broker: b.HubBroker()})
-//	if err := b.Start(ctx, h); err != nil { ... }
+//	h := hub.New(&hub.Options{Broker: b.HubBroker()}) // registers h with b
+//	if err := b.Start(ctx); err != nil { ... }
 //	defer b.Close()
 //
 // Without JetStream, each node delivers the events published on it to its
@@ -125,10 +125,11 @@ type Broker struct {
 	stream    string
 	st        streamState // stream.go
 
-	mu   sync.Mutex
-	h    *hub.Hub
-	sub  *nats.Subscription
-	cons jetstream.ConsumeContext
+	mu      sync.Mutex
+	h       *hub.BrokerHandle // given by hub.New (Register)
+	started bool
+	sub     *nats.Subscription
+	cons    jetstream.ConsumeContext
 
 	heartbeat time.Duration
 	dir       atomic.Pointer[directory] // set by Start (route.go)
@@ -219,20 +220,35 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 	return b, nil
 }
 
-// Start hands h the events of the other nodes: it subscribes to them (or,
-// with JetStream, reads the stream) and calls h.Deliver (h.DeliverAt) for
-// each. With JetStream, it returns once h has read the stream up to where
-// it ended when Start began, so that the hub serves its clients with its
-// history in place; it fails when ctx ends first. h must have been made
-// with b.HubBroker() as its Options.Broker.
-func (b *Broker) Start(ctx context.Context, h *hub.Hub) error {
+// Register implements hub.Broker: hub.New hands b the handle of the hub
+// it links. A Broker links one hub; registering a second panics.
+func (b *Broker) Register(h *hub.BrokerHandle) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.h != nil {
-		return errors.New("natsbroker: started twice")
+		panic("natsbroker: a Broker links one hub")
 	}
 	b.h = h
-	if err := b.startDirectory(h); err != nil {
+}
+
+// Start hands the hub the events of the other nodes: it subscribes to
+// them (or, with JetStream, reads the stream) and delivers each through
+// the hub's handle. With JetStream, it returns once the hub has read the
+// stream up to where it ended when Start began, so that the hub serves
+// its clients with its history in place; it fails when ctx ends first.
+// The hub must have been made, with b.HubBroker() as its Options.Broker,
+// before.
+func (b *Broker) Start(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.h == nil:
+		return errors.New("natsbroker: no hub: make one with b.HubBroker() as its Options.Broker first")
+	case b.started:
+		return errors.New("natsbroker: started twice")
+	}
+	b.started = true
+	if err := b.startDirectory(b.h); err != nil {
 		return fmt.Errorf("natsbroker: %w", err)
 	}
 	if b.js == nil {
@@ -388,9 +404,9 @@ func (b *Broker) interrupted() {
 		return
 	}
 	b.mu.Lock()
-	h := b.h
+	h, started := b.h, b.started
 	b.mu.Unlock()
-	if h != nil {
+	if started {
 		h.Interrupted()
 	}
 }

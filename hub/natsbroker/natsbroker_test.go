@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/goleak"
 )
@@ -51,18 +52,52 @@ type node struct {
 
 func startNode(t *testing.T, url, name string, jetStream bool) *node {
 	t.Helper()
+	return startNodeWith(t, &natsbroker.Options{URLs: url, Node: name, JetStream: jetStream})
+}
+
+// startNodeWith starts a node with the Broker made of o, until the end of
+// the test.
+func startNodeWith(t *testing.T, o *natsbroker.Options) *node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	b, err := natsbroker.Connect(ctx, &natsbroker.Options{URLs: url, Node: name, JetStream: jetStream})
+	b, err := natsbroker.Connect(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: b.HubBroker()})
-	if err := b.Start(ctx, h); err != nil {
+	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return &node{h, b}
+}
+
+// A Broker links the one hub made with it: Start before that hub exists
+// fails, Start twice fails, and a second hub on the same Broker panics.
+func TestBrokerLinksOneHub(t *testing.T) {
+	url := startNATS(t)
+	b, err := natsbroker.Connect(t.Context(), &natsbroker.Options{URLs: url, Node: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Start(t.Context()); err == nil {
+		t.Fatal("Start without a hub succeeded")
+	}
+	hub.New(&hub.Options{Broker: b.HubBroker()})
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(t.Context()); err == nil {
+		t.Fatal("Start twice succeeded")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second hub registered with the same Broker")
+		}
+	}()
+	hub.New(&hub.Options{Broker: b.HubBroker()})
 }
 
 // client is a peer of a node, whose events arrive on a channel.
@@ -124,13 +159,7 @@ func (c *client) call(t *testing.T, method string, params, result any) {
 
 func (c *client) next(t *testing.T) event {
 	t.Helper()
-	select {
-	case e := <-c.events:
-		return e
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5s")
-		return event{}
-	}
+	return testkit.Recv(t, c.events, "an event")
 }
 
 type publishResult struct {

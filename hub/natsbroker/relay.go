@@ -20,7 +20,7 @@ import (
 // arrives after them; a node that stops publishing after an outage is
 // noticed too. The first mark, sent at start, says 0, so that the others
 // know a node before it sends anything. A receiving node that finds numbers missing counts them
-// as lost and calls hub.Hub.Missed, which closes its subscribers so that
+// as lost and calls hub.BrokerHandle.Missed, which closes its subscribers so that
 // they resume and are told they missed events.
 
 // relayState numbers the events sent and follows those received.

@@ -3,10 +3,10 @@ package natsbroker_test
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -50,11 +50,7 @@ func TestCoreGapsAreReported(t *testing.T) {
 			if err := nc.Publish(tc.last, []byte(`"after"`)); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case <-sb.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("subscriber not told of the gap")
-			}
+			testkit.Recv(t, sb.Done(), "the subscriber to be told of the gap")
 			var ce *peer.CloseError
 			if !errors.As(sb.Err(), &ce) || ce.Code != hub.CloseRestart {
 				t.Fatalf("closed with %v, want %d", sb.Err(), hub.CloseRestart)

@@ -234,7 +234,7 @@ func (d *directory) onCall(msg *nats.Msg) {
 		return
 	}
 	if req.Peer != "" {
-		if d.h.Peer(req.Peer) == nil {
+		if !d.h.HasPeer(req.Peer) {
 			d.reply(msg.Reply, callReply{NoPeer: true})
 			return
 		}

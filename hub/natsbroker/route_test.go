@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -31,7 +32,7 @@ func startRouteNode(t testing.TB, url, name string, o *hub.Options) *node {
 	}
 	opts.Broker = b.HubBroker()
 	h := hub.New(&opts)
-	if err := b.Start(ctx, h); err != nil {
+	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
@@ -58,22 +59,11 @@ func join(t testing.TB, n *node, mux peer.Router, watch chan<- string) (*peer.Co
 }
 
 // eventually waits until cond holds for n, checking it each time n hears
-// from another node, for up to 5s: the nodes learn about each other's
-// peers from their announcements.
+// from another node: the nodes learn about each other's peers from their
+// announcements.
 func eventually(t testing.TB, n *node, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
-	for {
-		updated := natsbroker.Updated(n.b)
-		if cond() {
-			return
-		}
-		select {
-		case <-updated:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testkit.WaitForEvent(t, what, func() <-chan struct{} { return natsbroker.Updated(n.b) }, cond)
 }
 
 func wantCode(t *testing.T, err error, code peer.Code) {
@@ -159,7 +149,7 @@ func TestRouteToAnotherNode(t *testing.T) {
 	if got := <-progress; got != `"started"` {
 		t.Fatalf("progress %s", got)
 	}
-	if err := recvErr(t, ended); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, ended, "ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the provider's context ended with %v", err)
 	}
 	<-started
@@ -167,22 +157,11 @@ func TestRouteToAnotherNode(t *testing.T) {
 	// The hub's forward timeout: -32003, and the provider is cancelled.
 	wantCode(t, caller.Call(ctx, "svc.wait", nil, nil), peer.CodeTimeout)
 	<-started
-	if err := recvErr(t, ended); err == nil {
+	if err := testkit.Recv(t, ended, "ended"); err == nil {
 		t.Fatal("the provider's context did not end")
 	}
 	if st := a.h.Stats().Routes; st.Forwarded["svc.echo"] != 1 || st.InFlight != 0 {
 		t.Fatalf("a's route stats %+v", st)
-	}
-}
-
-func recvErr(t *testing.T, ch <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(5 * time.Second):
-		t.Fatal("timed out")
-		return nil
 	}
 }
 
@@ -231,7 +210,7 @@ func TestRouteProviderLost(t *testing.T) {
 	go func() { errc <- caller.Call(ctx, "svc.wait", nil, nil) }()
 	<-started
 	prov.Close()
-	wantCode(t, recvErr(t, errc), peer.CodeProviderLost)
+	wantCode(t, testkit.Recv(t, errc, "errc"), peer.CodeProviderLost)
 
 	// The node goes silent, as a killed process would: no goodbye.
 	prov2, _ := join(t, b, provider("b", started, nil), nil)
@@ -240,7 +219,7 @@ func TestRouteProviderLost(t *testing.T) {
 	<-started
 	b.b.Conn().Close()
 	start := time.Now()
-	wantCode(t, recvErr(t, errc), peer.CodeProviderLost)
+	wantCode(t, testkit.Recv(t, errc, "errc"), peer.CodeProviderLost)
 	if d := time.Since(start); d > 20*heartbeat {
 		t.Errorf("the node's loss took %v to notice", d)
 	}
@@ -264,7 +243,7 @@ func TestPresenceAcrossNodes(t *testing.T) {
 	if err := member.Call(ctx, "rpc.subscribe", []string{"room.*"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	got := recvString(t, changes)
+	got := testkit.Recv(t, changes, "changes")
 	want := `rpc.join {"topic":"room.1","peer":{"id":"` + memberID + `","user":"user-b","node":"b"}}`
 	if got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
@@ -282,19 +261,8 @@ func TestPresenceAcrossNodes(t *testing.T) {
 	if err := member.Call(ctx, "rpc.unsubscribe", []string{"room.*"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := recvString(t, changes); got != `rpc.leave {"topic":"room.1","peer":{"id":"`+memberID+`","user":"user-b","node":"b"}}` {
+	if got := testkit.Recv(t, changes, "changes"); got != `rpc.leave {"topic":"room.1","peer":{"id":"`+memberID+`","user":"user-b","node":"b"}}` {
 		t.Fatalf("got %s", got)
-	}
-}
-
-func recvString(t *testing.T, ch <-chan string) string {
-	t.Helper()
-	select {
-	case s := <-ch:
-		return s
-	case <-time.After(5 * time.Second):
-		t.Fatal("timed out")
-		return ""
 	}
 }
 

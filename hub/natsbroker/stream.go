@@ -27,9 +27,9 @@ import (
 // Options.StreamCheck. Until the check is done, it delivers nothing of
 // what it reads. When the stream is another one, the node logs it at
 // error level, counts it (Stats().Resets), and adopts the new epoch as a
-// restarted hub would: hub.Hub.Restart forgets the history and closes
-// the subscribers' connections, whose clients resume and are told they
-// missed events; then the node reads the new stream from its start.
+// restarted hub would: hub.BrokerHandle.Restart forgets the history and
+// closes the subscribers' connections, whose clients resume and are told
+// they missed events; then the node reads the new stream from its start.
 
 // DefaultStreamCheck is the default of Options.StreamCheck.
 const DefaultStreamCheck = 2 * time.Second

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -19,18 +20,7 @@ import (
 // check.
 func startStreamNode(t *testing.T, url, name string, check time.Duration) *node {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	b, err := natsbroker.Connect(ctx, &natsbroker.Options{URLs: url, Node: name, JetStream: true, StreamCheck: check})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := hub.New(&hub.Options{Policy: hub.AllowAll, Broker: b.HubBroker()})
-	if err := b.Start(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	return &node{h, b}
+	return startNodeWith(t, &natsbroker.Options{URLs: url, Node: name, JetStream: true, StreamCheck: check})
 }
 
 // deleteStream deletes the nodes' stream, as a NATS server that lost its
@@ -72,11 +62,7 @@ func TestStreamReplaced(t *testing.T) {
 	deleteStream(t, url)
 
 	// b notices within its check interval, and closes its subscriber.
-	select {
-	case <-sb.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("b's subscriber not closed after the stream was replaced")
-	}
+	testkit.Recv(t, sb.Done(), "b's subscriber to be closed after the stream was replaced")
 	var ce *peer.CloseError
 	if !errors.As(sb.Err(), &ce) || ce.Code != hub.CloseRestart {
 		t.Fatalf("subscriber closed with %v, want %d", sb.Err(), hub.CloseRestart)
@@ -151,7 +137,7 @@ func TestStreamUnavailable(t *testing.T) {
 	if err := s.DisableJetStream(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the node to say the stream is unavailable", func() bool {
+	testkit.WaitFor(t, "the node to say the stream is unavailable", func() bool {
 		err := n.b.Ready()
 		return err != nil && strings.Contains(err.Error(), "cluster stream unavailable") && !n.b.Stats().Connected
 	})
@@ -163,17 +149,5 @@ func TestStreamUnavailable(t *testing.T) {
 	_ = n.b.Close()
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("Close took %v with the stream unavailable", took)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the broker's state
 	}
 }

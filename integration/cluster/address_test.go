@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -117,13 +118,13 @@ func TestAddressAcrossNodes(t *testing.T) {
 	pctx := peer.WithProgress(ctx, func(data json.RawMessage) { progress <- string(data) })
 	errc := make(chan error, 1)
 	go func() { errc <- caller.CallPeer(pctx, ids[2], "long", nil, nil) }()
-	within(t, started)
-	if p := within(t, progress); p != `"working on n3"` {
+	testkit.RecvSlow(t, started, "started")
+	if p := testkit.RecvSlow(t, progress, "progress"); p != `"working on n3"` {
 		t.Fatalf("progress %s", p)
 	}
 	hubs[2].Kill()
 	start := time.Now()
-	wantCode(t, "the call in flight when n3 was killed", recvErr(t, errc), peer.CodeProviderLost)
+	wantCode(t, "the call in flight when n3 was killed", testkit.RecvSlow(t, errc, "errc"), peer.CodeProviderLost)
 	t.Logf("-32006 %v after n3 was killed", time.Since(start).Round(time.Millisecond))
 	// n1 goes on: its own peer answers, and n3's is no one's once n1 has
 	// taken n3 for gone.
@@ -131,16 +132,4 @@ func TestAddressAcrossNodes(t *testing.T) {
 		t.Fatalf("n1's peer after n3 was killed: %q, %v", got, err)
 	}
 	wantCode(t, "n3's peer after n3 was killed", caller.CallPeer(ctx, ids[2], "where", nil, nil), peer.CodeNoSuchPeer)
-}
-
-// within returns the next value from ch, failing the test after 30 s.
-func within[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(30 * time.Second):
-		t.Fatal("nothing within 30s")
-		panic("unreachable")
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // Defect: there were no flags for NATS's TLS or credentials. Against a
@@ -54,7 +55,7 @@ func TestNATSWithTLSAndNKey(t *testing.T) {
 	}
 	_, ch := subscribe(t, dial(t, hubs[1]), "tls.x", client.Position{}, 10)
 	publish(t, dial(t, hubs[0]), "tls.x", "over TLS")
-	if r := next(t, ch); r.data != `"over TLS"` {
+	if r := testkit.RecvSlow(t, ch, "an event"); r.data != `"over TLS"` {
 		t.Fatalf("got %+v", r)
 	}
 }

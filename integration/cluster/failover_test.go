@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -55,13 +56,13 @@ func TestClientFailover(t *testing.T) {
 		}
 	})
 	for n := 1; n <= total/4; n++ {
-		if r := next(t, ch); r.missed || r.data != strconv.Itoa(n) {
+		if r := testkit.RecvSlow(t, ch, "an event"); r.missed || r.data != strconv.Itoa(n) {
 			t.Fatalf("event %+v, want %d", r, n)
 		}
 	}
 	hubs[0].Kill()
 	for n := total/4 + 1; n <= total; n++ {
-		if r := next(t, ch); r.missed || r.data != strconv.Itoa(n) {
+		if r := testkit.RecvSlow(t, ch, "an event"); r.missed || r.data != strconv.Itoa(n) {
 			t.Fatalf("event %+v, want %d: none lost or twice across the move", r, n)
 		}
 	}

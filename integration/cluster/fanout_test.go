@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // TestFanOutAcrossNodes: three nodes, a publisher on each publishing on
@@ -54,7 +55,7 @@ func TestFanOutAcrossNodes(t *testing.T) {
 	for _, s := range subs {
 		expect := map[string]int{} // publisher/topic -> the next number expected
 		for range s.want {
-			r := next(t, s.events)
+			r := testkit.RecvSlow(t, s.events, "an event")
 			var d string
 			if err := json.Unmarshal([]byte(r.data), &d); err != nil {
 				t.Fatalf("%s: event data %s: %v", s.name, r.data, err)
@@ -75,7 +76,7 @@ func TestFanOutAcrossNodes(t *testing.T) {
 	// now.
 	publish(t, dial(t, hubs[0]), "c.a", "end")
 	for _, s := range subs {
-		if r := next(t, s.events); r.data != `"end"` {
+		if r := testkit.RecvSlow(t, s.events, "an event"); r.data != `"end"` {
 			t.Fatalf("%s: %+v after all it expected, want the end", s.name, r)
 		}
 	}

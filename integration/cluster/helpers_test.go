@@ -137,18 +137,6 @@ func subscribe(t *testing.T, c *client.Client, pattern string, since client.Posi
 	return sub, ch
 }
 
-// next returns the next event, failing the test after 30 s without one.
-func next(t *testing.T, ch <-chan received) received {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("no event within 30s")
-		return received{}
-	}
-}
-
 func publish(t *testing.T, c *client.Client, topic string, data any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

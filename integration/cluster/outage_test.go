@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -26,7 +27,7 @@ func TestNATSRestart(t *testing.T) {
 
 	publish(t, c1, "o.x", "before")
 	for _, ch := range []<-chan received{ch1, ch2} {
-		if r := next(t, ch); r.data != `"before"` {
+		if r := testkit.RecvSlow(t, ch, "an event"); r.data != `"before"` {
 			t.Fatalf("before the outage: %+v", r)
 		}
 	}
@@ -39,10 +40,10 @@ func TestNATSRestart(t *testing.T) {
 	}
 	publish(t, c1, "o.x", "only-n1")
 	publish(t, c2, "o.x", "only-n2")
-	if r := next(t, ch1); r.data != `"only-n1"` {
+	if r := testkit.RecvSlow(t, ch1, "an event"); r.data != `"only-n1"` {
 		t.Fatalf("n1 during the outage: %+v", r)
 	}
-	if r := next(t, ch2); r.data != `"only-n2"` {
+	if r := testkit.RecvSlow(t, ch2, "an event"); r.data != `"only-n2"` {
 		t.Fatalf("n2 during the outage: %+v", r)
 	}
 
@@ -66,7 +67,7 @@ func TestNATSRestart(t *testing.T) {
 		var got []string
 		missed := false
 		for len(got) < 2 {
-			switch r := next(t, ch); {
+			switch r := testkit.RecvSlow(t, ch, "an event"); {
 			case r.missed:
 				missed = true
 			case r.data == `"later"` && !missed:
@@ -93,7 +94,7 @@ func TestNATSRestart(t *testing.T) {
 	// n2 cannot know what n1 published during the outage: resuming from
 	// before it is not complete.
 	_, ch := subscribe(t, dial(t, hubs[1]), "o.x", before, 10)
-	if r := next(t, ch); !r.missed {
+	if r := testkit.RecvSlow(t, ch, "an event"); !r.missed {
 		t.Fatalf("resumed on n2 from before the outage: %+v, want missed first", r)
 	}
 }
@@ -108,7 +109,7 @@ func TestNATSRestartJetStream(t *testing.T) {
 	c1, c2 := dial(t, hubs[0]), dial(t, hubs[1])
 	_, ch2 := subscribe(t, c2, "oj.x", client.Position{}, 10)
 	publish(t, c1, "oj.x", 1)
-	first := next(t, ch2)
+	first := testkit.RecvSlow(t, ch2, "an event")
 	if first.data != "1" {
 		t.Fatalf("before the outage: %+v", first)
 	}
@@ -129,7 +130,7 @@ func TestNATSRestartJetStream(t *testing.T) {
 	publish(t, c1, "oj.x", 2)
 	publish(t, c2, "oj.x", 3)
 	for _, want := range []string{"2", "3"} {
-		r := next(t, ch2)
+		r := testkit.RecvSlow(t, ch2, "an event")
 		if r.missed || r.data != want || r.epoch != first.epoch {
 			t.Fatalf("after the outage: %+v, want %s in epoch %s", r, want, first.epoch)
 		}

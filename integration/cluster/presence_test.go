@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // TestPresenceAcrossNodes: rpc.presence on one node lists the peers of
@@ -29,7 +30,7 @@ func TestPresenceAcrossNodes(t *testing.T) {
 	if _, err := onN2.Subscribe(ctx, "room.>", func(client.Event) {}); err != nil {
 		t.Fatal(err)
 	}
-	if pc := recvChange(t, changes); !pc.Join || pc.Peer.Node != "n2" || pc.Topic != "room.1" {
+	if pc := testkit.RecvSlow(t, changes, "a presence change"); !pc.Join || pc.Peer.Node != "n2" || pc.Topic != "room.1" {
 		t.Fatalf("got %+v, want n2's peer joining room.1", pc)
 	}
 	onN3 := dial(t, hubs[2])
@@ -37,7 +38,7 @@ func TestPresenceAcrossNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	joined := recvChange(t, changes)
+	joined := testkit.RecvSlow(t, changes, "a presence change")
 	if !joined.Join || joined.Peer.Node != "n3" || joined.Peer.ID == "" {
 		t.Fatalf("got %+v, want n3's peer joining", joined)
 	}
@@ -61,23 +62,12 @@ func TestPresenceAcrossNodes(t *testing.T) {
 	if err := sub.Unsubscribe(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if left := recvChange(t, changes); left.Join || left.Peer != joined.Peer {
+	if left := testkit.RecvSlow(t, changes, "a presence change"); left.Join || left.Peer != joined.Peer {
 		t.Fatalf("got %+v, want %+v leaving", left, joined.Peer)
 	}
 	// A peer that disconnects leaves too.
 	_ = onN2.Close()
-	if left := recvChange(t, changes); left.Join || left.Peer.Node != "n2" {
+	if left := testkit.RecvSlow(t, changes, "a presence change"); left.Join || left.Peer.Node != "n2" {
 		t.Fatalf("got %+v, want n2's peer leaving", left)
-	}
-}
-
-func recvChange(t *testing.T, ch <-chan client.PresenceChange) client.PresenceChange {
-	t.Helper()
-	select {
-	case pc := <-ch:
-		return pc
-	case <-time.After(30 * time.Second):
-		t.Fatal("no presence change within 30s")
-		return client.PresenceChange{}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // TestResumeOnAnotherNode: with JetStream, positions are the same on
@@ -23,7 +24,7 @@ func TestResumeOnAnotherNode(t *testing.T) {
 	}
 	var last received
 	for n := 1; n <= 20; n++ {
-		if last = next(t, ch); last.data != strconv.Itoa(n) {
+		if last = testkit.RecvSlow(t, ch, "an event"); last.data != strconv.Itoa(n) {
 			t.Fatalf("event %+v, want %d", last, n)
 		}
 	}
@@ -38,13 +39,13 @@ func TestResumeOnAnotherNode(t *testing.T) {
 
 	_, ch = subscribe(t, dial(t, hubs[2]), "r.>", pos, 100)
 	for n := 21; n <= 40; n++ {
-		r := next(t, ch)
+		r := testkit.RecvSlow(t, ch, "an event")
 		if r.missed || r.data != strconv.Itoa(n) {
 			t.Fatalf("resumed on n3: %+v, want %d", r, n)
 		}
 	}
 	publish(t, pub, "r.x", 41)
-	if r := next(t, ch); r.data != "41" {
+	if r := testkit.RecvSlow(t, ch, "an event"); r.data != "41" {
 		t.Fatalf("live on n3: %+v, want 41", r)
 	}
 }
@@ -71,7 +72,7 @@ func TestNodeKilled(t *testing.T) {
 	})
 	taken := 0
 	for taken < total/4 {
-		if r := next(t, ch); r.data != strconv.Itoa(taken+1) {
+		if r := testkit.RecvSlow(t, ch, "an event"); r.data != strconv.Itoa(taken+1) {
 			t.Fatalf("event %+v, want %d", r, taken+1)
 		}
 		taken++
@@ -96,7 +97,7 @@ func TestNodeKilled(t *testing.T) {
 	// handler may take more before Position is read): start from the
 	// event after pos, whatever was taken, and then every event to the
 	// end must follow in order.
-	r := next(t, ch)
+	r := testkit.RecvSlow(t, ch, "an event")
 	if r.missed || r.seq != pos.Seq+1 {
 		t.Fatalf("resuming on n3 from %v: %+v, want the event after it", pos, r)
 	}
@@ -105,14 +106,14 @@ func TestNodeKilled(t *testing.T) {
 		t.Fatalf("resumed on n3 at %d, after %d taken: %d lost", n, taken, n-taken-1)
 	}
 	for ; n < total; n++ {
-		r := next(t, ch)
+		r := testkit.RecvSlow(t, ch, "an event")
 		if r.missed || r.data != strconv.Itoa(n+1) {
 			t.Fatalf("on n3 after %d: %+v", n, r)
 		}
 	}
 	wg.Wait()
 	publish(t, pub, "k.x", "end")
-	if r := next(t, ch); r.data != `"end"` {
+	if r := testkit.RecvSlow(t, ch, "an event"); r.data != `"end"` {
 		t.Fatalf("after the last: %+v, want the end", r)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // startNATSCluster runs three NATS servers with JetStream, routed to each
@@ -137,7 +138,7 @@ func TestStreamReplicas(t *testing.T) {
 		// come twice).
 		for _, w := range want {
 			for {
-				r := next(t, ch)
+				r := testkit.RecvSlow(t, ch, "an event")
 				if r.missed {
 					t.Fatalf("%s: told it missed events: %+v", nodeName(i), r)
 				}

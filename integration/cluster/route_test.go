@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -108,7 +109,7 @@ func TestRouteAcrossNodes(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
-	if err := recvErr(t, ended); !errors.Is(err, context.Canceled) {
+	if err := testkit.RecvSlow(t, ended, "ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the provider's handler ended with %v, want its context cancelled", err)
 	}
 
@@ -117,19 +118,8 @@ func TestRouteAcrossNodes(t *testing.T) {
 	<-started
 	hubs[1].Kill()
 	start := time.Now()
-	wantCode(t, "the call in flight when n2 was killed", recvErr(t, errc), peer.CodeProviderLost)
+	wantCode(t, "the call in flight when n2 was killed", testkit.RecvSlow(t, errc, "errc"), peer.CodeProviderLost)
 	t.Logf("-32006 %v after n2 was killed", time.Since(start).Round(time.Millisecond))
-}
-
-func recvErr(t *testing.T, ch <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatal("nothing within 30s")
-		return nil
-	}
 }
 
 // TestRouteFewestInFlight: with providers on two other nodes, a call goes

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // published is what rpc.publish answered.
@@ -69,7 +70,7 @@ func checkReplaced(t *testing.T, pub, sub *hubproc.Hub, replace func()) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := next(t, ch); r.seq != res.Seq || r.epoch != res.Epoch {
+		if r := testkit.RecvSlow(t, ch, "an event"); r.seq != res.Seq || r.epoch != res.Epoch {
 			t.Fatalf("event %+v, publish answered %+v", r, res)
 		}
 		old = res.Epoch
@@ -97,12 +98,12 @@ func checkReplaced(t *testing.T, pub, sub *hubproc.Hub, replace func()) {
 	// The subscriber was told, then gets each acknowledged event at its
 	// position (and maybe events of failed publishes that reached the
 	// new stream: they said they might have).
-	if r := next(t, ch); !r.missed {
+	if r := testkit.RecvSlow(t, ch, "an event"); !r.missed {
 		t.Fatalf("first after the replacement: %+v, want missed", r)
 	}
 	for _, want := range acked {
 		for {
-			r := next(t, ch)
+			r := testkit.RecvSlow(t, ch, "an event")
 			if r.missed || r.epoch != want.Epoch || r.seq > want.Seq {
 				t.Fatalf("got %+v, want the event at %d of %s", r, want.Seq, want.Epoch)
 			}

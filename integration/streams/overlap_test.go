@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // One client with overlapping subscriptions (ov.> and ov.a) resumes both
@@ -38,7 +39,7 @@ func TestOverlappingSubscriptionsResume(t *testing.T) {
 		t.Helper()
 		var last uint64
 		for want := from; want <= to; want += step {
-			g := next(t, ch)
+			g := testkit.RecvSlow(t, ch, "an event")
 			if g.missed || g.n != want || g.topic != topic(want) || g.seq <= last {
 				t.Fatalf("got %+v after seq %d; want event %d", g, last, want)
 			}
@@ -86,7 +87,7 @@ func TestResumeAfterHubRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for want := 1; want <= 5; want++ {
-		if g := next(t, events); g.n != want || g.missed {
+		if g := testkit.RecvSlow(t, events, "an event"); g.n != want || g.missed {
 			t.Fatalf("got %+v; want event %d", g, want)
 		}
 	}
@@ -97,11 +98,11 @@ func TestResumeAfterHubRestart(t *testing.T) {
 	if err := publish(ctx, pub, 6, 8, fixed("rs.t")); err != nil {
 		t.Fatal(err)
 	}
-	if g := next(t, events); !g.missed {
+	if g := testkit.RecvSlow(t, events, "an event"); !g.missed {
 		t.Fatalf("first event after the restart %+v; want Missed", g)
 	}
 	for want := 6; want <= 8; want++ {
-		g := next(t, events)
+		g := testkit.RecvSlow(t, events, "an event")
 		if g.missed || g.n != want {
 			t.Fatalf("got %+v; want event %d", g, want)
 		}

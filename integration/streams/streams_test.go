@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // got is an event as a handler saw it: its data as an int, or missed.
@@ -47,18 +48,6 @@ func collect(t *testing.T, size int) (func(client.Event), <-chan got) {
 			t.Errorf("more events than the %d expected", size)
 		}
 	}, ch
-}
-
-// next returns the next event, failing the test after 60 s without one.
-func next(t *testing.T, ch <-chan got) got {
-	t.Helper()
-	select {
-	case g := <-ch:
-		return g
-	case <-time.After(60 * time.Second):
-		t.Fatal("no event within 60s")
-		return got{}
-	}
 }
 
 // publish publishes the ints from..to on topic(i), one after the other.
@@ -99,7 +88,7 @@ func TestResumeAfterCuts(t *testing.T) {
 
 	var last uint64
 	for want := 1; want <= n; want++ {
-		g := next(t, events)
+		g := testkit.RecvSlow(t, events, "an event")
 		if g.missed {
 			t.Fatalf("told events were missed before event %d", want)
 		}
@@ -150,7 +139,7 @@ func TestResumeBeyondHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for want := 1; want <= 50; want++ {
-		if g := next(t, events); g.missed || g.n != want {
+		if g := testkit.RecvSlow(t, events, "an event"); g.missed || g.n != want {
 			t.Fatalf("got %+v; want event %d", g, want)
 		}
 	}
@@ -163,7 +152,7 @@ func TestResumeBeyondHistory(t *testing.T) {
 	p.Unblock()
 	testclient.WaitState(t, states, client.StateConnected)
 
-	if g := next(t, events); !g.missed {
+	if g := testkit.RecvSlow(t, events, "an event"); !g.missed {
 		t.Fatalf("first event after the gap %+v; want Missed", g)
 	}
 	// The hub held the newest 100 of the topic: 451 to 550. The live ones
@@ -172,7 +161,7 @@ func TestResumeBeyondHistory(t *testing.T) {
 	var last uint64
 	check := func(from, to int) {
 		for want := from; want <= to; want++ {
-			g := next(t, events)
+			g := testkit.RecvSlow(t, events, "an event")
 			if g.missed || g.n != want || g.seq <= last {
 				t.Fatalf("got %+v after seq %d; want event %d", g, last, want)
 			}
@@ -220,7 +209,7 @@ func TestWildcardResume(t *testing.T) {
 	}
 	var gots []got
 	for len(gots) < 60 { // 3 of every 5 of the first 100
-		gots = append(gots, next(t, events))
+		gots = append(gots, testkit.RecvSlow(t, events, "an event"))
 	}
 	p.Block()
 	testclient.WaitState(t, states, client.StateConnecting)
@@ -233,7 +222,7 @@ func TestWildcardResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	for len(gots) < len(want) {
-		gots = append(gots, next(t, events))
+		gots = append(gots, testkit.RecvSlow(t, events, "an event"))
 	}
 	var last uint64
 	for i, g := range gots {
@@ -428,7 +417,7 @@ func TestHistoryBoundsAndBaseline(t *testing.T) {
 	}
 	for i, ch := range chans {
 		for want := 1001; want <= 1000+events; want++ {
-			if g := next(t, ch); g.n != want {
+			if g := testkit.RecvSlow(t, ch, "an event"); g.n != want {
 				t.Fatalf("subscriber %d: got %+v; want event %d", i, g, want)
 			}
 		}
