@@ -91,10 +91,17 @@ type reader struct {
 	// row that did not wait, and whether it holds a turn.
 	streak int
 	turn   bool
+	// For a caller that reads its own reply (own.go): the reply the
+	// reader hands over as it parks the role; the ctx whose end
+	// interrupts the holder's read, and how to undo that.
+	pass      passing
+	watchDone <-chan struct{}
+	watchStop func() bool
 }
 
 // readLoop reads and dispatches messages until reading ends, when it
-// closes readDone, or until the watchdog took the reader role from it.
+// closes readDone, or until the watchdog took the reader role from it, or
+// it parked the role for a caller to read (see own.go).
 //
 // Its frame is kept small: an idle connection's reader parks at the end of
 // a chain of frames (the HTTP server's, the transport's, the WebSocket
@@ -113,6 +120,9 @@ func (r *reader) readLoop() {
 		began := r.readStart()
 		msg, err := c.t.Read(r.ctx)
 		if err != nil {
+			if interrupted(err) {
+				continue // meant for a caller that held the role (own.go)
+			}
 			r.letGo() // before the connection closes
 			c.readFailed(err)
 			break
@@ -132,6 +142,10 @@ func (r *reader) readLoop() {
 		}
 		if !r.dispatch(r.hctx, msg) {
 			return // another goroutine reads now
+		}
+		if r.pass.p != nil {
+			r.passOn()
+			return // a caller reads next
 		}
 		if !r.heldNext {
 			r.letGo()
