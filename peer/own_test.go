@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -297,4 +298,72 @@ func TestParkedRoleClose(t *testing.T) {
 	if err := c.Err(); !errors.As(err, &ce) || ce.Code != CloseGoingAway {
 		t.Fatalf("Err %v, want the other side's 1001", err)
 	}
+}
+
+// parkedForGood parks the reader role after a call and stops the timer
+// that would give it back: only what waits can get a reader now.
+func parkedForGood(t *testing.T, c *Conn) {
+	t.Helper()
+	for range 100 {
+		parkedCall(t, c)
+		c.parkTimer.Stop()
+		if c.roleAt.Load() == roleParked {
+			return
+		}
+	}
+	t.Fatal("the reader role was never left parked")
+}
+
+// TestParkedRoleWaiters checks that whatever waits for a message it will
+// not read itself gives a parked role to a reader goroutine, rather than
+// waiting for the park timer: a batch, a Ping, and a call that did not
+// take the role, registered after the role was parked.
+func TestParkedRoleWaiters(t *testing.T) {
+	c, _ := ownPair(t, nil, &Options{Router: specMux()})
+	within := func(what string, f func() error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { errc <- f() }()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-ctx.Done():
+			c.Close() // ends the wait, for the test to end
+			<-errc
+			t.Fatalf("%s waited with the reader role parked and nobody reading", what)
+		}
+	}
+
+	parkedForGood(t, c)
+	var sum float64
+	within("Batch", func() error {
+		elems := []BatchElem{{Method: "add", Params: []int{1, 2}, Result: &sum}}
+		if err := c.Batch(t.Context(), elems); err != nil {
+			return err
+		}
+		return elems[0].Err
+	})
+
+	parkedForGood(t, c)
+	within("Ping", func() error { return c.Ping(t.Context()) })
+
+	// A call that found the role held, registered once it was parked:
+	// the steps of Call with the role taken by someone else meanwhile.
+	parkedForGood(t, c)
+	within("a call that did not take the role", func() error {
+		p := &pendingCall{ch: make(chan reply, 1)}
+		id, err := c.addPending(p, false)
+		if err != nil {
+			return err
+		}
+		if err := c.send(t.Context(), appendRequest(nil, []byte(strconv.FormatUint(id, 10)), "rpc.ping", nil)); err != nil {
+			return err
+		}
+		r, _ := c.await(t.Context(), id, p)
+		return r.err
+	})
 }

@@ -34,6 +34,9 @@ import (
 // "belongs to the reader" belongs to the holder. The role passes by a
 // compare-and-swap on Conn.rstate, so that the watchdog takes it only
 // from a reader still in its handler, and the reader learns it lost it.
+// On a connection the client package dialed, the role can also be parked
+// and taken by a caller, who reads its own reply with the same *reader
+// (see own.go and Conn.roleAt).
 
 // rstate bits: the reader is in a handler, and the connection is on the
 // watchdog's list; the bits above count the handlers the reader started.
