@@ -155,6 +155,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 	// The role passes to a caller waiting on the poll waker (see own.go).
 	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.wk != nil && c.o.Share == nil && c.ahead == nil {
 		c.ownReads = true
+		c.role.own = new(ownRead)
 		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
 		c.parkTimer.Stop()
 		c.interrupt = it.interruptRead
@@ -202,8 +203,8 @@ func (c *Conn) Serve(ctx context.Context) error {
 		<-c.readDone
 	}
 	c.wg.Wait()
-	if c.role.watchStop != nil {
-		c.role.watchStop() // nobody reads any more (see own.go)
+	if c.ownReads && c.role.own.watchStop != nil {
+		c.role.own.watchStop() // nobody reads any more (see own.go)
 	}
 	close(c.done)
 	c.mu.Lock()

@@ -47,8 +47,8 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 		m := &f.msgs[0]
 		if m.isResponse() || c.answersPending(m) {
 			var pass *passing
-			if c.ownReads {
-				pass = &r.pass
+			if r.own != nil {
+				pass = &r.own.pass
 			}
 			c.deliver(m, pass)
 			return true

@@ -62,6 +62,16 @@ type interrupter interface {
 	interruptRead()
 }
 
+// ownRead is the state of the reader role that only a connection whose
+// callers read their own replies has (reader.own): the reply the reader
+// hands over as it parks the role, and the ctx whose end interrupts the
+// holder's read, with how to undo that (see watch).
+type ownRead struct {
+	pass      passing
+	watchDone <-chan struct{}
+	watchStop func() bool
+}
+
 // passing is the reply the reader hands over as it parks the role, once
 // the message it came in is done with (see readLoop).
 type passing struct {
@@ -77,11 +87,11 @@ func (c *Conn) mayPassLocked(p *pendingCall) bool {
 	return c.ownReads && p.solo && len(c.pending) == 0
 }
 
-// passOn parks the role and hands r.pass its reply. It runs on the
+// passOn parks the role and hands r.own.pass its reply. It runs on the
 // reader, which stops reading.
 func (r *reader) passOn() {
-	c, ps := r.c, r.pass
-	r.pass = passing{}
+	c, ps := r.c, r.own.pass
+	r.own.pass = passing{}
 	r.park() // the last use of r
 	c.hand(ps.id, ps.p, ps.r)
 }
@@ -122,7 +132,7 @@ func (r *reader) goRead(first []byte) {
 			switch {
 			case !ok:
 				return // another goroutine reads now
-			case r.pass.p != nil:
+			case r.own.pass.p != nil:
 				r.passOn()
 				return
 			}
@@ -212,14 +222,15 @@ func (r *reader) readOwn(ctx context.Context, id uint64, p *pendingCall) (reply,
 // and undone for every call: a read it interrupts goes on, and Serve undoes
 // it at the end.
 func (r *reader) watch(ctx context.Context) {
+	o := r.own
 	done := ctx.Done()
-	if done == nil || done == r.watchDone {
+	if done == nil || done == o.watchDone {
 		return
 	}
-	if r.watchStop != nil {
-		r.watchStop()
+	if o.watchStop != nil {
+		o.watchStop()
 	}
-	r.watchDone, r.watchStop = done, context.AfterFunc(ctx, r.c.interrupt)
+	o.watchDone, o.watchStop = done, context.AfterFunc(ctx, r.c.interrupt)
 }
 
 // interrupted reports whether err is that of a read interrupted for a

@@ -94,12 +94,10 @@ type reader struct {
 	// row that did not wait, and whether it holds a turn.
 	streak int
 	turn   bool
-	// For a caller that reads its own reply (own.go): the reply the
-	// reader hands over as it parks the role; the ctx whose end
-	// interrupts the holder's read, and how to undo that.
-	pass      passing
-	watchDone <-chan struct{}
-	watchStop func() bool
+	// own is the role's state for callers that read their own replies
+	// (own.go); nil on a connection where they do not, which most
+	// connections are: it is not paid for by every idle connection.
+	own *ownRead
 }
 
 // readLoop reads and dispatches messages until reading ends, when it
@@ -146,7 +144,7 @@ func (r *reader) readLoop() {
 		if !r.dispatch(r.hctx, msg) {
 			return // another goroutine reads now
 		}
-		if r.pass.p != nil {
+		if r.own != nil && r.own.pass.p != nil {
 			r.passOn()
 			return // a caller reads next
 		}
