@@ -43,12 +43,19 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		p.Context, p.deadline = ctx, monotime()+int64(c.o.CallTimeout)
 		ctx = p
 	}
-	// The caller waits on the poll waker if it is free (see wake.go).
-	if p.solo = c.wk != nil && c.wk.take(); p.solo {
-		defer c.wk.give()
+	// The caller reads its own reply if the reader role is parked (see
+	// own.go); else it waits on the poll waker if it is free (wake.go).
+	if p.rd = c.takeRole(); p.rd == nil {
+		if p.solo = c.wk != nil && c.wk.take(); p.solo {
+			defer c.wk.give()
+		}
 	}
 	id, err := c.addPending(p, false)
 	if err != nil {
+		if p.rd != nil {
+			p.rd.park() // closed: park gives it to a reader, which ends
+			p.rd = nil
+		}
 		reuse = true
 		enc.release()
 		return err
@@ -144,6 +151,7 @@ func (e *paramsEncoder) release() {
 // connection's.
 func (c *Conn) Ping(ctx context.Context) error {
 	reads, pauses := c.reads.Load(), c.pauses.Load()
+	c.wantReader() // the answer is read by a reader goroutine
 	var err error
 	if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
 		err = p.Ping(ctx)

@@ -63,9 +63,18 @@ type Conn struct {
 	rstate atomic.Uint64 // the reader's state, for the watchdog (see reader.go)
 	// ahead is the transport when it can tell that its next message is
 	// read already (see reader.readAhead).
-	ahead   readAhead
-	readers atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
-	rbatch  atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
+	ahead readAhead
+	// When a caller may read its own reply (ownReads, set once by
+	// NewConn; see own.go): who holds the role, the timer that ends its
+	// parking and when it fires (monotime, as last reset), and the
+	// transport's interruptRead.
+	ownReads  bool
+	roleAt    atomic.Int32
+	parkTimer *time.Timer
+	parkUntil atomic.Int64
+	interrupt func()
+	readers   atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
+	rbatch    atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
 	// spawning is set when the watchdog took the reader role from a slow
 	// handler, and cleared at its next look (or once no call runs):
 	// meanwhile concurrent calls run on workers.
@@ -143,6 +152,14 @@ func NewConn(t Transport, opts *Options) *Conn {
 	if pw, ok := t.(pollWaker); ok && pw.pollWake() {
 		c.wk = newWaker()
 	}
+	// The role passes to a caller waiting on the poll waker (see own.go).
+	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.wk != nil && c.o.Share == nil && c.ahead == nil {
+		c.ownReads = true
+		c.role.own = new(ownRead)
+		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
+		c.parkTimer.Stop()
+		c.interrupt = it.interruptRead
+	}
 	return c
 }
 
@@ -186,6 +203,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 		<-c.readDone
 	}
 	c.wg.Wait()
+	if c.ownReads && c.role.own.watchStop != nil {
+		c.role.own.watchStop() // nobody reads any more (see own.go)
+	}
 	close(c.done)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -323,6 +343,7 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 	// only then, so the close code reaches the other side.
 	c.wg.Add(1)
 	c.mu.Unlock()
+	c.wantReader() // a parked reader role: the reading must end
 
 	go func() {
 		defer c.wg.Done()

@@ -46,7 +46,11 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 	case !f.batch:
 		m := &f.msgs[0]
 		if m.isResponse() || c.answersPending(m) {
-			c.deliver(m)
+			var pass *passing
+			if r.own != nil {
+				pass = &r.own.pass
+			}
+			c.deliver(m, pass)
 			return true
 		}
 		call, reply := r.prepare(m, frameText{last: &r.lastMethod}, nil)
@@ -74,7 +78,7 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 	for i := range f.msgs {
 		m := &f.msgs[i]
 		if m.isResponse() || c.answersPending(m) {
-			c.deliver(m)
+			c.deliver(m, nil)
 			continue
 		}
 		cl, reply := r.prepare(m, t, b.slot())
@@ -362,8 +366,9 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 
 // deliver hands a response to the call waiting for it. Responses to
 // unknown ids (a call that timed out, say) are dropped. It runs on the
-// reader.
-func (c *Conn) deliver(m *message) {
+// reader. With pass, the reader may keep the reply in *pass instead, to
+// hand it over as it parks the reader role (see own.go).
+func (c *Conn) deliver(m *message, pass *passing) {
 	id, ok := parseOurID(m.id)
 	if !ok {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
@@ -372,6 +377,7 @@ func (c *Conn) deliver(m *message) {
 	c.mu.Lock()
 	p := c.pending[id]
 	delete(c.pending, id)
+	passes := pass != nil && p != nil && c.mayPassLocked(p)
 	c.mu.Unlock()
 	if p == nil {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
@@ -379,6 +385,10 @@ func (c *Conn) deliver(m *message) {
 	}
 	r := decodeReply(m)
 	r.read = true
+	if passes {
+		*pass = passing{id: id, p: p, r: r}
+		return
+	}
 	c.hand(id, p, r)
 }
 

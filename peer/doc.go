@@ -17,9 +17,10 @@
 // watchdog's few milliseconds). docs/peer.md has the details and figures.
 //
 // On the calling side, over a WebSocket the client package dialed, the
-// calls queued while one is written leave together too, and a call that
-// waits alone for its reply is woken by Go's network poller rather than
-// by a hand-off from the reader (see wake.go).
+// calls queued while one is written leave together too, a call that waits
+// alone for its reply is woken by Go's network poller rather than by a
+// hand-off from the reader (see wake.go), and a call made while no other
+// is pending reads its own reply (see own.go).
 //
 // # Serving
 //

@@ -22,6 +22,11 @@ type pendingCall struct {
 	// solo: the caller waits on the connection's poll waker, which whoever
 	// sends on ch then tells the call's id (see wake.go).
 	solo bool
+	// rd: the caller holds the reader role, and reads its reply itself
+	// (see own.go); reading: it reads now, and the call's expiry must
+	// interrupt its read.
+	rd      *reader
+	reading atomic.Bool
 
 	// A call of Conn.Call whose ctx has no deadline, when CallTimeout
 	// bounds it, is its own context while it waits to be sent: it embeds
@@ -166,6 +171,9 @@ func (c *Conn) expireCalls() {
 			delete(c.pending, id)
 			p.end(context.DeadlineExceeded)
 			c.hand(id, p, reply{expired: true})
+			if p.reading.Load() {
+				c.interrupt()
+			}
 		case next == 0 || p.deadline < next:
 			next = p.deadline
 		}
@@ -202,8 +210,18 @@ func (c *Conn) addPending(p *pendingCall, forward bool) (uint64, error) {
 // ended first: the call is still pending then, for the caller to abandon
 // or to go on waiting for. A ctx that never ends waits for the reply, or
 // for the connection's end or the call's CallTimeout, which both send
-// one.
+// one. A caller that holds the reader role (p.rd) reads the reply itself,
+// and gives the role up in any case (see own.go).
 func (c *Conn) await(ctx context.Context, id uint64, p *pendingCall) (reply, bool) {
+	if rd := p.rd; rd != nil {
+		p.rd = nil
+		if r, ok := rd.readOwn(ctx, id, p); ok {
+			return r, true
+		}
+		// The role went to a reader goroutine before the reply came.
+	} else {
+		c.wantReader() // the role may have been parked as p was added
+	}
 	if p.solo {
 		switch err := c.wk.wait(ctx, id); {
 		case err == nil:
@@ -227,7 +245,12 @@ func (c *Conn) await(ctx context.Context, id uint64, p *pendingCall) (reply, boo
 // cancel (a call that was sent), and abandon reports false; else its
 // reply, delivered meanwhile, is returned.
 func (c *Conn) abandon(id uint64, p *pendingCall, cancel bool) (reply, bool) {
-	if c.forget(id) {
+	pending := c.forget(id)
+	if rd := p.rd; rd != nil {
+		p.rd = nil
+		rd.park() // the call was not sent: its caller reads nothing
+	}
+	if pending {
 		if cancel {
 			c.cancelRemote(id)
 		}

@@ -34,6 +34,9 @@ import (
 // "belongs to the reader" belongs to the holder. The role passes by a
 // compare-and-swap on Conn.rstate, so that the watchdog takes it only
 // from a reader still in its handler, and the reader learns it lost it.
+// On a connection the client package dialed, the role can also be parked
+// and taken by a caller, who reads its own reply with the same *reader
+// (see own.go and Conn.roleAt).
 
 // rstate bits: the reader is in a handler, and the connection is on the
 // watchdog's list; the bits above count the handlers the reader started.
@@ -91,10 +94,15 @@ type reader struct {
 	// row that did not wait, and whether it holds a turn.
 	streak int
 	turn   bool
+	// own is the role's state for callers that read their own replies
+	// (own.go); nil on a connection where they do not, which most
+	// connections are: it is not paid for by every idle connection.
+	own *ownRead
 }
 
 // readLoop reads and dispatches messages until reading ends, when it
-// closes readDone, or until the watchdog took the reader role from it.
+// closes readDone, or until the watchdog took the reader role from it, or
+// it parked the role for a caller to read (see own.go).
 //
 // Its frame is kept small: an idle connection's reader parks at the end of
 // a chain of frames (the HTTP server's, the transport's, the WebSocket
@@ -113,6 +121,9 @@ func (r *reader) readLoop() {
 		began := r.readStart()
 		msg, err := c.t.Read(r.ctx)
 		if err != nil {
+			if interrupted(err) {
+				continue // meant for a caller that held the role (own.go)
+			}
 			r.letGo() // before the connection closes
 			c.readFailed(err)
 			break
@@ -132,6 +143,10 @@ func (r *reader) readLoop() {
 		}
 		if !r.dispatch(r.hctx, msg) {
 			return // another goroutine reads now
+		}
+		if r.own != nil && r.own.pass.p != nil {
+			r.passOn()
+			return // a caller reads next
 		}
 		if !r.heldNext {
 			r.letGo()

@@ -138,6 +138,8 @@ type readAhead interface {
 
 func (t *wsTransport) canGather() bool    { return t.gc != nil }
 func (t *wsTransport) pollWake() bool     { return t.dialed }
+func (t *wsTransport) canInterrupt() bool { return t.dialed && t.gc != nil }
+func (t *wsTransport) interruptRead()     { t.gc.Interrupt() }
 func (t *wsTransport) canReadAhead() bool { return t.br != nil }
 func (t *wsTransport) holdWrites()        { t.gc.Hold() }
 func (t *wsTransport) flushWrites() error { return t.gc.Flush() }

@@ -9,6 +9,7 @@ package gather
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coder/websocket"
 )
@@ -17,9 +18,10 @@ import (
 // returns the peer.Transport, as an any, of a WebSocket ws that this
 // process dialed, whose network connection is gc (nil when it is not
 // known). When several messages are queued, as when many goroutines call
-// at once, the transport writes them with one system call; and a call
-// that waits alone for its reply is woken by the network poller (see
-// peer's wake.go).
+// at once, the transport writes them with one system call; a call that
+// waits alone for its reply is woken by the network poller (see peer's
+// wake.go); and, over gc, a caller reads its own reply when no other call
+// is pending (see peer's own.go and Interrupt).
 var Dialed func(ws *websocket.Conn, gc *Conn) any
 
 // Conn is a network connection whose writes can be gathered: between
@@ -45,10 +47,22 @@ type Conn struct {
 	mu   sync.Mutex // held across the underlying writes, for their order
 	held bool
 	buf  *[]byte // while held; from gatherBufs
+
+	// For Interrupt (interrupt.go): the frames read, which belong to
+	// the goroutine reading; the interruption asked for and not yet taken
+	// by a read; and whether the deadline is set in the past, under
+	// stopMu, which orders Interrupt and the read that takes it.
+	frames  frameTrack
+	stop    atomic.Bool
+	stopMu  sync.Mutex
+	stopped bool
 }
 
-// New returns c with writes that can be gathered.
-func New(c net.Conn) *Conn { return &Conn{Conn: c} }
+// New returns c with writes that can be gathered. What it reads is taken
+// to begin with the HTTP response to a WebSocket handshake, as on a
+// connection dialed for one (see Interrupt); on a served connection, the
+// WebSocket library does not read through it.
+func New(c net.Conn) *Conn { return &Conn{Conn: c, frames: frameTrack{inHead: true}} }
 
 // gatherLimit is how many held bytes Write keeps before sending them.
 const gatherLimit = 64 << 10
