@@ -46,8 +46,13 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 	case !f.batch:
 		m := &f.msgs[0]
 		if m.isResponse() || c.answersPending(m) {
-			c.deliver(m)
-			return true
+			rl, rp := c.deliver(m)
+			if rl == nil {
+				return true
+			}
+			r.keepMsgs(f.msgs) // as below: the answer may outlast the role
+			kept = true
+			return rl.answerOnReader(rp)
 		}
 		call, reply := r.prepare(m, frameText{last: &r.lastMethod}, nil)
 		// The message is done with: its buffer goes back to the reader
@@ -74,7 +79,9 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 	for i := range f.msgs {
 		m := &f.msgs[i]
 		if m.isResponse() || c.answersPending(m) {
-			c.deliver(m)
+			if rl, rp := c.deliver(m); rl != nil {
+				rl.answer(rp, false)
+			}
 			continue
 		}
 		cl, reply := r.prepare(m, t, b.slot())
@@ -318,19 +325,27 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 	}
 	hctx := c.register(ctx, cl)
 	if cl.mode == Concurrent && c.spawning.Load() {
+		hctx.cl = cl
 		c.pool.spawn(func() {
 			n := c.out.reserve()
 			out, _ := run(hctx, &c.o, cl, nil, c.o.now())
+			if hctx.relayed { // Relay answers it
+				c.out.unreserve(n)
+				return
+			}
 			c.finishReserved(cl, out, n)
 		})
 		return true
 	}
 	if cl.mode != Serial {
+		hctx.cl = cl
 		s := c.enterHandler()
 		hctx.reader.Store(s)
 		out, _ := run(hctx, &c.o, cl, nil, c.o.now())
 		hctx.reader.Store(0)
-		c.finish(cl, out)
+		if !hctx.relayed { // else Relay answers it
+			c.finish(cl, out)
+		}
 		return c.exitHandler(s)
 	}
 	done := make(chan struct{})
@@ -360,14 +375,15 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 	return true
 }
 
-// deliver hands a response to the call waiting for it. Responses to
-// unknown ids (a call that timed out, say) are dropped. It runs on the
-// reader.
-func (c *Conn) deliver(m *message) {
+// deliver hands a response to the call waiting for it, or, for a call of
+// Relay, returns it with its reply, for the reader to answer its caller.
+// Responses to unknown ids (a call that timed out, say) are dropped. It
+// runs on the reader.
+func (c *Conn) deliver(m *message) (*relayCall, reply) {
 	id, ok := parseOurID(m.id)
 	if !ok {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
-		return
+		return nil, reply{}
 	}
 	c.mu.Lock()
 	p := c.pending[id]
@@ -375,11 +391,15 @@ func (c *Conn) deliver(m *message) {
 	c.mu.Unlock()
 	if p == nil {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
-		return
+		return nil, reply{}
 	}
 	r := decodeReply(m)
 	r.read = true
+	if p.relay != nil {
+		return p.relay, r
+	}
 	c.hand(id, p, r)
+	return nil, reply{}
 }
 
 // answersPending reports whether m, which is neither a request nor a
