@@ -46,13 +46,8 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 	case !f.batch:
 		m := &f.msgs[0]
 		if m.isResponse() || c.answersPending(m) {
-			rl, rp := c.deliver(m)
-			if rl == nil {
-				return true
-			}
-			r.keepMsgs(f.msgs) // as below: the answer may outlast the role
-			kept = true
-			return rl.answerOnReader(rp)
+			c.deliver(m)
+			return true
 		}
 		call, reply := r.prepare(m, frameText{last: &r.lastMethod}, nil)
 		// The message is done with: its buffer goes back to the reader
@@ -79,9 +74,7 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 	for i := range f.msgs {
 		m := &f.msgs[i]
 		if m.isResponse() || c.answersPending(m) {
-			if rl, rp := c.deliver(m); rl != nil {
-				rl.answer(rp, false)
-			}
+			c.deliver(m)
 			continue
 		}
 		cl, reply := r.prepare(m, t, b.slot())
@@ -375,15 +368,14 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 	return true
 }
 
-// deliver hands a response to the call waiting for it, or, for a call of
-// Relay, returns it with its reply, for the reader to answer its caller.
-// Responses to unknown ids (a call that timed out, say) are dropped. It
-// runs on the reader.
-func (c *Conn) deliver(m *message) (*relayCall, reply) {
+// deliver hands a response to the call waiting for it. Responses to
+// unknown ids (a call that timed out, say) are dropped. It runs on the
+// reader.
+func (c *Conn) deliver(m *message) {
 	id, ok := parseOurID(m.id)
 	if !ok {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
-		return nil, reply{}
+		return
 	}
 	c.mu.Lock()
 	p := c.pending[id]
@@ -391,15 +383,11 @@ func (c *Conn) deliver(m *message) (*relayCall, reply) {
 	c.mu.Unlock()
 	if p == nil {
 		c.o.Logger.Debug("response with unknown id dropped", zap.ByteString("id", m.id))
-		return nil, reply{}
+		return
 	}
 	r := decodeReply(m)
 	r.read = true
-	if p.relay != nil {
-		return p.relay, r
-	}
 	c.hand(id, p, r)
-	return nil, reply{}
 }
 
 // answersPending reports whether m, which is neither a request nor a

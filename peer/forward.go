@@ -113,10 +113,10 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 // once, instead of waiting for the answer: it sends req on as Forward
 // does, and the caller of the request ctx serves gets its answer when the
 // other side gives it, as then makes it from what Forward would have
-// returned. The reader of c, which reads that answer, writes it to the
+// returned. The reader of c, which reads that answer, queues it for the
 // caller itself: a forwarded call then costs no goroutine of its own and
-// no hand-off, and the caller's reader reads on meanwhile. then runs
-// once, on whichever goroutine learns the outcome; it must not wait.
+// no handler waiting, and the caller's reader reads on meanwhile. then
+// runs once, on whichever goroutine learns the outcome; it must not wait.
 //
 // The call stays the caller's in every way meanwhile: it holds its
 // in-flight slot, rpc.cancel for it reaches the other side (whose answer
@@ -145,7 +145,7 @@ func (c *Conn) Relay(ctx context.Context, req *Request, timeout time.Duration, t
 	idText := strconv.AppendUint(idBuf[:0], id, 10)
 	if err := c.send(ctx, appendRequest(nil, idText, req.Method, req.Params)); err != nil {
 		if c.forget(id) {
-			r.answer(reply{err: err}, false)
+			r.answer(reply{err: err})
 		}
 		return nil, errRelayed
 	}
@@ -186,32 +186,20 @@ func (r *relayCall) callerDone() {
 	case <-r.ri.c.closing:
 		if r.to.forget(r.id) {
 			r.to.cancelRemote(r.id)
-			r.answer(reply{err: r.ri.Err()}, false)
+			r.answer(reply{err: r.ri.Err()})
 		}
 	default:
 		r.to.cancelRemote(r.id)
 	}
 }
 
-// answerOnReader is answer on the reader of r.to, which read the other
-// side's answer: it writes the caller's answer itself, as it runs a
-// handler, and reports as start does whether it still holds the reader
-// role. A caller that does not read its connection could hold the write
-// up: the reader watchdog then moves the reading of r.to to a new
-// goroutine, as it does for a slow handler (see reader.go).
-func (r *relayCall) answerOnReader(rp reply) bool {
-	s := r.to.enterHandler()
-	r.answer(rp, true)
-	return r.to.exitHandler(s)
-}
-
 // answer ends the call with its outcome, once whoever has it removed the
-// call from the pending calls of r.to (so once), and answers the caller:
-// the reply is queued without waiting for room, as the caller's calls
-// under way, each holding an in-flight slot, bound how many there are.
-// The goroutine that runs answer writes it if inline (see
-// answerOnReader), else a writer goroutine does.
-func (r *relayCall) answer(rp reply, inline bool) {
+// call from the pending calls of r.to (so once), and answers the caller.
+// It runs on the reader of r.to, for the other side's answer, which must
+// not wait for the caller: a writer goroutine writes the answer, and when
+// the caller's queue has no room, a worker of the caller's connection
+// waits for it, as a handler's reply would.
+func (r *relayCall) answer(rp reply) {
 	r.done.Store(true)
 	if stop := r.stop.Load(); stop != nil {
 		(*stop)()
@@ -241,12 +229,19 @@ func (r *relayCall) answer(rp reply, inline bool) {
 		c.o.OnServe(cl.req.Method, code, time.Duration(monotime()-r.start))
 	}
 	c.unregister(cl)
-	var q enqueue
-	if inline {
-		q = qInline
-	}
 	c.out.mu.Lock()
-	c.out.enqueueLocked(out, q)
+	if !c.out.closed && !c.out.roomLocked(0) {
+		// The caller reads slowly: its answer waits for room, holding
+		// its slot, as a handler's reply does, on a worker of its own
+		// connection rather than here.
+		c.out.mu.Unlock()
+		c.pool.spawn(func() {
+			c.reply(out)
+			c.freeSlots(1)
+		})
+		return
+	}
+	c.out.enqueueLocked(out, 0)
 	c.freeSlots(1)
 }
 

@@ -104,7 +104,7 @@ func (p *pendingCall) end(err error) {
 // on the poll waker, by the call's id there too (see wake.go).
 func (c *Conn) hand(id uint64, p *pendingCall, r reply) {
 	if p.relay != nil {
-		p.relay.answer(r, false)
+		p.relay.answer(r)
 		return
 	}
 	solo := p.solo // p is the caller's again once sent
@@ -160,7 +160,7 @@ func (c *Conn) expireCalls() {
 	var relayed []*relayCall // answered once c.mu is let go: they answer their callers
 	defer func() {
 		for _, r := range relayed {
-			r.answer(reply{expired: true}, false)
+			r.answer(reply{expired: true})
 		}
 	}()
 	c.mu.Lock()
