@@ -145,12 +145,15 @@ func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessa
 		return nil, err
 	}
 	h.routes.inflight.Add(1)
-	res, err := p.conn.Forward(ctx, &a.call, a.timeout)
-	h.routes.inflight.Add(-1)
-	if err != nil {
-		return nil, h.forwardError(ctx, err, false)
-	}
-	return res, nil
+	// Where ctx is rpc.call's own, the peer's reader answers the caller
+	// (see peer.Conn.Relay); for callPeers, Relay is Forward.
+	return p.conn.Relay(ctx, &a.call, a.timeout, func(res json.RawMessage, err error) (json.RawMessage, error) {
+		h.routes.inflight.Add(-1)
+		if err != nil {
+			return nil, h.forwardError(ctx, err, false)
+		}
+		return res, nil
+	})
 }
 
 // routeTo passes a's call on to the peer to of another node.

@@ -3,9 +3,9 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -104,13 +104,16 @@ func (h *Hub) node() string {
 // serveRemoteCall serves a call that another node of the cluster sends to
 // this hub: to a peer of this hub that provides call.Method (the one with
 // the fewest forwarded calls in flight), or, with call.Peer set, to that
-// peer. It returns the peer's answer unchanged: the raw result, or its
-// *peer.Error. Its own answers are -32601 (no such provider), -32007 (no such peer
-// here), -32003 (every provider stayed at Options.MaxForwards for the
-// forward timeout), -32006 (the peer
-// disconnected before answering) and -32002 (ctx was cancelled: the peer
-// was sent rpc.cancel). A Directory calls it; ctx carries the caller's
-// cancellation and deadline.
+// peer. It takes the path of a local caller's forwarded call
+// ([peer.Conn.Forward]): Shutdown waits for it, and when ctx is cancelled
+// the peer is sent rpc.cancel and its own answer (normally -32002) is
+// returned. It returns the peer's answer unchanged: the raw result, or
+// its *peer.Error. Its own answers are -32601 (no such provider), -32007
+// (no such peer here), -32003 (every provider stayed at
+// Options.MaxForwards for the forward timeout, or ctx's deadline passed),
+// -32005 (the peer's connection is shutting down) and -32006 (the peer
+// disconnected before answering). A Directory calls it; ctx carries the
+// caller's cancellation and deadline.
 func (h *Hub) serveRemoteCall(ctx context.Context, call RemoteCall) (json.RawMessage, error) {
 	var p *Peer
 	if call.Peer != "" {
@@ -127,34 +130,32 @@ func (h *Hub) serveRemoteCall(ctx context.Context, call RemoteCall) (json.RawMes
 			defer h.unpick(p)
 		}
 	}
-	var params any
-	if len(call.Params) > 0 {
-		params = call.Params
-	}
+	req := &peer.Request{Method: call.Method, Params: call.Params}
 	if call.Notification {
-		return nil, p.conn.Notify(ctx, call.Method, params)
+		_, err := p.conn.Forward(ctx, req, 0)
+		return nil, err
 	}
-	if call.Progress != nil {
-		ctx = peer.WithProgress(ctx, call.Progress)
+	// The same path as a local caller's (see forwardHandler), so that
+	// Shutdown waits for the call and a cancel gets the peer's answer.
+	req.ID = remoteID
+	var timeout time.Duration
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(deadline), time.Millisecond)
 	}
-	var res json.RawMessage
-	err := p.conn.Call(ctx, call.Method, params, &res)
-	var e *peer.Error
-	switch {
-	case err == nil:
-		return res, nil
-	case errors.As(err, &e):
-		return nil, e
-	case errors.Is(err, peer.ErrClosed):
-		h.routes.lost.Add(1)
-		return nil, errProviderLost
-	case errors.Is(err, context.DeadlineExceeded):
-		return nil, errForwardTimeout
-	case errors.Is(err, context.Canceled):
-		return nil, &peer.Error{Code: peer.CodeCancelled, Message: "Request cancelled"}
+	ctx = peer.WithProgress(ctx, call.Progress) // a caller waits: see Forward
+	res, err := p.conn.Forward(ctx, req, timeout)
+	if err != nil {
+		return nil, h.forwardError(ctx, err, false)
 	}
-	return nil, errInvalidAnswer
+	return res, nil
 }
+
+// remoteID is the id of a call from another node: Forward sends a call
+// under an id of its own, whatever the request's, as long as it has one.
+var remoteID = func() (id peer.ID) {
+	_ = id.UnmarshalJSON([]byte("0"))
+	return id
+}()
 
 // localPeers returns how this hub's peers show in presence, with their
 // node: those an event on topic would reach, or with topic "" all of

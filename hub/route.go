@@ -139,12 +139,14 @@ func (f forwardHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, e
 		_, err := p.conn.Forward(ctx, req, timeout)
 		return nil, err
 	}
-	res, err := p.conn.Forward(ctx, req, timeout)
-	h.unpick(p)
-	if err == nil {
-		return res, nil
-	}
-	return nil, h.forwardError(ctx, err, false)
+	// The provider's reader answers the caller (see peer.Conn.Relay).
+	return p.conn.Relay(ctx, req, timeout, func(res json.RawMessage, err error) (json.RawMessage, error) {
+		h.unpick(p)
+		if err == nil {
+			return res, nil
+		}
+		return nil, h.forwardError(ctx, err, false)
+	})
 }
 
 // forwardError turns the error of a forwarded call, for the caller whose

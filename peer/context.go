@@ -27,6 +27,10 @@ type reqInfo struct {
 	// reader is the reader state (enterHandler's) of the handler while it
 	// runs on its connection's reader, 0 when it does not (see leaveReader).
 	reader atomic.Uint64
+	// cl is the call the handler serves where it may answer it later,
+	// with Relay (a concurrent single call); relayed: it did.
+	cl      *call
+	relayed bool
 }
 
 // Value returns ri for ctxKey, and the parent's values otherwise.

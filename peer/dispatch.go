@@ -322,19 +322,27 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 	}
 	hctx := c.register(ctx, cl)
 	if cl.mode == Concurrent && c.spawning.Load() {
+		hctx.cl = cl
 		c.pool.spawn(func() {
 			n := c.out.reserve()
 			out, _ := run(hctx, &c.o, cl, nil, c.o.now())
+			if hctx.relayed { // Relay answers it
+				c.out.unreserve(n)
+				return
+			}
 			c.finishReserved(cl, out, n)
 		})
 		return true
 	}
 	if cl.mode != Serial {
+		hctx.cl = cl
 		s := c.enterHandler()
 		hctx.reader.Store(s)
 		out, _ := run(hctx, &c.o, cl, nil, c.o.now())
 		hctx.reader.Store(0)
-		c.finish(cl, out)
+		if !hctx.relayed { // else Relay answers it
+			c.finish(cl, out)
+		}
 		return c.exitHandler(s)
 	}
 	done := make(chan struct{})

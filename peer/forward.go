@@ -3,8 +3,10 @@ package peer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,11 +24,14 @@ import (
 // rpc.cancel, or left), Forward sends rpc.cancel to the other side and
 // keeps waiting for the answer, normally -32002, which is then the answer
 // to pass back. It stops waiting early only when no one is left to take
-// the answer: the caller's connection closed, or ctx is not a handler's on
-// a connection (HTTP POST, where a cancelled context means the client
-// went away); it then returns ctx.Err(). The rpc.progress notifications
-// the other side sends for the call reach the caller of the request ctx
-// is serving, under the caller's id, before the answer.
+// the answer: the caller's connection closed, or ctx is neither a
+// handler's on a connection nor made with [WithProgress] (HTTP POST, where
+// a cancelled context means the client went away); it then returns
+// ctx.Err(). The rpc.progress notifications the other side sends for the
+// call reach the caller of the request ctx is serving, under the caller's
+// id, before the answer; outside a handler, the function of
+// [WithProgress] (a call passed on from elsewhere, whose caller gets the
+// progress and the answer its own way).
 //
 // timeout, when positive, bounds the whole call: once it passes, the other
 // side gets rpc.cancel and Forward returns an error wrapping
@@ -47,7 +52,7 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 		return nil, c.send(tctx, appendRequest(nil, nil, req.Method, req.Params))
 	}
 	ri, _ := ctx.Value(ctxKey{}).(*reqInfo)
-	p := &pendingCall{ch: make(chan reply, 1)}
+	p := &pendingCall{ch: make(chan reply, 1), progress: progressFunc(ctx)}
 	if ri != nil && !ri.id.IsZero() {
 		p.progress = ri.relayProgress
 	}
@@ -77,7 +82,11 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 
 	// The caller gave up: pass it on, and wait for the other side's
 	// answer to pass back, within what is left of timeout.
-	if ri == nil {
+	var closing <-chan struct{}
+	switch {
+	case ri != nil:
+		closing = ri.c.closing
+	case p.progress == nil:
 		c.abandon(id, p, true)
 		return nil, ctx.Err()
 	}
@@ -91,13 +100,149 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 	select {
 	case r := <-p.ch:
 		return r.result, r.err
-	case <-ri.c.closing:
+	case <-closing:
 		c.forget(id)
 		return nil, ctx.Err()
 	case <-expired:
 		c.forget(id)
 		return nil, c.timedOut(req.Method, timeout)
 	}
+}
+
+// Relay is Forward for a handler that returns what Relay returns, at
+// once, instead of waiting for the answer: it sends req on as Forward
+// does, and the caller of the request ctx serves gets its answer when the
+// other side gives it, as then makes it from what Forward would have
+// returned. The reader of c, which reads that answer, queues it for the
+// caller itself: a forwarded call then costs no goroutine of its own and
+// no handler waiting, and the caller's reader reads on meanwhile. then
+// runs once, on whichever goroutine learns the outcome; it must not wait.
+//
+// The call stays the caller's in every way meanwhile: it holds its
+// in-flight slot, rpc.cancel for it reaches the other side (whose answer
+// is passed back), its connection's Shutdown waits for it, and so does
+// c's. Where ctx is not the context of a concurrent single call on a
+// connection (a batch's call, a serial or inline handler, HTTP POST), or
+// req is a notification, Relay is then(c.Forward(ctx, req, timeout)).
+// The handler must return Relay's results unchanged, and call it once.
+func (c *Conn) Relay(ctx context.Context, req *Request, timeout time.Duration, then func(json.RawMessage, error) (json.RawMessage, error)) (json.RawMessage, error) {
+	ri, _ := ctx.Value(ctxKey{}).(*reqInfo)
+	if ri == nil || ri.cl == nil || ri.relayed || req.IsNotification() {
+		return then(c.Forward(ctx, req, timeout))
+	}
+	r := &relayCall{to: c, ri: ri, method: req.Method, timeout: timeout, then: then, start: ri.c.o.now()}
+	p := &pendingCall{relay: r, progress: ri.relayProgress}
+	if timeout > 0 {
+		p.deadline = monotime() + int64(timeout)
+	}
+	id, err := c.addPending(p, true)
+	if err != nil {
+		return then(nil, err)
+	}
+	r.id = id
+	ri.relayed = true
+	var idBuf [20]byte
+	idText := strconv.AppendUint(idBuf[:0], id, 10)
+	if err := c.send(ctx, appendRequest(nil, idText, req.Method, req.Params)); err != nil {
+		if c.forget(id) {
+			r.answer(reply{err: err})
+		}
+		return nil, errRelayed
+	}
+	stop := context.AfterFunc(ctx, r.callerDone)
+	r.stop.Store(&stop)
+	return nil, errRelayed
+}
+
+// errRelayed is what a handler that called Relay returns: the call is
+// answered later, by its relayCall.
+var errRelayed = errors.New("peer: answered by Relay")
+
+// relayCall is a call of Relay waiting for its answer.
+type relayCall struct {
+	to      *Conn    // the connection the call was sent on
+	id      uint64   // its id there
+	ri      *reqInfo // the caller's call, on ri.c
+	method  string
+	timeout time.Duration
+	then    func(json.RawMessage, error) (json.RawMessage, error)
+	start   int64 // for OnServe
+	// stop unties callerDone from the caller's ctx, which ends with the
+	// call: without it, callerDone would run then, on a goroutine of its
+	// own. Set once the call is sent; done then makes callerDone a no-op.
+	stop atomic.Pointer[func() bool]
+	done atomic.Bool
+}
+
+// callerDone runs when the caller's ctx ends: rpc.cancel, the caller's
+// connection closing, or its Shutdown giving up. The other side is told
+// to stop, and its answer is passed back; unless no one is left to take
+// it: then the call ends now.
+func (r *relayCall) callerDone() {
+	if r.done.Load() {
+		return
+	}
+	select {
+	case <-r.ri.c.closing:
+		if r.to.forget(r.id) {
+			r.to.cancelRemote(r.id)
+			r.answer(reply{err: r.ri.Err()})
+		}
+	default:
+		r.to.cancelRemote(r.id)
+	}
+}
+
+// answer ends the call with its outcome, once whoever has it removed the
+// call from the pending calls of r.to (so once), and answers the caller.
+// It runs on the reader of r.to, for the other side's answer, which must
+// not wait for the caller: a writer goroutine writes the answer, and when
+// the caller's queue has no room, a worker of the caller's connection
+// waits for it, as a handler's reply would.
+func (r *relayCall) answer(rp reply) {
+	r.done.Store(true)
+	if stop := r.stop.Load(); stop != nil {
+		(*stop)()
+	}
+	r.to.forwarded()
+	res, err := rp.result, rp.err
+	if rp.expired {
+		r.to.cancelRemote(r.id)
+		err = r.to.timedOut(r.method, r.timeout)
+	}
+	res, err = r.then(res, err)
+	c, cl := r.ri.c, r.ri.cl
+	id := []byte(cl.req.ID.raw)
+	var out []byte
+	var code Code
+	if err != nil {
+		e := ToError(err)
+		code = e.Code
+		out = appendError(nil, id, e)
+	} else {
+		if res == nil {
+			res = nullJSON
+		}
+		out = appendResult(nil, id, res)
+	}
+	if c.o.OnServe != nil {
+		c.o.OnServe(cl.req.Method, code, time.Duration(monotime()-r.start))
+	}
+	c.unregister(cl)
+	c.out.mu.Lock()
+	if !c.out.closed && !c.out.roomLocked(0) {
+		// The caller reads slowly: its answer waits for room, holding
+		// its slot, as a handler's reply does, on a worker of its own
+		// connection rather than here.
+		c.out.mu.Unlock()
+		c.pool.spawn(func() {
+			c.reply(out)
+			c.freeSlots(1)
+		})
+		return
+	}
+	c.out.enqueueLocked(out, 0)
+	c.freeSlots(1)
 }
 
 // forwarded ends a call of Forward: a draining connection may now be idle.

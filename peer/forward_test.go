@@ -16,10 +16,14 @@ import (
 type forwarder struct {
 	out     *Conn
 	timeout time.Duration
+	relay   bool // Relay, else Forward
 }
 
 func (f forwarder) Lookup(string) (Handler, Mode) {
 	return HandlerFunc(func(ctx context.Context, req *Request) (any, error) {
+		if f.relay {
+			return f.out.Relay(ctx, req, f.timeout, func(res json.RawMessage, err error) (json.RawMessage, error) { return res, err })
+		}
 		res, err := f.out.Forward(ctx, req, f.timeout)
 		if err != nil || req.IsNotification() {
 			return nil, err
@@ -91,19 +95,21 @@ type relay struct {
 	pc     *Conn // the provider's end
 }
 
-func newRelay(t *testing.T, timeout time.Duration) *relay {
+func newRelay(t *testing.T, useRelay bool, timeout time.Duration) *relay {
 	t.Helper()
 	prov := newProvider()
 	out, pc := pipe(t, nil, &Options{Router: prov})
 	t.Cleanup(prov.free) // before the pipe's cleanup waits for "hold"
-	caller := newRawPeer(t, &Options{Router: forwarder{out, timeout}})
+	caller := newRawPeer(t, &Options{Router: forwarder{out, timeout, useRelay}})
 	return &relay{caller: caller, out: out, prov: prov, pc: pc}
 }
 
 // The caller gets the provider's result or error unchanged, under its own
 // id, byte for byte; the provider sees an id of the middle's choosing.
-func TestForwardPassesAnswersThrough(t *testing.T) {
-	r := newRelay(t, time.Minute)
+func TestForwardPassesAnswersThrough(t *testing.T) { bothWays(t, testForwardPassesAnswersThrough) }
+
+func testForwardPassesAnswersThrough(t *testing.T, relay bool) {
+	r := newRelay(t, relay, time.Minute)
 	tests := []struct{ in, want string }{
 		{`{"jsonrpc":"2.0","method":"echo","params":{"x":[1,2.50]},"id":123456789012345678901234567890}`,
 			`{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{"x":[1,2.50]}}`},
@@ -128,8 +134,10 @@ func TestForwardPassesAnswersThrough(t *testing.T) {
 	}
 }
 
-func TestForwardNotification(t *testing.T) {
-	r := newRelay(t, time.Minute)
+func TestForwardNotification(t *testing.T) { bothWays(t, testForwardNotification) }
+
+func testForwardNotification(t *testing.T, relay bool) {
+	r := newRelay(t, relay, time.Minute)
 	if got := r.caller.roundTrip(`{"jsonrpc":"2.0","method":"note","params":["hi"]}`); got != "" {
 		t.Fatalf("a notification got %s", got)
 	}
@@ -140,8 +148,10 @@ func TestForwardNotification(t *testing.T) {
 
 // rpc.progress from the provider reaches the caller under the caller's
 // id, before the answer.
-func TestForwardProgress(t *testing.T) {
-	r := newRelay(t, time.Minute)
+func TestForwardProgress(t *testing.T) { bothWays(t, testForwardProgress) }
+
+func testForwardProgress(t *testing.T, relay bool) {
+	r := newRelay(t, relay, time.Minute)
 	r.caller.write(`{"jsonrpc":"2.0","method":"count","id":"p-1"}`)
 	for i := 1; i <= 3; i++ {
 		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":"p-1","data":{"step":%d}}}`, i)
@@ -154,8 +164,10 @@ func TestForwardProgress(t *testing.T) {
 
 // rpc.cancel from the caller reaches the provider, and the answer is the
 // provider's.
-func TestForwardCancel(t *testing.T) {
-	r := newRelay(t, time.Minute)
+func TestForwardCancel(t *testing.T) { bothWays(t, testForwardCancel) }
+
+func testForwardCancel(t *testing.T, relay bool) {
+	r := newRelay(t, relay, time.Minute)
 	r.caller.write(`{"jsonrpc":"2.0","method":"wait","id":"w"}`)
 	recv(t, r.prov.started)
 	r.caller.write(`{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"w"}}`)
@@ -167,8 +179,10 @@ func TestForwardCancel(t *testing.T) {
 }
 
 // Past the timeout the caller gets -32003 and the provider rpc.cancel.
-func TestForwardTimeout(t *testing.T) {
-	r := newRelay(t, 50*time.Millisecond)
+func TestForwardTimeout(t *testing.T) { bothWays(t, testForwardTimeout) }
+
+func testForwardTimeout(t *testing.T, relay bool) {
+	r := newRelay(t, relay, 50*time.Millisecond)
 	r.caller.write(`{"jsonrpc":"2.0","method":"wait","id":1}`)
 	assertJSONEqual(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32003,"message":"Request timed out"}}`, r.caller.read())
 	if err := recv(t, r.prov.ended); !errors.Is(err, errCancelled) {
@@ -177,8 +191,10 @@ func TestForwardTimeout(t *testing.T) {
 }
 
 // A call whose provider goes away fails with ErrClosed, at once.
-func TestForwardProviderLost(t *testing.T) {
-	r := newRelay(t, time.Minute)
+func TestForwardProviderLost(t *testing.T) { bothWays(t, testForwardProviderLost) }
+
+func testForwardProviderLost(t *testing.T, relay bool) {
+	r := newRelay(t, relay, time.Minute)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := r.out.Forward(t.Context(), &Request{ID: ID{"1"}, Method: "hold"}, 0)
@@ -195,10 +211,12 @@ func TestForwardProviderLost(t *testing.T) {
 }
 
 // A caller that leaves cancels its forwarded calls at the provider.
-func TestForwardCallerLeaves(t *testing.T) {
+func TestForwardCallerLeaves(t *testing.T) { bothWays(t, testForwardCallerLeaves) }
+
+func testForwardCallerLeaves(t *testing.T, relay bool) {
 	prov := newProvider()
 	out, _ := pipe(t, nil, &Options{Router: prov})
-	caller, _ := pipe(t, nil, &Options{Router: forwarder{out, time.Minute}})
+	caller, _ := pipe(t, nil, &Options{Router: forwarder{out, time.Minute, relay}})
 	errc := make(chan error, 1)
 	go func() { errc <- caller.Call(context.Background(), "wait", nil, nil) }()
 	recv(t, prov.started)
@@ -213,8 +231,10 @@ func TestForwardCallerLeaves(t *testing.T) {
 
 // Without a connection to answer on, a cancelled Forward returns at once,
 // after telling the provider.
-func TestForwardCancelWithoutCaller(t *testing.T) {
-	r := newRelay(t, time.Minute)
+func TestForwardCancelWithoutCaller(t *testing.T) { bothWays(t, testForwardCancelWithoutCaller) }
+
+func testForwardCancelWithoutCaller(t *testing.T, relay bool) {
+	r := newRelay(t, relay, time.Minute)
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() {
@@ -233,8 +253,10 @@ func TestForwardCancelWithoutCaller(t *testing.T) {
 
 // Shutdown keeps the connection open for the forwarded calls sent, and
 // sends no more.
-func TestForwardShutdown(t *testing.T) {
-	r := newRelay(t, time.Minute)
+func TestForwardShutdown(t *testing.T) { bothWays(t, testForwardShutdown) }
+
+func testForwardShutdown(t *testing.T, relay bool) {
+	r := newRelay(t, relay, time.Minute)
 	r.caller.write(`{"jsonrpc":"2.0","method":"hold","id":1}`)
 	recv(t, r.prov.started)
 	done := make(chan error, 1)
@@ -262,10 +284,12 @@ func TestForwardShutdown(t *testing.T) {
 // no pending entry, no in-flight entry, no goroutine beyond the parked
 // workers and, on a connection whose reading moved off Serve's goroutine
 // (a forwarding handler hands the reading on), that goroutine.
-func TestForwardLeavesNothing(t *testing.T) {
+func TestForwardLeavesNothing(t *testing.T) { bothWays(t, testForwardLeavesNothing) }
+
+func testForwardLeavesNothing(t *testing.T, relay bool) {
 	prov := newProvider()
 	out, pc := pipe(t, nil, &Options{Router: prov})
-	caller, mid := pipe(t, nil, &Options{Router: forwarder{out, time.Minute}})
+	caller, mid := pipe(t, nil, &Options{Router: forwarder{out, time.Minute, relay}})
 	conns := []*Conn{out, pc, caller, mid}
 	goroutines := func() int {
 		n := 0
@@ -316,4 +340,45 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 		t.Fatal("timed out waiting on a channel")
 		panic("unreachable")
 	}
+}
+
+// bothWays runs a test of forwarding with Forward, then with Relay.
+func bothWays(t *testing.T, test func(t *testing.T, relay bool)) {
+	t.Run("Forward", func(t *testing.T) { test(t, false) })
+	t.Run("Relay", func(t *testing.T) { test(t, true) })
+}
+
+// A caller that does not read its answers holds up no one else's: the
+// provider's connection goes on serving the other callers.
+func TestForwardCallerNotReading(t *testing.T) { bothWays(t, testForwardCallerNotReading) }
+
+func testForwardCallerNotReading(t *testing.T, relay bool) {
+	r := newRelay(t, relay, time.Minute)
+	other := newRawPeer(t, &Options{Router: forwarder{r.out, time.Minute, relay}})
+	// The caller's transport is full (16 messages) once these are
+	// written, and its queue empty: the next write to it waits.
+	in := r.caller.raw.(*pipeEnd).in
+	for i := range cap(in) {
+		r.caller.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.ping","id":%d}`, i))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(in) < cap(in) || !r.caller.c.out.idle() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the caller's transport holds %d of %d pongs", len(in), cap(in))
+		}
+		runtime.Gosched()
+	}
+	r.caller.write(`{"jsonrpc":"2.0","method":"echo","params":["stuck"],"id":"stuck"}`)
+	for r.caller.c.out.idle() { // until the answer is being written
+		if time.Now().After(deadline) {
+			t.Fatal("the answer to the caller is not being written")
+		}
+		runtime.Gosched()
+	}
+	got := other.roundTrip(`{"jsonrpc":"2.0","method":"echo","params":["free"],"id":"free"}`)
+	assertJSONEqual(t, `{"jsonrpc":"2.0","id":"free","result":["free"]}`, got)
+	for range cap(in) {
+		r.caller.read()
+	}
+	assertJSONEqual(t, `{"jsonrpc":"2.0","id":"stuck","result":["stuck"]}`, r.caller.read())
 }

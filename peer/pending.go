@@ -19,6 +19,8 @@ type pendingCall struct {
 	// Conn.pending (with Conn.mu held) sends it.
 	ch       chan reply
 	progress func(json.RawMessage)
+	// relay, for a call of Relay, takes the reply instead of ch.
+	relay *relayCall
 	// solo: the caller waits on the connection's poll waker, which whoever
 	// sends on ch then tells the call's id (see wake.go).
 	solo bool
@@ -106,6 +108,10 @@ func (p *pendingCall) end(err error) {
 // removed it from Conn.pending: on p's channel, and, if the caller waits
 // on the poll waker, by the call's id there too (see wake.go).
 func (c *Conn) hand(id uint64, p *pendingCall, r reply) {
+	if p.relay != nil {
+		p.relay.answer(r)
+		return
+	}
 	solo := p.solo // p is the caller's again once sent
 	p.ch <- r
 	if solo {
@@ -156,6 +162,12 @@ func (t *timeouts) stop() {
 // expireCalls is the timer's function: it fails the pending calls whose
 // deadline has passed and arms the timer for the earliest one left.
 func (c *Conn) expireCalls() {
+	var relayed []*relayCall // answered once c.mu is let go: they answer their callers
+	defer func() {
+		for _, r := range relayed {
+			r.answer(reply{expired: true})
+		}
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.timeouts.at = 0
@@ -167,6 +179,9 @@ func (c *Conn) expireCalls() {
 	for id, p := range c.pending {
 		switch {
 		case p.deadline == 0:
+		case p.deadline <= now && p.relay != nil:
+			delete(c.pending, id)
+			relayed = append(relayed, p.relay)
 		case p.deadline <= now:
 			delete(c.pending, id)
 			p.end(context.DeadlineExceeded)

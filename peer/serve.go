@@ -71,6 +71,9 @@ var emptyObject = []byte("{}")
 // zero: the clock is read for OnServe only).
 func run(ctx context.Context, o *Options, c *call, dst []byte, start int64) ([]byte, int64) {
 	b, err := serveResult(ctx, o.Logger, c)
+	if err == errRelayed { //nolint:errorlint // our own sentinel, returned as is
+		return dst, 0 // the answer, and OnServe, come with Relay's
+	}
 	var code Code
 	switch {
 	case err == nil:
