@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // The guarantees of a served batch: replies with byte-exact ids, an error
@@ -51,7 +53,7 @@ func TestBatchElementsKeepTheirIDsAndErrors(t *testing.T) {
 			t.Errorf("reply lacks %s byte for byte: %s", id, got)
 		}
 	}
-	assertJSONEqual(t, batchOf(
+	testkit.JSONEqual(t, batchOf(
 		`{"jsonrpc":"2.0","result":[1],"id":1.50}`,
 		`{"jsonrpc":"2.0","result":{"a":"b"},"id":"xA"}`,
 		`{"jsonrpc":"2.0","result":[3],"id":123456789012345678901234567890}`,
@@ -86,7 +88,7 @@ func TestBatchSlowElement(t *testing.T) {
 	// The quick elements run while the slow one waits; so does a single
 	// call sent after the batch.
 	p.write(`{"jsonrpc":"2.0","method":"quick","params":["single"],"id":"single"}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":["single"],"id":"single"}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":["single"],"id":"single"}`, p.read())
 	timeout := time.After(5 * time.Second)
 	for range 50 {
 		select {
@@ -143,7 +145,7 @@ func TestBatchCancelElements(t *testing.T) {
 	p.write(`{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":1}}`) // running
 	// Element 1's worker goes on with 3, cancelled, and 4.
 	p.write(`{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":2}}`)
-	assertJSONEqual(t, batchOf(
+	testkit.JSONEqual(t, batchOf(
 		`{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":1}`,
 		`{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":2}`,
 		`{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":3}`,
@@ -179,9 +181,9 @@ func TestBatchShutdown(t *testing.T) {
 	go func() { done <- p.c.Shutdown(ctx) }()
 	p.waitForDraining()
 	p.write(batchOf(`{"jsonrpc":"2.0","method":"quick","params":[3],"id":3}`, `{"jsonrpc":"2.0","method":"quick","params":[4]}`))
-	assertJSONEqual(t, `[{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":3}]`, p.read())
+	testkit.JSONEqual(t, `[{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":3}]`, p.read())
 	cancel()
-	assertJSONEqual(t, batchOf(
+	testkit.JSONEqual(t, batchOf(
 		`{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":1}`,
 		`{"jsonrpc":"2.0","result":[2],"id":2}`,
 	), p.read())
@@ -272,7 +274,7 @@ func TestHandlerContext(t *testing.T) {
 		if strings.HasPrefix(msg, "[") {
 			want = batchOf(want)
 		}
-		assertJSONEqual(t, want, p.read())
+		testkit.JSONEqual(t, want, p.read())
 	}
 }
 
@@ -297,7 +299,7 @@ func TestRespondBatchHelpers(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"first","id":1}`,
 		`{"jsonrpc":"2.0","method":"second","id":2}`,
 	)), &Options{Router: m})
-	assertJSONEqual(t, batchOf(
+	testkit.JSONEqual(t, batchOf(
 		`{"jsonrpc":"2.0","result":"after second","id":1}`,
 		`{"jsonrpc":"2.0","result":"ran","id":2}`,
 	), string(out))
@@ -345,7 +347,7 @@ func TestBatchHandlerAppendsToParams(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"quick","params":[2],"id":2}`,
 		`{"jsonrpc":"2.0","method":"quick","params":["`+strings.Repeat("x", 300)+`"],"id":3}`,
 	))
-	assertJSONEqual(t, batchOf(
+	testkit.JSONEqual(t, batchOf(
 		`{"jsonrpc":"2.0","result":203,"id":1}`,
 		`{"jsonrpc":"2.0","result":[2],"id":2}`,
 		`{"jsonrpc":"2.0","result":["`+strings.Repeat("x", 300)+`"],"id":3}`,

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // feedTransport hands the reader the messages of in, one per Read, then
@@ -86,14 +88,14 @@ func TestQueueBytesBackpressure(t *testing.T) {
 	// The size of the replies is learnt from the first (see
 	// outbox.reserve), then the rest come at once.
 	call(0)
-	waitFor(t, "the first reply", func() bool { return budget.Queued() >= size })
+	testkit.WaitFor(t, "the first reply", func() bool { return budget.Queued() >= size })
 	for i := 1; i < calls; i++ {
 		call(i)
 	}
 	// The room for replies used up, and every call read or the reader
 	// waiting for room: from now on no handler starts, as no write
 	// completes.
-	waitFor(t, "the room to be used up", func() bool {
+	testkit.WaitFor(t, "the room to be used up", func() bool {
 		return c.out.bytes.Load() >= maxQueued && (len(f.in) == 0 || c.paused.Load())
 	})
 	queued := budget.Queued()

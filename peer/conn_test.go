@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -169,7 +171,7 @@ func TestCancelAnswersCancelled(t *testing.T) {
 	p.write(`{"jsonrpc":"2.0","method":"wait","id":"w1"}`)
 	<-started
 	p.write(`{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"w1"}}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":"w1"}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":"w1"}`, p.read())
 }
 
 func TestCallTimeout(t *testing.T) {
@@ -207,7 +209,7 @@ func TestProgress(t *testing.T) {
 	}
 	// Over a connection-less Respond, Progress is a no-op.
 	out := Respond(t.Context(), []byte(`{"jsonrpc":"2.0","method":"count","id":1}`), &Options{Router: m})
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"done","id":1}`, string(out))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"done","id":1}`, string(out))
 }
 
 func TestCloseFailsPending(t *testing.T) {
@@ -259,7 +261,7 @@ func TestMaxInFlight(t *testing.T) {
 	// nothing meanwhile.
 	started.Add(1)
 	go func() { errs <- a.Call(context.Background(), "block", nil, nil) }()
-	waitFor(t, "the reader to wait for a slot", srv.paused.Load)
+	testkit.WaitFor(t, "the reader to wait for a slot", srv.paused.Load)
 	free()
 	for range 3 {
 		if err := <-errs; err != nil {
@@ -412,9 +414,9 @@ func TestShutdownDrains(t *testing.T) {
 	// While draining, new calls are refused: the server is going away.
 	p.waitForDraining()
 	p.write(`{"jsonrpc":"2.0","method":"work","id":2}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":2}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":2}`, p.read())
 	close(release)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"finished","id":1}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"finished","id":1}`, p.read())
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +618,7 @@ func TestInline(t *testing.T) {
 		p.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"event","params":[%d]}`, i))
 	}
 	p.write(`{"jsonrpc":"2.0","method":"fast","params":[21],"id":"f"}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":42,"id":"f"}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":42,"id":"f"}`, p.read())
 	if len(got) != 500 {
 		t.Fatalf("got %d events", len(got))
 	}
@@ -626,7 +628,7 @@ func TestInline(t *testing.T) {
 		}
 	}
 	close(release)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":null,"id":"b"}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":null,"id":"b"}`, p.read())
 	// Inline methods are still described by rpc.discover.
 	if d, ok := m.load()["fast"].h.(describer); !ok || d == nil {
 		t.Fatal("inline Func lost its description")
@@ -760,24 +762,12 @@ func TestWorkersEndWhenIdle(t *testing.T) {
 	}
 	// None of them holds up the others: the first one blocks the reader
 	// until the watchdog starts another, the rest run on workers.
-	waitFor(t, "20 handlers running", func() bool { return running.Load() == 20 })
+	testkit.WaitFor(t, "20 handlers running", func() bool { return running.Load() == 20 })
 	free()
 	wg.Wait()
-	waitFor(t, "the workers and the extra readers to end", func() bool {
+	testkit.WaitFor(t, "the workers and the extra readers to end", func() bool {
 		return srv.pool.count.Load() == 0 && srv.readers.Load() == 1
 	})
-}
-
-// waitFor polls cond until it holds, failing the test after 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-	}
 }
 
 // A notification whose handler fails has nobody to answer: the failure is

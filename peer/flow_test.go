@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
+
 	"github.com/coder/websocket"
 )
 
@@ -187,7 +189,7 @@ func TestPing(t *testing.T) {
 	busy.write(`{"jsonrpc":"2.0","method":"wait","id":1}`)
 	<-started
 	busy.write(`{"jsonrpc":"2.0","method":"wait","id":2}`) // waits for the slot
-	waitFor(t, "the reader to wait for a slot", busy.c.paused.Load)
+	testkit.WaitFor(t, "the reader to wait for a slot", busy.c.paused.Load)
 	if err := busy.c.Ping(ctx(100 * time.Millisecond)); err != nil {
 		t.Fatalf("peer unread while the reader waits: %v, want nil", err)
 	}
@@ -253,9 +255,9 @@ func TestMaxDepth(t *testing.T) {
 	}}
 	p := newRawPeer(t, opts)
 	deep := `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"nested deeper than 8 levels"},"id":null}`
-	assertJSONEqual(t, deep, p.roundTrip(nested(9)))
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":[[[[[[[]]]]]]],"id":1}`, p.roundTrip(nested(8)))
-	assertJSONEqual(t, deep, string(Respond(t.Context(), []byte("["+nested(8)+"]"), opts)))
+	testkit.JSONEqual(t, deep, p.roundTrip(nested(9)))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":[[[[[[[]]]]]]],"id":1}`, p.roundTrip(nested(8)))
+	testkit.JSONEqual(t, deep, string(Respond(t.Context(), []byte("["+nested(8)+"]"), opts)))
 	if limited.Load() != 2 {
 		t.Fatalf("OnLimit saw %d messages too deep, want 2", limited.Load())
 	}
@@ -273,7 +275,7 @@ func TestShutdownCancelsAtDeadline(t *testing.T) {
 	if err := p.c.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":1}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":1}`, p.read())
 	_, err := p.raw.Read(t.Context())
 	if ce, ok := errors.AsType[*CloseError](err); !ok || ce.Code != CloseGoingAway {
 		t.Fatalf("got %v, want 1001", err)

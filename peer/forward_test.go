@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // forwarder is a Router that forwards every call to the other side of
@@ -128,7 +130,7 @@ func testForwardPassesAnswersThrough(t *testing.T, relay bool) {
 		}
 	}
 	got := r.caller.roundTrip(`{"jsonrpc":"2.0","method":"whoami","id":"caller's id"}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","id":"caller's id","result":"ok"}`, got)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"caller's id","result":"ok"}`, got)
 	if id := recv(t, r.prov.ids); id == `"caller's id"` || id == "" {
 		t.Errorf("the provider saw id %s, want one of the middle's", id)
 	}
@@ -159,7 +161,7 @@ func testForwardProgress(t *testing.T, relay bool) {
 			t.Fatalf("got %s\nwant %s", got, want)
 		}
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","id":"p-1","result":"counted"}`, r.caller.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"p-1","result":"counted"}`, r.caller.read())
 }
 
 // rpc.cancel from the caller reaches the provider, and the answer is the
@@ -174,7 +176,7 @@ func testForwardCancel(t *testing.T, relay bool) {
 	if err := recv(t, r.prov.ended); !errors.Is(err, errCancelled) {
 		t.Fatalf("provider's handler ended by %v, want rpc.cancel", err)
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","id":"w","error":{"code":-32002,"message":"cancelled at the provider","data":"bye"}}`,
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"w","error":{"code":-32002,"message":"cancelled at the provider","data":"bye"}}`,
 		r.caller.read())
 }
 
@@ -184,7 +186,7 @@ func TestForwardTimeout(t *testing.T) { bothWays(t, testForwardTimeout) }
 func testForwardTimeout(t *testing.T, relay bool) {
 	r := newRelay(t, relay, 50*time.Millisecond)
 	r.caller.write(`{"jsonrpc":"2.0","method":"wait","id":1}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32003,"message":"Request timed out"}}`, r.caller.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32003,"message":"Request timed out"}}`, r.caller.read())
 	if err := recv(t, r.prov.ended); !errors.Is(err, errCancelled) {
 		t.Fatalf("provider's handler ended by %v, want rpc.cancel", err)
 	}
@@ -261,20 +263,20 @@ func testForwardShutdown(t *testing.T, relay bool) {
 	recv(t, r.prov.started)
 	done := make(chan error, 1)
 	go func() { done <- r.out.Shutdown(t.Context()) }()
-	waitFor(t, "draining", func() bool {
+	testkit.WaitFor(t, "draining", func() bool {
 		r.out.mu.Lock()
 		defer r.out.mu.Unlock()
 		return r.out.draining
 	})
 	r.caller.write(`{"jsonrpc":"2.0","method":"echo","params":[1],"id":2}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32005,"message":"Shutting down"}}`, r.caller.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32005,"message":"Shutting down"}}`, r.caller.read())
 	select {
 	case err := <-done:
 		t.Fatalf("Shutdown returned %v with a forwarded call in flight", err)
 	default:
 	}
 	r.prov.free()
-	assertJSONEqual(t, `{"jsonrpc":"2.0","id":1,"result":"released"}`, r.caller.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":1,"result":"released"}`, r.caller.read())
 	if err := recv(t, done); err != nil {
 		t.Fatal(err)
 	}
@@ -321,13 +323,13 @@ func testForwardLeavesNothing(t *testing.T, relay bool) {
 	// A handler releases its slot just after its reply is queued: the
 	// last ones may still be finishing.
 	for _, c := range conns {
-		waitFor(t, "no state left", func() bool {
+		testkit.WaitFor(t, "no state left", func() bool {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			return len(c.pending)+len(c.inflight)+c.running+c.forwards == 0
 		})
 	}
-	waitFor(t, "no goroutine left but parked workers", func() bool { return goroutines() <= before })
+	testkit.WaitFor(t, "no goroutine left but parked workers", func() bool { return goroutines() <= before })
 }
 
 // recv returns the next value from ch, failing the test after 5 s.
@@ -376,9 +378,9 @@ func testForwardCallerNotReading(t *testing.T, relay bool) {
 		runtime.Gosched()
 	}
 	got := other.roundTrip(`{"jsonrpc":"2.0","method":"echo","params":["free"],"id":"free"}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","id":"free","result":["free"]}`, got)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"free","result":["free"]}`, got)
 	for range cap(in) {
 		r.caller.read()
 	}
-	assertJSONEqual(t, `{"jsonrpc":"2.0","id":"stuck","result":["stuck"]}`, r.caller.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"stuck","result":["stuck"]}`, r.caller.read())
 }

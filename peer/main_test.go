@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"sort"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,43 +57,6 @@ func specMux() *Mux {
 		return json.RawMessage(`{"oops"`), nil
 	})
 	return m
-}
-
-// assertJSONEqual compares two JSON texts semantically. A top-level array
-// is compared as a set, since batch replies come in any order. want ""
-// means no reply at all.
-func assertJSONEqual(t testing.TB, want, got string) {
-	t.Helper()
-	if want == "" || got == "" {
-		if want != got {
-			t.Fatalf("reply mismatch\nwant: %q\n got: %q", want, got)
-		}
-		return
-	}
-	w, g := normalize(t, want), normalize(t, got)
-	if !reflect.DeepEqual(w, g) {
-		t.Fatalf("reply mismatch\nwant: %s\n got: %s", want, got)
-	}
-}
-
-func normalize(t testing.TB, s string) any {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader([]byte(s)))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		t.Fatalf("invalid JSON %q: %v", s, err)
-	}
-	if arr, ok := v.([]any); ok {
-		keys := make([]string, len(arr))
-		for i, e := range arr {
-			b, _ := json.Marshal(e)
-			keys[i] = string(b)
-		}
-		sort.Strings(keys)
-		return keys
-	}
-	return v
 }
 
 // rawPeer is a Conn under test and the raw other end of its transport.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // gatedTransport records what is written to it; each Write first takes a
@@ -89,7 +91,7 @@ func TestOutboxIdleSenderWritesInline(t *testing.T) {
 // blocked in the transport's Write.
 func waitWriting(t *testing.T, o *outbox) {
 	t.Helper()
-	waitFor(t, "a writer to take the queue", func() bool {
+	testkit.WaitFor(t, "a writer to take the queue", func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		return o.writing && len(o.queue) == 0
@@ -114,7 +116,7 @@ func TestOutboxSendersWaitForRoom(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	waitFor(t, "the last sender to wait for room", func() bool {
+	testkit.WaitFor(t, "the last sender to wait for room", func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		return o.room != nil
@@ -123,7 +125,7 @@ func TestOutboxSendersWaitForRoom(t *testing.T) {
 		g.gate <- struct{}{}
 	}
 	senders.Wait()
-	waitFor(t, "the queue to drain", o.idle)
+	testkit.WaitFor(t, "the queue to drain", o.idle)
 	if got := fmt.Sprint(g.messages()); got != "[0 1 2 3]" {
 		t.Fatalf("written: %s", got)
 	}
@@ -157,7 +159,7 @@ func TestOutboxThresholds(t *testing.T) {
 	// The queue is full: the reader's next reply waits for room.
 	added := make(chan error, 1)
 	go func() { added <- o.add([]byte("reply")) }()
-	waitFor(t, "the reader to wait for room", func() bool {
+	testkit.WaitFor(t, "the reader to wait for room", func() bool {
 		wmu.Lock()
 		defer wmu.Unlock()
 		return len(waits) == 1 && waits[0]
@@ -170,12 +172,12 @@ func TestOutboxThresholds(t *testing.T) {
 	for range 4 {
 		g.gate <- struct{}{}
 	}
-	waitFor(t, "the queue to drain", o.idle)
+	testkit.WaitFor(t, "the queue to drain", o.idle)
 	if err := o.postEvent([]byte("event")); err != nil {
 		t.Fatalf("event after the queue drained: %v", err)
 	}
 	g.gate <- struct{}{}
-	waitFor(t, "the queue to drain", o.idle)
+	testkit.WaitFor(t, "the queue to drain", o.idle)
 	wmu.Lock()
 	defer wmu.Unlock()
 	if fmt.Sprint(waits) != "[true false]" {
@@ -207,7 +209,7 @@ func TestOutboxWriteStall(t *testing.T) {
 		g.gate <- struct{}{}
 	}
 	tick.Stop()
-	waitFor(t, "the queue to drain", o.idle)
+	testkit.WaitFor(t, "the queue to drain", o.idle)
 	select {
 	case err := <-failed:
 		t.Fatalf("slow writes closed the connection: %v", err)

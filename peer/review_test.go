@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -41,10 +43,10 @@ func TestSerialCancelWhileWaiting(t *testing.T) {
 	p.write(`{"jsonrpc":"2.0","method":"step","params":["B"],"id":"B"}`)
 	p.write(`{"jsonrpc":"2.0","method":"step","params":["C"],"id":"C"}`)
 	p.write(`{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"B"}}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":"B"}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":"B"}`, p.read())
 	close(release)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"A","id":"A"}`, p.read())
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"C","id":"C"}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"A","id":"A"}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"C","id":"C"}`, p.read())
 	if most.Load() != 1 {
 		t.Fatalf("%d serial calls ran at once", most.Load())
 	}
@@ -100,7 +102,7 @@ func TestHugeBatchCostsLittle(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	out := Respond(t.Context(), body, opts)
 	runtime.ReadMemStats(&after)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`, string(out))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`, string(out))
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
 		t.Fatalf("refusing the batch allocated %d MiB", alloc>>20)
 	}
@@ -112,7 +114,7 @@ func TestInvalidUTF8IsAParseError(t *testing.T) {
 		"{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":{\"\xc3\":1},\"id\":1}",
 	} {
 		out := Respond(t.Context(), []byte(in), &Options{Router: specMux()})
-		assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}`, string(out))
+		testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}`, string(out))
 	}
 }
 
@@ -157,7 +159,7 @@ func TestInlineInBatch(t *testing.T) {
 	}
 	sb.WriteString(`,{"jsonrpc":"2.0","method":"rpc.ping","id":"p"}]`)
 	p.write(sb.String())
-	assertJSONEqual(t, `[{"jsonrpc":"2.0","result":{},"id":"p"}]`, p.read())
+	testkit.JSONEqual(t, `[{"jsonrpc":"2.0","result":{},"id":"p"}]`, p.read())
 	if fmt.Sprint(got) != "[0 1 2 3 4 5 6 7 8 9]" {
 		t.Fatalf("inline batch elements ran as %v", got)
 	}
@@ -174,9 +176,9 @@ func TestDuplicateIDStaysCancellable(t *testing.T) {
 	p.write(`{"jsonrpc":"2.0","method":"wait","id":7}`)
 	<-started
 	p.write(`{"jsonrpc":"2.0","method":"quick","id":7}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":1,"id":7}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":1,"id":7}`, p.read())
 	p.write(`{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":7}}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":7}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":7}`, p.read())
 }
 
 // System method names are matched after unescaping, like any method.
@@ -186,7 +188,7 @@ func TestEscapedSystemMethod(t *testing.T) {
 	p.write(`{"jsonrpc":"2.0","method":"wait","id":1}`)
 	<-started
 	p.write(`{"jsonrpc":"2.0","method":"rpc\u002ecancel","params":{"id":1}}`)
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":1}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":1}`, p.read())
 }
 
 // A panicking progress callback is logged and does not kill the reader.
@@ -254,8 +256,8 @@ func TestReusedIDCancelsNewCall(t *testing.T) {
 		t.Fatalf("the new call's cause: %v", err)
 	}
 	release.Do(func() { close(ht.release) })
-	assertJSONEqual(t, `{"jsonrpc":"2.0","result":"first","id":4}`, p.read())
-	assertJSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":4}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":"first","id":4}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Request cancelled"},"id":4}`, p.read())
 }
 
 // A connection reuses the string of the method name it read last: calls
@@ -272,6 +274,6 @@ func TestMethodNamesOnOneConnection(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"echo","params":[6],"id":6}`, `{"jsonrpc":"2.0","result":[6],"id":6}`},
 	} {
 		p.write(tt.req)
-		assertJSONEqual(t, tt.want, p.read())
+		testkit.JSONEqual(t, tt.want, p.read())
 	}
 }

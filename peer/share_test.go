@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // busyShare returns a Share of one turn under which every connection
@@ -112,7 +114,7 @@ func TestShareFullQueueGivesTurnBack(t *testing.T) {
 			}
 		}
 	})
-	waitFor(t, "a's reader to wait for room", func() bool { return a.c.paused.Load() })
+	testkit.WaitFor(t, "a's reader to wait for room", func() bool { return a.c.paused.Load() })
 	pipeline(t, b, 200, 10*time.Second)
 }
 
@@ -126,7 +128,7 @@ func TestShareLeavesOthersAlone(t *testing.T) {
 	p := newRawPeer(t, &Options{Router: specMux(), Share: s})
 	for i := range 4 * busyAfter {
 		got := p.roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","params":[%d],"id":%d}`, i, i))
-		assertJSONEqual(t, fmt.Sprintf(`{"jsonrpc":"2.0","result":[%d],"id":%d}`, i, i), got)
+		testkit.JSONEqual(t, fmt.Sprintf(`{"jsonrpc":"2.0","result":[%d],"id":%d}`, i, i), got)
 	}
 }
 
@@ -143,7 +145,7 @@ func TestShareWaitEndsOnClose(t *testing.T) {
 	for range busyAfter {
 		p.read()
 	}
-	waitFor(t, "the reader to read the message it has no turn for", func() bool {
+	testkit.WaitFor(t, "the reader to read the message it has no turn for", func() bool {
 		return p.ct.reads.Load() == busyAfter+1
 	})
 	p.c.Close()

@@ -3,6 +3,8 @@ package peer
 import (
 	"context"
 	"testing"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // specCases are the examples of the JSON-RPC 2.0 specification, verbatim,
@@ -138,7 +140,7 @@ func TestSpecRespond(t *testing.T) {
 	for _, tt := range specCases {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Respond(t.Context(), []byte(tt.in), opts)
-			assertJSONEqual(t, tt.want, string(got))
+			testkit.JSONEqual(t, tt.want, string(got))
 		})
 	}
 }
@@ -147,7 +149,7 @@ func TestSpecConn(t *testing.T) {
 	p := newRawPeer(t, &Options{Router: specMux()})
 	for _, tt := range specCases {
 		t.Run(tt.name, func(t *testing.T) {
-			assertJSONEqual(t, tt.want, p.roundTrip(tt.in))
+			testkit.JSONEqual(t, tt.want, p.roundTrip(tt.in))
 		})
 	}
 }
@@ -156,10 +158,10 @@ func TestBatchLimit(t *testing.T) {
 	opts := &Options{Router: specMux(), MaxBatch: 2}
 	in := `[{"jsonrpc":"2.0","method":"add","id":1},{"jsonrpc":"2.0","method":"add","id":2},{"jsonrpc":"2.0","method":"add","id":3}]`
 	want := `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}`
-	assertJSONEqual(t, want, string(Respond(context.Background(), []byte(in), opts)))
+	testkit.JSONEqual(t, want, string(Respond(context.Background(), []byte(in), opts)))
 	p := newRawPeer(t, opts)
-	assertJSONEqual(t, want, p.roundTrip(in))
+	testkit.JSONEqual(t, want, p.roundTrip(in))
 	// At the limit, it is served.
 	in2 := `[{"jsonrpc":"2.0","method":"add","params":[1,1],"id":1},{"jsonrpc":"2.0","method":"add","params":[2,2],"id":2}]`
-	assertJSONEqual(t, `[{"jsonrpc":"2.0","result":2,"id":1},{"jsonrpc":"2.0","result":4,"id":2}]`, p.roundTrip(in2))
+	testkit.JSONEqual(t, `[{"jsonrpc":"2.0","result":2,"id":1},{"jsonrpc":"2.0","result":4,"id":2}]`, p.roundTrip(in2))
 }

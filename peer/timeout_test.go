@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // callAsync makes a call on c from a goroutine and returns its outcome's
@@ -35,7 +37,7 @@ func requestID(t *testing.T, p *rawPeer, method string) string {
 // rpc.cancel for id.
 func assertCancel(t *testing.T, p *rawPeer, id string) {
 	t.Helper()
-	assertJSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":`+id+`}}`, p.read())
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":`+id+`}}`, p.read())
 }
 
 // A call whose context never ends is bounded by CallTimeout through the
@@ -130,7 +132,7 @@ func TestCallTimeoutWhileQueued(t *testing.T) {
 			filled := fillQueue(t, p)
 			errc := callAsync(p.c, tc.ctx, "slow")
 			if tc.want == context.Canceled { //nolint:errorlint
-				waitFor(t, "the call to wait for room", func() bool {
+				testkit.WaitFor(t, "the call to wait for room", func() bool {
 					p.c.out.mu.Lock()
 					defer p.c.out.mu.Unlock()
 					return p.c.out.room != nil
@@ -175,7 +177,7 @@ func fillQueue(t *testing.T, p *rawPeer) <-chan error {
 		}
 		filled <- nil
 	}()
-	waitFor(t, "a blocked write", func() bool {
+	testkit.WaitFor(t, "a blocked write", func() bool {
 		p.c.out.mu.Lock()
 		defer p.c.out.mu.Unlock()
 		return p.c.out.writing && len(p.c.out.queue) == 0 && p.c.out.written.Load() == 16

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // A task goes to a parked worker rather than to a new goroutine, and
@@ -20,7 +22,7 @@ func TestWorkersReuseAndClose(t *testing.T) {
 	for range 3 {
 		w.spawn(func() { ran <- struct{}{} })
 		<-ran
-		waitFor(t, "the worker to park", parked)
+		testkit.WaitFor(t, "the worker to park", parked)
 		if n := w.count.Load(); n != 1 {
 			t.Fatalf("%d workers alive, want the one, reused", n)
 		}
