@@ -183,6 +183,13 @@ hubs: the rates and latencies include their own time to read every socket.
 			c.Fanout.CPUPerDelivery, c.Fanout.Missing, c.Fanout.Dups,
 			c.Restart.Node, human(float64(c.Restart.Peers)), c.Restart.Seconds, c.Restart.Events, c.Restart.Missing, c.Restart.Dups)
 	}
+	if r.ClusterFailed != "" {
+		fmt.Fprintf(&b, `
+## Hubs joined over NATS
+
+The cluster part of this run failed, so it has no figures here: %s.
+`, r.ClusterFailed)
+	}
 	writeProjection(&b, r)
 	b.WriteString(`
 ## Run it
