@@ -99,9 +99,10 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-// TestReportHistory checks that report appends the history file to the
-// page it writes, and writes the page without one when there is none.
-func TestReportHistory(t *testing.T) {
+// TestReportShape checks that the page report writes is the table, the
+// chart and how to rerun them, and links to the history of changes rather
+// than holding it, even with a history page beside it.
+func TestReportShape(t *testing.T) {
 	dir := t.TempDir()
 	results := filepath.Join(dir, "bench.jsonl")
 	lines := `{"meta":{"date":"2026-01-02","go":"go1.26","cpus":2,"reps":3}}` + "\n" +
@@ -109,26 +110,25 @@ func TestReportHistory(t *testing.T) {
 	if err := os.WriteFile(results, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	history := filepath.Join(dir, "history.md")
-	if err := os.WriteFile(history, []byte("## What changed, measured\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "benchmarks-history.md"), []byte("## What changed, measured\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "benchmarks.md")
-	chart := filepath.Join(dir, "img", "ratios.svg")
-	for _, h := range []string{history, filepath.Join(dir, "none.md")} {
-		if err := reportCmd([]string{"-o", out, "-chart", chart, "-history", h, results}); err != nil {
-			t.Fatal(err)
+	if err := reportCmd([]string{"-o", out, "-chart", filepath.Join(dir, "img", "ratios.svg"), results}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| seq | sequential calls, 1 connection |", "![Ratios to the floor](img/ratios.svg)",
+		"Rerun it with `make bench`", "[benchmarks-history.md](benchmarks-history.md)"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("%q missing from the page:\n%s", want, b)
 		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := bytes.Contains(b, []byte("## What changed, measured")), h == history; got != want {
-			t.Errorf("history %s: in the page %v, want %v", h, got, want)
-		}
-		if !bytes.Contains(b, []byte("| seq |")) {
-			t.Errorf("the page lacks the results:\n%s", b)
-		}
+	}
+	if bytes.Contains(b, []byte("## What changed, measured")) {
+		t.Errorf("the history is in the page:\n%s", b)
 	}
 }
 
