@@ -64,12 +64,24 @@ type singleResult struct {
 	RSSPeak           int64        `json:"rssPeak"`  // after the fan-out
 	RSSAfter          int64        `json:"rssAfter"` // once the peers left
 	ReturnedSeconds   float64      `json:"returnedSeconds"`
+	Left              leftResult   `json:"left"`
 	RSSPerPeer        float64      `json:"rssPerPeer"`
 	FloorRSSPerPeer   float64      `json:"floorRSSPerPeer"`
 	GoroutinesPerPeer float64      `json:"goroutinesPerPeer"`
 	IdleSeconds       float64      `json:"idleSeconds"`
 	IdleCPUPerPeer    float64      `json:"idleCPUusPerPeerSecond"`
 	Fanout            fanoutResult `json:"fanout"`
+}
+
+// leftResult is what the hub holds once its peers left, read with
+// RSSAfter: whether what it has not given back is held by the hub or kept
+// by the Go runtime.
+type leftResult struct {
+	GoroutinesBefore int   `json:"goroutinesBefore"` // before the peers came
+	Goroutines       int   `json:"goroutines"`
+	HeapInuse        int64 `json:"heapInuse"` // live and not yet collected
+	HeapKept         int64 `json:"heapKept"`  // freed, not given back to the system
+	Collected        bool  `json:"collected"` // a collection ran after the peers left
 }
 
 type fanoutResult struct {

@@ -42,6 +42,10 @@ func TestScale(t *testing.T) {
 	if s.Peers != 100 || s.ConnectSeconds <= 0 || s.RSSPerPeer <= 0 || s.GoroutinesPerPeer < 1 || s.GoroutinesPerPeer > 5 {
 		t.Errorf("single: %+v", s)
 	}
+	// Once the peers left, the hub holds none of their goroutines.
+	if l := s.Left; l.GoroutinesBefore <= 0 || l.Goroutines > l.GoroutinesBefore || l.HeapInuse <= 0 {
+		t.Errorf("once the peers left: %+v", l)
+	}
 	for name, f := range map[string]fanoutResult{"single": s.Fanout, "cluster": c.Fanout} {
 		if f.Deliveries != 3*100 || f.Missing != 0 || f.Dups != 0 || f.P50 <= 0 || f.P99 < f.P50 || f.DeliveriesPerSec <= 0 {
 			t.Errorf("%s fan-out: %+v", name, f)
@@ -72,7 +76,7 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## One hub at the file descriptor limit", "100 peers over 2 hubs", "a projection on paper",
-		"Centrifugo", "nf_conntrack_max", "nothing else", "(img/scale.svg)"} {
+		"Centrifugo", "nf_conntrack_max", "nothing else", "(img/scale.svg)", "heap freed but kept by Go"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("%q missing from the page:\n%s", want, md)
 		}

@@ -98,7 +98,15 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 		}
 	}
 	r.ReturnedSeconds = time.Since(left).Seconds()
-	logf("single: %s resident %.0f s after the peers left", mb(r.RSSAfter), r.ReturnedSeconds)
+	// The connections' goroutines end just after they are counted out:
+	// they are given a little while to, not more.
+	_ = waitMetricAtMost(ctx, hubURL, "go_goroutines", float64(nodes[0].goroutines), 10*time.Second)
+	if r.Left, err = readLeft(ctx, hubURL, left); err != nil {
+		return nil, err
+	}
+	r.Left.GoroutinesBefore = nodes[0].goroutines
+	logf("single: %s resident %.0f s after the peers left; %d goroutines (%d before), heap in use %s, freed but kept %s",
+		mb(r.RSSAfter), r.ReturnedSeconds, r.Left.Goroutines, r.Left.GoroutinesBefore, mb(r.Left.HeapInuse), mb(r.Left.HeapKept))
 
 	logf("single: %d connections to the floor", n)
 	floorPID := s.procs[1].pid()
@@ -405,13 +413,22 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 
 // waitMetric polls u's metric until it is want, for up to d.
 func waitMetric(ctx context.Context, u, name string, want float64, d time.Duration) error {
+	return pollMetric(ctx, u, name, want, d, func(v float64) bool { return v == want })
+}
+
+// waitMetricAtMost polls u's metric until it is at most want, for up to d.
+func waitMetricAtMost(ctx context.Context, u, name string, want float64, d time.Duration) error {
+	return pollMetric(ctx, u, name, want, d, func(v float64) bool { return v <= want })
+}
+
+func pollMetric(ctx context.Context, u, name string, want float64, d time.Duration, ok func(float64) bool) error {
 	deadline := time.Now().Add(d)
 	for {
 		v, err := metric(ctx, metricsURL(u), name)
 		if err != nil {
 			return err
 		}
-		if v == want {
+		if ok(v) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -419,4 +436,24 @@ func waitMetric(ctx context.Context, u, name string, want float64, d time.Durati
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// readLeft reads what the hub at u holds once its peers left at left: its
+// goroutines, its heap in use, the heap it freed but keeps (Go gives freed
+// memory back to the system gradually, after collections), and whether it
+// has collected since.
+func readLeft(ctx context.Context, u string, left time.Time) (leftResult, error) {
+	var r leftResult
+	names := []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
+		"go_memstats_heap_released_bytes", "go_memstats_last_gc_time_seconds"}
+	v := make([]float64, len(names))
+	for i, name := range names {
+		var err error
+		if v[i], err = metric(ctx, metricsURL(u), name); err != nil {
+			return r, err
+		}
+	}
+	r.Goroutines, r.HeapInuse, r.HeapKept = int(v[0]), int64(v[1]), int64(v[2]-v[3])
+	r.Collected = v[4] > float64(left.UnixNano())/1e9
+	return r, nil
 }
