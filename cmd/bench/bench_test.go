@@ -175,14 +175,15 @@ func startCluster2(t *testing.T, jetStream bool) (a, b string) {
 // The fanout scenario's subscribers answer the hub's pings while the
 // others are still being opened: 10,000 connections can take longer to
 // open than a hub's ping interval and timeout together. Here the hub
-// pings every 100 ms and waits a second for the pong, and each of the
-// 100 subscribers takes 25 ms to open, one at a time: the first ones
-// would wait 2.5 s to read.
+// pings every 100 ms and waits 2 s for the pong (a loaded machine may
+// keep a reading subscriber from its pong for a second), and each of the
+// 100 subscribers takes 40 ms to open, one at a time: the first ones
+// would wait 4 s to read.
 func TestFanoutAnswersPingsWhileSubscribing(t *testing.T) {
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
-	srv := server.New(&server.Options{Hub: h, PingInterval: 100 * time.Millisecond, PingTimeout: time.Second})
+	srv := server.New(&server.Options{Hub: h, PingInterval: 100 * time.Millisecond, PingTimeout: 2 * time.Second})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(25 * time.Millisecond) // a slow handshake, not a wait for an event
+		time.Sleep(40 * time.Millisecond) // a slow handshake, not a wait for an event
 		srv.ServeHTTP(w, r)
 	})
 	ts := httptest.NewServer(slow)
