@@ -103,8 +103,8 @@ bench:
 SCALENOTE ?=
 scale:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/bench
-	bin/bench scale -hub bin/hub -json bin/scale.json
-	bin/bench scalereport -note "$(SCALENOTE)" -o docs/scale.md -chart docs/img/scale-memory.svg bin/scale.json
+	bin/bench scale -hub bin/hub -json bin/scale.json; status=$$?; \
+	bin/bench scalereport -note "$(SCALENOTE)" -o docs/scale.md -chart docs/img/scale-memory.svg bin/scale.json && exit $$status
 
 ## soak: a mixed load against a fresh hub for $(SOAK) (not part of make test)
 soak:

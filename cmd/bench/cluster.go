@@ -93,7 +93,7 @@ func startCluster(ctx context.Context, hubBinary string, l *load, jetStream bool
 	err := s.launch(ctx, [][]string{
 		append([]string{hubBinary, "-addr", addrs[0], "-node", "a", "-nats", "embedded", "-nats-listen", addrs[2]}, common...),
 		append([]string{hubBinary, "-addr", addrs[1], "-node", "b", "-nats", "nats://" + addrs[2]}, common...),
-	}, []string{"http://" + addrs[0] + "/healthz", "http://" + addrs[1] + "/healthz"})
+	}, []string{"http://" + addrs[0] + "/readyz", "http://" + addrs[1] + "/readyz"}, readyWait)
 	if err != nil {
 		return nil, err
 	}

@@ -16,13 +16,14 @@ import (
 
 // reportCmd writes the benchmarks page: the machine, the commands, the
 // load generator's table with ratios, a chart of the ratios against their
-// targets, and the Go micro-benchmarks.
+// targets, how to rerun them, and the Go micro-benchmarks. What past
+// changes did to the figures is kept in a page of its own,
+// benchmarks-history.md, written by hand beside it, which the page links to.
 func reportCmd(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	out := fs.String("o", "docs/benchmarks.md", "write the page to `file`")
 	chart := fs.String("chart", "docs/img/bench-ratios.svg", "write the chart to `file` (linked from the page)")
 	micro := fs.String("micro", "", "the output of go test -bench -benchmem, to include")
-	history := fs.String("history", "docs/benchmarks-history.md", "a Markdown `file` of past changes and what they did to the figures, appended to the page if it exists")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench report [flags] RESULTS.jsonl")
 		fs.PrintDefaults()
@@ -54,14 +55,7 @@ func reportCmd(args []string) error {
 	if err != nil {
 		rel = *chart
 	}
-	b := page(m, results, rel, microText)
-	switch h, err := os.ReadFile(*history); {
-	case err == nil:
-		b = append(append(b, '\n'), h...)
-	case !errors.Is(err, os.ErrNotExist):
-		return err
-	}
-	return os.WriteFile(*out, b, 0o644)
+	return os.WriteFile(*out, page(m, results, rel, microText), 0o644)
 }
 
 func readResults(path string) (meta, []result, error) {
@@ -199,6 +193,9 @@ lines with encoding/json would. Run it beside the plain floor:
 bin/bench floor -addr 127.0.0.1:8092 -allocs 10 &
 bin/bench run -scenarios seq ws://127.0.0.1:8092/ ws://127.0.0.1:8090/
 ` + "```" + `
+
+What each change to the hub did to these figures, measured before and after
+it, is in [benchmarks-history.md](benchmarks-history.md).
 `)
 	if len(micro) > 0 {
 		b.WriteString("\n## Go micro-benchmarks\n\n`go test -run '^$' -bench . -benchmem` over the packages, same machine and run:\n\n```\n")

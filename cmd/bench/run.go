@@ -99,7 +99,7 @@ func runCmd(ctx context.Context, args []string) error {
 		}
 		defer servers.stop()
 		hubURL, floorURL = servers.hubURL, servers.floorURL
-		l.pids = map[string]int{hubURL: servers.procs[0].Process.Pid, floorURL: servers.procs[1].Process.Pid}
+		l.pids = map[string]int{hubURL: servers.procs[0].pid(), floorURL: servers.procs[1].pid()}
 	case *start != "" || fs.NArg() < 1 || fs.NArg() > 2:
 		fs.Usage()
 		return fmt.Errorf("want a hub URL and, optionally, a floor URL, or -start")

@@ -32,13 +32,17 @@ import (
 //     events are published: how long until its peers are back, and whether
 //     any event was lost or came twice.
 //
-// The results go to -json, for "bench scalereport" to write the page.
+// The results go to -json, for "bench scalereport" to write the page. If
+// the cluster part fails, the file still holds the single hub's results,
+// and what failed; scale then exits with the error.
 
 // scaleResult is everything one scale run measured.
 type scaleResult struct {
 	Meta    scaleMeta      `json:"meta"`
 	Single  *singleResult  `json:"single,omitempty"`
 	Cluster *clusterResult `json:"cluster,omitempty"`
+	// ClusterFailed is why the cluster part has no results, if it ran.
+	ClusterFailed string `json:"clusterFailed,omitempty"`
 }
 
 type scaleMeta struct {
@@ -60,12 +64,24 @@ type singleResult struct {
 	RSSPeak           int64        `json:"rssPeak"`  // after the fan-out
 	RSSAfter          int64        `json:"rssAfter"` // once the peers left
 	ReturnedSeconds   float64      `json:"returnedSeconds"`
+	Left              leftResult   `json:"left"`
 	RSSPerPeer        float64      `json:"rssPerPeer"`
 	FloorRSSPerPeer   float64      `json:"floorRSSPerPeer"`
 	GoroutinesPerPeer float64      `json:"goroutinesPerPeer"`
 	IdleSeconds       float64      `json:"idleSeconds"`
 	IdleCPUPerPeer    float64      `json:"idleCPUusPerPeerSecond"`
 	Fanout            fanoutResult `json:"fanout"`
+}
+
+// leftResult is what the hub holds once its peers left, read with
+// RSSAfter: whether what it has not given back is held by the hub or kept
+// by the Go runtime.
+type leftResult struct {
+	GoroutinesBefore int   `json:"goroutinesBefore"` // before the peers came
+	Goroutines       int   `json:"goroutines"`
+	HeapInuse        int64 `json:"heapInuse"` // live and not yet collected
+	HeapKept         int64 `json:"heapKept"`  // freed, not given back to the system
+	Collected        bool  `json:"collected"` // a collection ran after the peers left
 }
 
 type fanoutResult struct {
@@ -136,6 +152,10 @@ func scaleCmd(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// No results are better than the last run's taken for this one's.
+	if err := os.Remove(*jsonOut); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	limit := fdLimit()
 	res := scaleResult{Meta: scaleMeta{
 		Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Go: runtime.Version(), CPUs: runtime.NumCPU(),
@@ -170,7 +190,9 @@ func scaleCmd(ctx context.Context, args []string) error {
 		}
 		r, err := scaleCluster(ctx, &c, n, swarms, room)
 		if err != nil {
-			return fmt.Errorf("cluster: %w", err)
+			err = fmt.Errorf("cluster: %w", err)
+			res.ClusterFailed = err.Error()
+			return errors.Join(err, writeScale(*jsonOut, &res))
 		}
 		res.Cluster = r
 	}

@@ -42,6 +42,10 @@ func TestScale(t *testing.T) {
 	if s.Peers != 100 || s.ConnectSeconds <= 0 || s.RSSPerPeer <= 0 || s.GoroutinesPerPeer < 1 || s.GoroutinesPerPeer > 5 {
 		t.Errorf("single: %+v", s)
 	}
+	// Once the peers left, the hub holds none of their goroutines.
+	if l := s.Left; l.GoroutinesBefore <= 0 || l.Goroutines > l.GoroutinesBefore || l.HeapInuse <= 0 {
+		t.Errorf("once the peers left: %+v", l)
+	}
 	for name, f := range map[string]fanoutResult{"single": s.Fanout, "cluster": c.Fanout} {
 		if f.Deliveries != 3*100 || f.Missing != 0 || f.Dups != 0 || f.P50 <= 0 || f.P99 < f.P50 || f.DeliveriesPerSec <= 0 {
 			t.Errorf("%s fan-out: %+v", name, f)
@@ -72,7 +76,7 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## One hub at the file descriptor limit", "100 peers over 2 hubs", "a projection on paper",
-		"Centrifugo", "nf_conntrack_max", "nothing else", "(img/scale.svg)"} {
+		"Centrifugo", "nf_conntrack_max", "nothing else", "(img/scale.svg)", "heap freed but kept by Go"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("%q missing from the page:\n%s", want, md)
 		}
@@ -114,5 +118,55 @@ func TestScanFrames(t *testing.T) {
 	}
 	if !strings.Contains(string(ev), "rpc.event") {
 		t.Fatal("bad fixture")
+	}
+}
+
+// TestScaleClusterFails runs scale with hubs that start alone but not in a
+// cluster: the results still hold the single hub's figures, and the page
+// says what failed, as soon as the node's process ended.
+func TestScaleClusterFails(t *testing.T) {
+	dir := t.TempDir()
+	hubBin := filepath.Join(dir, "hub")
+	if out, err := exec.Command("go", "build", "-o", hubBin, "github.com/switchboard-rpc/switchboard/cmd/hub").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	wrapper := filepath.Join(dir, "hub-alone")
+	script := "#!/bin/sh\ncase \"$*\" in *-nats*) echo 'no cluster here' >&2; exit 3;; esac\nexec " + hubBin + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "scale.json")
+	start := time.Now()
+	err := scaleCmd(t.Context(), []string{"-hub", wrapper, "-peers", "20", "-nodes", "2", "-cluster-peers", "20",
+		"-idle", "200ms", "-settle", "100ms", "-returned", "100ms", "-events", "1", "-dialers", "4", "-json", out})
+	if err == nil || !strings.Contains(err.Error(), "the process ended before it answered") {
+		t.Fatalf("scale: %v, want the cluster's node ended", err)
+	}
+	if d := time.Since(start); d > readyWait {
+		t.Errorf("scale took %v: it waited for a process that had ended", d)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r scaleResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Single == nil || r.Single.Peers != 20 || r.Cluster != nil || !strings.Contains(r.ClusterFailed, "cluster: ") {
+		t.Fatalf("results:\n%s", b)
+	}
+	page := filepath.Join(dir, "scale.md")
+	if err := scaleReportCmd([]string{"-o", page, "-chart", filepath.Join(dir, "scale.svg"), out}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## One hub at the file descriptor limit", "The cluster part of this run failed", "the process ended before it answered"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("%q missing from the page:\n%s", want, md)
+		}
 	}
 }

@@ -123,6 +123,7 @@ each once every peer held the one before. Then the peers left.
 | idle CPU per peer (pings only) | %.2f µs/s | | | |
 | time to connect them all | %.1f s (%s peers/s) | | | |
 | resident memory: before, idle, after the fan-out, %.0f s after they left | %s, %s, %s, %s | | | |
+| once they left: goroutines (before they came), heap in use, heap freed but kept by Go | %d (%d), %s, %s | | | |
 | fan-out of one event to all: deliveries/s (median event) | %s | | | |
 | delivery latency, publish to peer: p50, p99 | %s, %s | | | |
 | hub CPU per delivery | %.2f µs | | | |
@@ -133,6 +134,13 @@ reading each connection, nothing else), with the same peers connected the same w
 Memory is read until nine tenths of what the peers took is back, or for at most
 two and a half minutes: Go collects garbage when a program allocates, or every two
 minutes when it does not, and gives memory back to the system after that.
+What the hub has not given back once the peers left is not held by it: its
+goroutines are as many as before the peers came, and the heap in use (%s)
+is mostly the Go runtime's records of the goroutines it ran, which it keeps
+for reuse, and the hub's tables of connections, which keep the size they
+grew to. The rest is heap the collector has freed and the runtime keeps:
+it gives freed memory back to the system gradually, after collections, and
+a hub left idle collects only every two minutes; the next peers reuse it.
 Idle CPU is the hub's CPU time over %.0f s of nothing but its pings, over the peers
 and the seconds; %s peers cost it %.1f%% of one core.
 `, human(float64(s.Peers)), s.Fanout.Events,
@@ -140,8 +148,9 @@ and the seconds; %s peers cost it %.1f%% of one core.
 			s.GoroutinesPerPeer, s.IdleCPUPerPeer,
 			s.ConnectSeconds, human(float64(s.Peers)/s.ConnectSeconds),
 			s.ReturnedSeconds, mb(s.RSSBefore), mb(s.RSSIdle), mb(s.RSSPeak), mb(s.RSSAfter),
+			s.Left.Goroutines, s.Left.GoroutinesBefore, mb(s.Left.HeapInuse), mb(s.Left.HeapKept),
 			human(s.Fanout.DeliveriesPerSec), micros(s.Fanout.P50), micros(s.Fanout.P99), s.Fanout.CPUPerDelivery,
-			s.Fanout.Missing, s.Fanout.Dups, s.IdleSeconds, human(float64(s.Peers)), s.IdleCPUPerPeer*float64(s.Peers)/1e4)
+			s.Fanout.Missing, s.Fanout.Dups, collectedText(s.Left), s.IdleSeconds, human(float64(s.Peers)), s.IdleCPUPerPeer*float64(s.Peers)/1e4)
 	}
 	if c := r.Cluster; c != nil {
 		var perNode, rss []string
@@ -183,6 +192,13 @@ hubs: the rates and latencies include their own time to read every socket.
 			c.Fanout.CPUPerDelivery, c.Fanout.Missing, c.Fanout.Dups,
 			c.Restart.Node, human(float64(c.Restart.Peers)), c.Restart.Seconds, c.Restart.Events, c.Restart.Missing, c.Restart.Dups)
 	}
+	if r.ClusterFailed != "" {
+		fmt.Fprintf(&b, `
+## Hubs joined over NATS
+
+The cluster part of this run failed, so it has no figures here: %s.
+`, r.ClusterFailed)
+	}
 	writeProjection(&b, r)
 	b.WriteString(`
 ## Run it
@@ -196,7 +212,10 @@ bin/bench scalereport bin/scale.json
 It needs the loopback addresses 127.0.0.2 and up (Linux routes all of 127.0.0.0/8 to
 the loopback interface) and, for the cluster part, a file descriptor limit that
 lets each process hold its share: the load generator uses as many processes as the
-limit asks for.
+limit asks for. A node of the cluster is waited for until its `+"`/readyz`"+` answers,
+for up to two minutes (it opens its JetStream stream before it listens). If the
+cluster part fails, `+"`bench scale`"+` still writes the single hub's results with what
+failed, and exits with the failure; `+"`make scale`"+` writes this page either way.
 `)
 	return b.Bytes()
 }
@@ -252,6 +271,14 @@ Kernel settings such a node needs (none of them needed on this machine, which he
 `, human(float64(p.peers)), p.nodes, human(float64(p.perNode)), kb(r.Single.RSSPerPeer), centrifugoDefaultKB, centrifugoTunedKB,
 		p.memGB, p.idleCores, p.fanoutSeconds, p.connectSecs, human(float64(p.perNode)),
 		human(float64(r.Single.Peers)), human(float64(r.Meta.FDLimit)))
+}
+
+// collectedText says what the heap in use after the peers left holds.
+func collectedText(l leftResult) string {
+	if l.Collected {
+		return mb(l.HeapInuse) + " after a collection"
+	}
+	return mb(l.HeapInuse) + ", garbage not yet collected included: no collection ran after the peers left"
 }
 
 func kb(bytes float64) string {

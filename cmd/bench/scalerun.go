@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -30,13 +29,13 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 	err = s.launch(ctx, [][]string{
 		{c.hub, "-addr", hubAddr, "-demo", "-log-level", "error", "-max-conns", "0", "-max-conns-per-addr", "0"},
 		{self, "floor", "-addr", floorAddr},
-	}, []string{"http://" + hubAddr + "/healthz", "http://" + floorAddr + "/metrics"})
+	}, []string{"http://" + hubAddr + "/healthz", "http://" + floorAddr + "/metrics"}, startWait)
 	if err != nil {
 		return nil, err
 	}
 	defer s.stop()
 	hubURL, floorURL := "ws://"+hubAddr+"/rpc", "ws://"+floorAddr+"/"
-	pids := []int{s.procs[0].Process.Pid}
+	pids := []int{s.procs[0].pid()}
 	r := &singleResult{Peers: n, IdleSeconds: c.idle.Seconds()}
 
 	logf("single: %d peers to one hub", n)
@@ -99,10 +98,18 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 		}
 	}
 	r.ReturnedSeconds = time.Since(left).Seconds()
-	logf("single: %s resident %.0f s after the peers left", mb(r.RSSAfter), r.ReturnedSeconds)
+	// The connections' goroutines end just after they are counted out:
+	// they are given a little while to, not more.
+	_ = waitMetricAtMost(ctx, hubURL, "go_goroutines", float64(nodes[0].goroutines), 10*time.Second)
+	if r.Left, err = readLeft(ctx, hubURL, left); err != nil {
+		return nil, err
+	}
+	r.Left.GoroutinesBefore = nodes[0].goroutines
+	logf("single: %s resident %.0f s after the peers left; %d goroutines (%d before), heap in use %s, freed but kept %s",
+		mb(r.RSSAfter), r.ReturnedSeconds, r.Left.Goroutines, r.Left.GoroutinesBefore, mb(r.Left.HeapInuse), mb(r.Left.HeapKept))
 
 	logf("single: %d connections to the floor", n)
-	floorPID := s.procs[1].Process.Pid
+	floorPID := s.procs[1].pid()
 	before, err := residentOfPID(floorPID)
 	if err != nil {
 		return nil, err
@@ -129,8 +136,12 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 		return nil, err
 	}
 	// Each node refuses (503) peers beyond its file descriptors, so that a
-	// peer whose node restarts is turned away at once by a full one.
-	common := []string{"-demo", "-log-level", "error", "-max-conns", strconv.Itoa(room + 50), "-max-conns-per-addr", "0", "-nats-jetstream"}
+	// peer whose node restarts is turned away at once by a full one. A node
+	// opens its JetStream stream before it listens: under load that takes
+	// longer than the default 10 s, so it may take as long as it is waited
+	// for (readyWait), and it is waited for on /readyz.
+	common := []string{"-demo", "-log-level", "error", "-max-conns", strconv.Itoa(room + 50), "-max-conns-per-addr", "0",
+		"-nats-jetstream", "-nats-timeout", readyWait.String()}
 	var argvs [][]string
 	var urls, health []string
 	for i := range c.nodes {
@@ -146,20 +157,20 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 		}
 		argvs = append(argvs, append(argv, common...))
 		urls = append(urls, "ws://"+addr+"/rpc")
-		health = append(health, "http://"+addr+"/healthz")
+		health = append(health, "http://"+addr+"/readyz")
 	}
 	s := &servers{}
-	if err := s.launch(ctx, argvs[:1], health[:1]); err != nil { // NATS first
+	if err := s.launch(ctx, argvs[:1], health[:1], readyWait); err != nil { // NATS first
 		return nil, err
 	}
 	defer s.stop()
-	if err := s.launch(ctx, argvs[1:], health[1:]); err != nil {
+	if err := s.launch(ctx, argvs[1:], health[1:], readyWait); err != nil {
 		return nil, err
 	}
 	pids := func() []int {
 		var p []int
-		for _, cmd := range s.procs {
-			p = append(p, cmd.Process.Pid)
+		for _, proc := range s.procs {
+			p = append(p, proc.pid())
 		}
 		return p
 	}
@@ -361,21 +372,10 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 	defer stopPublishing()
 
 	start := time.Now()
-	old := s.procs[i]
-	if err := old.Process.Signal(syscall.SIGTERM); err != nil {
-		return r, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = old.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(time.Minute):
-		_ = old.Process.Kill()
-		<-exited
-	}
+	s.procs[i].stop(time.Minute)
 	again := &servers{}
-	if err := again.launch(ctx, argvs[i:i+1], health[i:i+1]); err != nil {
-		return r, err
+	if err := again.launch(ctx, argvs[i:i+1], health[i:i+1], readyWait); err != nil {
+		return r, fmt.Errorf("node%d restarted: %w", i+1, err)
 	}
 	s.procs[i] = again.procs[0]
 	logf("cluster: node%d back after %.1f s", i+1, time.Since(start).Seconds())
@@ -413,13 +413,22 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 
 // waitMetric polls u's metric until it is want, for up to d.
 func waitMetric(ctx context.Context, u, name string, want float64, d time.Duration) error {
+	return pollMetric(ctx, u, name, want, d, func(v float64) bool { return v == want })
+}
+
+// waitMetricAtMost polls u's metric until it is at most want, for up to d.
+func waitMetricAtMost(ctx context.Context, u, name string, want float64, d time.Duration) error {
+	return pollMetric(ctx, u, name, want, d, func(v float64) bool { return v <= want })
+}
+
+func pollMetric(ctx context.Context, u, name string, want float64, d time.Duration, ok func(float64) bool) error {
 	deadline := time.Now().Add(d)
 	for {
 		v, err := metric(ctx, metricsURL(u), name)
 		if err != nil {
 			return err
 		}
-		if v == want {
+		if ok(v) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -427,4 +436,24 @@ func waitMetric(ctx context.Context, u, name string, want float64, d time.Durati
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// readLeft reads what the hub at u holds once its peers left at left: its
+// goroutines, its heap in use, the heap it freed but keeps (Go gives freed
+// memory back to the system gradually, after collections), and whether it
+// has collected since.
+func readLeft(ctx context.Context, u string, left time.Time) (leftResult, error) {
+	var r leftResult
+	names := []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
+		"go_memstats_heap_released_bytes", "go_memstats_last_gc_time_seconds"}
+	v := make([]float64, len(names))
+	for i, name := range names {
+		var err error
+		if v[i], err = metric(ctx, metricsURL(u), name); err != nil {
+			return r, err
+		}
+	}
+	r.Goroutines, r.HeapInuse, r.HeapKept = int(v[0]), int64(v[1]), int64(v[2]-v[3])
+	r.Collected = v[4] > float64(left.UnixNano())/1e9
+	return r, nil
 }

@@ -15,8 +15,25 @@ import (
 // servers are the hub and floor processes that bench run -start runs.
 type servers struct {
 	hubURL, floorURL string
-	procs            []*exec.Cmd
+	procs            []*proc
 }
+
+// proc is a process started by launch.
+type proc struct {
+	cmd   *exec.Cmd
+	ended chan struct{} // closed once it has exited
+	err   error         // how it exited, once ended is closed
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// A server just started answers within startWait; a hub that opens a
+// JetStream stream at start may take much longer on a loaded machine:
+// readyWait bounds the wait on its /readyz.
+const (
+	startWait = 30 * time.Second
+	readyWait = 2 * time.Minute
+)
 
 // startServers starts the hub binary with the demo methods and, if
 // withFloor, this program's floor, each on a free loopback port, and waits
@@ -44,15 +61,17 @@ func startServers(ctx context.Context, hubBinary string, withFloor bool) (*serve
 		s.floorURL = "ws://" + floorAddr + "/"
 	}
 	s.hubURL = "ws://" + hubAddr + "/rpc"
-	if err := s.launch(ctx, argvs, urls); err != nil {
+	if err := s.launch(ctx, argvs, urls, startWait); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// launch starts a process for each argv, then waits until each of urls
-// answers HTTP; on failure it stops what it started.
-func (s *servers) launch(ctx context.Context, argvs [][]string, urls []string) error {
+// launch starts a process for each argv, then waits up to d until each of
+// urls answers 200 (urls[i] served by argvs[i]); on failure it stops every
+// process of s.
+func (s *servers) launch(ctx context.Context, argvs [][]string, urls []string, d time.Duration) error {
+	var started []*proc
 	for _, argv := range argvs {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stderr = os.Stderr
@@ -60,10 +79,13 @@ func (s *servers) launch(ctx context.Context, argvs [][]string, urls []string) e
 			s.stop()
 			return err
 		}
-		s.procs = append(s.procs, cmd)
+		p := &proc{cmd: cmd, ended: make(chan struct{})}
+		go func() { p.err = cmd.Wait(); close(p.ended) }()
+		s.procs = append(s.procs, p)
+		started = append(started, p)
 	}
-	for _, u := range urls {
-		if err := waitHTTP(ctx, u); err != nil {
+	for i, u := range urls {
+		if err := waitHTTP(ctx, u, d, started[i]); err != nil {
 			s.stop()
 			return err
 		}
@@ -74,15 +96,23 @@ func (s *servers) launch(ctx context.Context, argvs [][]string, urls []string) e
 // stop ends the processes with SIGTERM, then SIGKILL after 10 s.
 func (s *servers) stop() {
 	for _, p := range s.procs {
-		_ = p.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = p.Process.Kill()
-			<-done
-		}
+		p.stop(10 * time.Second)
+	}
+}
+
+// stop ends p with SIGTERM, then SIGKILL after grace, and waits for it.
+func (p *proc) stop(grace time.Duration) {
+	select {
+	case <-p.ended:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.ended:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.ended
 	}
 }
 
@@ -95,12 +125,17 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// waitHTTP polls u until it answers 200, for up to 10 s.
-func waitHTTP(ctx context.Context, u string) error {
-	deadline := time.Now().Add(10 * time.Second)
+// probeClient asks a starting server whether it is up; a server too busy
+// to answer within its timeout is asked again.
+var probeClient = &http.Client{Timeout: 5 * time.Second}
+
+// waitHTTP polls u, served by p, until it answers 200, for up to d; it
+// gives up at once if p exits.
+func waitHTTP(ctx context.Context, u string, d time.Duration, p *proc) error {
+	start := time.Now()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := probeClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -108,9 +143,15 @@ func waitHTTP(ctx context.Context, u string) error {
 			}
 			err = errors.New(resp.Status)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s did not answer: %w", u, err)
+		select {
+		case <-p.ended:
+			return fmt.Errorf("%s: the process ended before it answered (%v)", u, p.err)
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not answer: %w", u, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Since(start) > d {
+			return fmt.Errorf("%s did not answer within %v: %w", u, d, err)
+		}
 	}
 }
