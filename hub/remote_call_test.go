@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/hub"
@@ -32,16 +31,7 @@ func TestRemoteCallShutdownWaits(t *testing.T) {
 		answers <- answer{res, err}
 	}()
 	testkit.Recv(t, svc.started, "the service started")
-	done := make(chan error, 1)
-	go func() { done <- rh.srv.Shutdown(context.Background()) }()
-	testkit.WaitFor(t, "the hub to be shutting down", func() bool {
-		resp, err := http.Get(rh.ts.URL + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusServiceUnavailable
-	})
+	done := rh.startShutdown(t)
 	svc.free()
 	if a := testkit.Recv(t, answers, "the answer"); a.err != nil || string(a.res) != `"svc"` {
 		t.Fatalf("got %s, %v; want the provider's answer", a.res, a.err)

@@ -563,16 +563,7 @@ func TestRouteShutdown(t *testing.T) {
 	var who string
 	go func() { errc <- caller.Call(context.Background(), "billing.hold", nil, &who) }()
 	testkit.Recv(t, svc.started, "svc.started")
-	done := make(chan error, 1)
-	go func() { done <- rh.srv.Shutdown(context.Background()) }()
-	testkit.WaitFor(t, "the hub to be shutting down", func() bool {
-		resp, err := http.Get(rh.ts.URL + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusServiceUnavailable
-	})
+	done := rh.startShutdown(t)
 	svc.free()
 	if err := testkit.Recv(t, errc, "errc"); err != nil || who != "svc" {
 		t.Fatalf("got %q, %v; want the provider's answer", who, err)
@@ -613,4 +604,22 @@ func TestRouteLeavesNothing(t *testing.T) {
 	// A connection's idle workers end after a second or two.
 	testkit.WaitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 	testkit.WaitFor(t, "no call in flight", func() bool { return rh.h.Stats().Routes.InFlight == 0 })
+}
+
+// startShutdown starts the hub's Shutdown and returns once the hub says it
+// is shutting down (/healthz answers 503); Shutdown's result comes on the
+// channel returned.
+func (rh *routeHub) startShutdown(t *testing.T) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- rh.srv.Shutdown(context.Background()) }()
+	testkit.WaitFor(t, "the hub to be shutting down", func() bool {
+		resp, err := http.Get(rh.ts.URL + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	return done
 }
