@@ -149,6 +149,10 @@ func runCmd(ctx context.Context, args []string) error {
 		if i < 0 {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
+		if scenarios[i].onFloor && floorURL == "" && !flagSet(fs, "scenarios") {
+			fmt.Fprintf(os.Stderr, "%s skipped: it runs on the floor, and no floor URL was given\n", name)
+			continue
+		}
 		chosen = append(chosen, scenarios[i])
 	}
 
@@ -202,7 +206,8 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 	var hub, floor []figure
 	var ratios []float64
 	// The floor's leg: the floor server, or the scenario's baseline
-	// against the hub.
+	// against the hub, or its floorRun against the floor server; with
+	// onFloor, both legs are on the floor server.
 	floorRun, floorAt := s.run, floorURL
 	switch {
 	case s.onFloor:
