@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +26,13 @@ import (
 //     peers, each answered once every peer has, against sequential
 //     publishes to them, each done once every peer has the event:
 //     within 3x.
+//   - addressed-relay: the same rpc.call, against the floor's relay
+//     (floor.go), which passes the same frames between two connections
+//     and does nothing else: how far the hub trails a bare server
+//     making the same crossings. No target.
+//   - relay-floor: the floor's relay against the floor's echo, both on
+//     the floor server: what the machine allows an addressed call
+//     against a direct one, with nothing of the hub. No target.
 //
 // The peers answering are raw connections: each reads a request and
 // writes its reply, the request's id and [1].
@@ -93,12 +102,17 @@ func servedCalls(ctx context.Context, l *load, u string, first []byte, req func(
 	var wg sync.WaitGroup
 	wg.Go(func() { answerer(target, nil) })
 	defer func() { target.close(); wg.Wait() }()
+	return answeredCalls(ctx, l, u, req(id))
+}
+
+// answeredCalls makes sequential calls of frame on a new connection to
+// u, each answered with valid JSON.
+func answeredCalls(ctx context.Context, l *load, u string, frame []byte) (figure, error) {
 	caller, err := dial(ctx, u)
 	if err != nil {
 		return figure{}, err
 	}
 	defer caller.close()
-	frame := req(id)
 	return sequential(l, func() error {
 		msg, err := caller.roundTrip(frame)
 		if err == nil && !json.Valid(msg) {
@@ -108,11 +122,42 @@ func servedCalls(ctx context.Context, l *load, u string, first []byte, req func(
 	})
 }
 
+// addressedFrame is an rpc.call of echo on the peer id.
+func addressedFrame(id string) []byte {
+	return []byte(`{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":` + strconv.Quote(id) + `,"method":"echo","params":[1]},"id":1}`)
+}
+
 // addressedScenario: sequential rpc.call to one peer.
 func addressedScenario(ctx context.Context, l *load, u string) (figure, error) {
-	return servedCalls(ctx, l, u, nil, func(id string) []byte {
-		return []byte(`{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":` + strconv.Quote(id) + `,"method":"echo","params":[1]},"id":1}`)
-	})
+	return servedCalls(ctx, l, u, nil, addressedFrame)
+}
+
+// relayScenario: the addressed scenario's frames, sent through the
+// relay of the floor at u: the caller's rpc.call reaches the target as it
+// is, and answerer answers it with its id and [1], as it answers the
+// call the hub passes on.
+func relayScenario(ctx context.Context, l *load, u string) (figure, error) {
+	base, err := url.Parse(u)
+	if err != nil {
+		return figure{}, err
+	}
+	at := func(path string) string {
+		v := *base
+		v.Path = path
+		return v.String()
+	}
+	target, err := dial(ctx, at("/relay-target"))
+	if err != nil {
+		return figure{}, err
+	}
+	if msg, err := target.read(); err != nil || !bytes.Equal(msg, relayReady) {
+		target.close()
+		return figure{}, fmt.Errorf("relay target: %s, %v; want %s", msg, err, relayReady)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { answerer(target, nil) })
+	defer func() { target.close(); wg.Wait() }()
+	return answeredCalls(ctx, l, at("/relay"), addressedFrame("target"))
 }
 
 // forwardedScenario: sequential calls of a method a peer provides.

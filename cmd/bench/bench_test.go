@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
@@ -317,5 +319,83 @@ func TestRatioText(t *testing.T) {
 		if got := tt.r.ratioText(); got != tt.want {
 			t.Errorf("ratio %v, target %v (lower is better: %v): %q, want %q", tt.r.Ratio, tt.r.Target, tt.r.LowerIsBetter, got, tt.want)
 		}
+	}
+}
+
+// The floor's relay passes the caller's frames to the target and the
+// target's back, as they are; a caller with no target is closed rather
+// than left waiting.
+func TestFloorRelay(t *testing.T) {
+	ts := httptest.NewServer(newFloor(floorWork{}))
+	defer ts.Close()
+	base := "ws" + strings.TrimPrefix(ts.URL, "http")
+
+	caller, err := dial(t.Context(), base+"/relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := caller.roundTrip(callFrame(1)); err == nil || websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Errorf("no target: %s, %v; want closed with %d", reply, err, websocket.StatusTryAgainLater)
+	}
+	caller.close()
+
+	target, err := dial(t.Context(), base+"/relay-target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.close()
+	if msg, err := target.read(); err != nil || !bytes.Equal(msg, relayReady) {
+		t.Fatalf("target's first frame: %s, %v; want %s", msg, err, relayReady)
+	}
+	if caller, err = dial(t.Context(), base+"/relay"); err != nil {
+		t.Fatal(err)
+	}
+	defer caller.close()
+	odd := `{"id": "x\u00e9", "method":"rpc.call",  "params":{"peer":"p"}}`
+	if err := caller.ws.Write(t.Context(), websocket.MessageText, []byte(odd)); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := target.read(); err != nil || string(msg) != odd {
+		t.Fatalf("target got %s, %v; want %s", msg, err, odd)
+	}
+	answer := `{"jsonrpc":"2.0","id": "x\u00e9" ,"result":[1]}`
+	if err := target.ws.Write(t.Context(), websocket.MessageText, []byte(answer)); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := caller.read(); err != nil || string(msg) != answer {
+		t.Fatalf("caller got %s, %v; want %s", msg, err, answer)
+	}
+}
+
+// A scenario with floorRun runs run on the hub and floorRun on the floor;
+// one onFloor runs run and baseline both on the floor, and needs one.
+// (TestScenarios fails if addressed-relay or relay-floor runs a leg where
+// it cannot: the relay is only on the floor, rpc.whoami only on the hub.)
+func TestMeasureLegs(t *testing.T) {
+	var ran []string
+	leg := func(what string) func(context.Context, *load, string) (figure, error) {
+		return func(_ context.Context, _ *load, u string) (figure, error) {
+			ran = append(ran, what+"@"+u)
+			return figure{value: 1}, nil
+		}
+	}
+	for _, tc := range []struct {
+		s    scenario
+		want []string
+	}{
+		{scenario{name: "a", run: leg("run"), floorRun: leg("floorRun")}, []string{"run@hub", "floorRun@floor"}},
+		{scenario{name: "b", run: leg("run"), baseline: leg("baseline"), onFloor: true}, []string{"run@floor", "baseline@floor"}},
+	} {
+		ran = nil
+		if _, err := measure(t.Context(), &tc.s, &load{}, 1, "hub", "floor"); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ran, tc.want) {
+			t.Errorf("%s ran %v, want %v", tc.s.name, ran, tc.want)
+		}
+	}
+	s := scenario{name: "b", run: leg("run"), baseline: leg("baseline"), onFloor: true}
+	if _, err := measure(t.Context(), &s, &load{}, 1, "hub", ""); err == nil {
+		t.Error("onFloor without a floor: no error")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -25,6 +26,9 @@ import (
 // rpc.subscribe becomes a subscriber with a bounded queue and a writer
 // goroutine, and a frame mentioning rpc.publish is queued, as it is, to
 // every subscriber. The hub is measured against it.
+//
+// For the addressed scenarios, it is also the least a server passing
+// calls between two peers must do (see relay).
 
 var floorReply = []byte(`{"jsonrpc":"2.0","result":1,"id":1}`)
 
@@ -63,9 +67,10 @@ func listenAndServe(ctx context.Context, name, addr string, h http.Handler) erro
 }
 
 type floor struct {
-	work floorWork
-	mu   sync.Mutex
-	subs map[*floorSub]struct{}
+	work  floorWork
+	mu    sync.Mutex
+	subs  map[*floorSub]struct{}
+	relay relay
 }
 
 // floorWork is work the floor can be told to do on every frame, to see
@@ -123,6 +128,8 @@ func newFloor(work floorWork) http.Handler {
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "process_resident_memory_bytes %d\n", residentMemory())
 	})
+	mux.HandleFunc("/relay", func(w http.ResponseWriter, r *http.Request) { f.relay.serve(w, r, false) })
+	mux.HandleFunc("/relay-target", func(w http.ResponseWriter, r *http.Request) { f.relay.serve(w, r, true) })
 	mux.HandleFunc("/", f.serveWS)
 	return mux
 }
@@ -186,6 +193,61 @@ func (s *floorSub) write() {
 	for msg := range s.ch {
 		if err := s.c.Write(context.Background(), websocket.MessageText, msg); err != nil {
 			return
+		}
+	}
+}
+
+// relay passes frames between two peers, the way the hub passes an
+// addressed call and its answer, with nothing else: a connection to
+// /relay-target becomes the target, one to /relay the caller; each frame
+// the caller sends is written, as it is, to the target, and each frame the
+// target sends to the caller, by the reader of the connection it came
+// from. It parses nothing. One target and one caller at a time: a new one
+// takes the place of the last. The target is told it is in place by a
+// first frame, relayReady; a caller's frame while there is no target
+// closes the caller (there is nobody to answer it); a target's frame while
+// there is no caller is dropped (its caller is gone).
+type relay struct {
+	target, caller atomic.Pointer[websocket.Conn]
+}
+
+var relayReady = []byte(`{"jsonrpc":"2.0","method":"relay.ready"}`)
+
+func (rl *relay) serve(w http.ResponseWriter, r *http.Request, isTarget bool) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	ctx := context.Background()
+	self, other := &rl.caller, &rl.target
+	if isTarget {
+		self, other = &rl.target, &rl.caller
+	}
+	self.Store(c)
+	defer self.CompareAndSwap(c, nil)
+	if isTarget {
+		if err := c.Write(ctx, websocket.MessageText, relayReady); err != nil {
+			return
+		}
+	}
+	var buf []byte
+	for {
+		_, rd, err := c.Reader(ctx)
+		if err != nil {
+			return
+		}
+		if buf, err = readAll(rd, buf[:0]); err != nil {
+			return
+		}
+		to := other.Load()
+		switch {
+		case to == nil && !isTarget:
+			c.Close(websocket.StatusTryAgainLater, "no relay target")
+			return
+		case to != nil:
+			_ = to.Write(ctx, websocket.MessageText, buf) // an error closes to, whose reader ends
 		}
 	}
 }

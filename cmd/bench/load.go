@@ -32,6 +32,13 @@ type scenario struct {
 	// floor: the client scenario compares the Go client with this
 	// program's raw calls.
 	baseline func(ctx context.Context, l *load, url string) (figure, error)
+	// floorRun, if set, is run against the floor in place of run: the
+	// addressed-relay scenario compares the hub's rpc.call with the
+	// floor's relay.
+	floorRun func(ctx context.Context, l *load, url string) (figure, error)
+	// onFloor runs both run and baseline against the floor: relay-floor
+	// compares two things the floor does, with no hub.
+	onFloor bool
 }
 
 // figure is one measurement: value in the scenario's unit, and latency
@@ -86,6 +93,8 @@ var scenarios = []*scenario{
 	{name: "addressed", unit: "calls/s", target: 0.5, run: addressedScenario, baseline: seqScenario},
 	{name: "addressed-fwd", unit: "calls/s", target: 0.9, run: addressedScenario, baseline: forwardedScenario},
 	{name: "addressed-topic", unit: "calls/s", target: 0.33, run: addressedTopicScenario, baseline: topicPublishScenario},
+	{name: "addressed-relay", unit: "calls/s", run: addressedScenario, floorRun: relayScenario},
+	{name: "relay-floor", unit: "calls/s", run: relayScenario, baseline: seqScenario, onFloor: true},
 	{name: "cluster-js", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeJSScenario, baseline: sameNodeJSScenario},
 }
 

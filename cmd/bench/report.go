@@ -161,6 +161,11 @@ so 0.5 is the target; **addressed-fwd**, the same against a call forwarded
 to that peer as the provider of its method: no slower; **addressed-topic**,
 sequential ` + "`rpc.call`" + ` to the 1,000 peers of a topic, each done once all have
 answered, against publishing to them, each done once all have the event;
+**addressed-relay**, the same ` + "`rpc.call`" + ` to one peer against the floor
+relaying the same frames from a caller's connection to a target's and
+back, parsing nothing; **relay-floor**, that relay against the floor's
+echo, both on the floor: what the machine allows a call that crosses a
+server twice against one that crosses it once;
 **cluster-js**, the cluster scenario with JetStream: every event goes through the
 stream, on the publisher's node too.
 
@@ -227,6 +232,8 @@ var scenarioText = map[string]string{
 	"addressed":       "rpc.call to one peer vs a direct call",
 	"addressed-fwd":   "rpc.call to one peer vs a forwarded call",
 	"addressed-topic": "rpc.call to 1,000 peers vs a publish to them",
+	"addressed-relay": "rpc.call to one peer vs the floor relaying it",
+	"relay-floor":     "the floor: a relayed call vs an echoed one",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's

@@ -66,7 +66,7 @@ func runCmd(ctx context.Context, args []string) error {
 	l := &load{}
 	fs.DurationVar(&l.duration, "duration", 2*time.Second, "how long each timed scenario runs")
 	reps := fs.Int("reps", 5, "repetitions of each scenario (idle runs once)")
-	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client,handoff,clientpipe,neighbor,beside,addressed,addressed-fwd,addressed-topic", "the `list` of scenarios to run")
+	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client,handoff,clientpipe,neighbor,beside,addressed,addressed-fwd,addressed-topic,addressed-relay,relay-floor", "the `list` of scenarios to run")
 	fs.IntVar(&l.window, "window", 64, "calls in flight in pipe")
 	fs.IntVar(&l.conns, "conns", 100, "connections in conns")
 	fs.IntVar(&l.batch, "batch", 100, "requests per batch in batch")
@@ -149,6 +149,10 @@ func runCmd(ctx context.Context, args []string) error {
 		if i < 0 {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
+		if scenarios[i].onFloor && floorURL == "" && !flagSet(fs, "scenarios") {
+			fmt.Fprintf(os.Stderr, "%s skipped: it runs on the floor, and no floor URL was given\n", name)
+			continue
+		}
 		chosen = append(chosen, scenarios[i])
 	}
 
@@ -202,10 +206,19 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 	var hub, floor []figure
 	var ratios []float64
 	// The floor's leg: the floor server, or the scenario's baseline
-	// against the hub.
+	// against the hub, or its floorRun against the floor server; with
+	// onFloor, both legs are on the floor server.
 	floorRun, floorAt := s.run, floorURL
-	if s.baseline != nil {
+	switch {
+	case s.onFloor:
+		if floorURL == "" {
+			return r, fmt.Errorf("%s runs on the floor: give a floor URL", s.name)
+		}
+		hubURL, floorRun = floorURL, s.baseline
+	case s.baseline != nil:
 		floorRun, floorAt = s.baseline, hubURL
+	case s.floorRun != nil:
+		floorRun = s.floorRun
 	}
 	withFloor := floorURL != "" || s.baseline != nil
 	for i := range reps {
