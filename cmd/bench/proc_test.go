@@ -127,3 +127,16 @@ func TestParsePerf(t *testing.T) {
 		}
 	}
 }
+
+// The CPU table leaves out a scenario whose unit is CPU time already: its
+// per-process figures belong to a hub idle meanwhile.
+func TestCPURowsSkipCPUScenarios(t *testing.T) {
+	results := []result{
+		{Scenario: "seq", Unit: "calls/s", cpuResult: cpuResult{HubCPU: 39}},
+		{Scenario: "cluster", Unit: "ns CPU/delivery", cpuResult: cpuResult{HubCPU: 0.05}},
+	}
+	rows := cpuRows(results)
+	if len(rows) != 1 || rows[0][0] != "seq" {
+		t.Fatalf("rows %v, want seq's alone", rows)
+	}
+}

@@ -212,10 +212,10 @@ bin/bench scalereport bin/scale.json
 It needs the loopback addresses 127.0.0.2 and up (Linux routes all of 127.0.0.0/8 to
 the loopback interface) and, for the cluster part, a file descriptor limit that
 lets each process hold its share: the load generator uses as many processes as the
-limit asks for. A node of the cluster is waited for until its `+"`/readyz`"+` answers,
+limit asks for. A node of the cluster is waited for until its ` + "`/readyz`" + ` answers,
 for up to two minutes (it opens its JetStream stream before it listens). If the
-cluster part fails, `+"`bench scale`"+` still writes the single hub's results with what
-failed, and exits with the failure; `+"`make scale`"+` writes this page either way.
+cluster part fails, ` + "`bench scale`" + ` still writes the single hub's results with what
+failed, and exits with the failure; ` + "`make scale`" + ` writes this page either way.
 `)
 	return b.Bytes()
 }
