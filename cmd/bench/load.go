@@ -425,7 +425,7 @@ func metric(ctx context.Context, murl, name string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := metricsClient.Do(req)
 	if err != nil {
 		return 0, err
 	}

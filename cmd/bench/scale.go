@@ -152,6 +152,9 @@ func scaleCmd(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if strings.Contains(c.parts, "cluster") && c.nodes < 2 { // the publisher's node stays up while the last restarts
+		return errors.New("-nodes: a cluster has at least 2")
+	}
 	// No results are better than the last run's taken for this one's.
 	if err := os.Remove(*jsonOut); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

@@ -170,3 +170,41 @@ func TestScaleClusterFails(t *testing.T) {
 		}
 	}
 }
+
+// TestHubFor checks the order in which a swarm's peer tries the hubs: its
+// own first, then each of the others once, then around again; and the
+// peers of one hub start on the others evenly, rather than all on one.
+func TestHubFor(t *testing.T) {
+	for _, hubs := range []int{1, 2, 5} {
+		const peers = 100
+		next := make(map[[2]int]int) // own hub, hub of the second try: peers
+		for p := range peers {
+			own := p % hubs
+			seen := make(map[int]bool)
+			for a := range 3 * hubs {
+				h := hubFor(p, hubs, a)
+				switch {
+				case h < 0 || h >= hubs:
+					t.Fatalf("hubs %d, peer %d, try %d: hub %d", hubs, p, a, h)
+				case a%hubs == 0 && h != own:
+					t.Errorf("hubs %d, peer %d, try %d: hub %d, want its own, %d", hubs, p, a, h, own)
+				case a < hubs && seen[h]:
+					t.Errorf("hubs %d, peer %d: hub %d tried twice in a round", hubs, p, h)
+				case a >= hubs && h != hubFor(p, hubs, a-hubs):
+					t.Errorf("hubs %d, peer %d, try %d: not the order of the round before", hubs, p, a)
+				}
+				seen[h] = true
+			}
+			if hubs > 1 {
+				next[[2]int{own, hubFor(p, hubs, 1)}]++
+			}
+		}
+		for own := range hubs {
+			for other := range hubs {
+				if want := peers / hubs / max(hubs-1, 1); other != own && next[[2]int{own, other}] != want {
+					t.Errorf("hubs %d: %d peers of hub %d try hub %d second, want %d", hubs, next[[2]int{own, other}], own, other, want)
+				}
+			}
+		}
+	}
+}

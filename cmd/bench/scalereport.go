@@ -165,11 +165,12 @@ and the seconds; %s peers cost it %.1f%% of one core.
 embedded), each refusing peers beyond its file descriptors (`+"`-max-conns`"+`); %d processes
 of the load generator, each from a loopback source address of its own (127.0.0.2 and
 up), hold the peers, spread evenly over the hubs. All subscribe to one topic; one
-publish on the first hub reaches all of them, %d times. Then the last hub is stopped
-(SIGTERM: it closes its peers with 1001) and started again while an event is
-published every 100 ms; its peers reconnect to whichever hub takes them (the others
-are full, so mostly to it), each resuming its subscription from the last event it
-processed. The load generator's processes share the machine's cores with the
+publish on the first hub reaches all of them, %d times (the publisher connects before
+the peers, and stays). Then the last hub is stopped (SIGTERM: it closes its peers with
+1001) and started again while an event is published every 100 ms; its peers reconnect,
+each trying its own hub first and then the others, each peer from a different one
+(the others are full, so mostly to its own once it is back), each resuming its
+subscription from the last event it processed. The load generator's processes share the machine's cores with the
 hubs: the rates and latencies include their own time to read every socket.
 
 | figure | |

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -38,6 +39,11 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 	pids := []int{s.procs[0].pid()}
 	r := &singleResult{Peers: n, IdleSeconds: c.idle.Seconds()}
 
+	pub, err := dialControl(ctx, hubURL) // before the peers, as in the cluster
+	if err != nil {
+		return nil, err
+	}
+	defer pub.close()
 	logf("single: %d peers to one hub", n)
 	nodes, err := readNodes(ctx, []string{hubURL}, pids)
 	if err != nil {
@@ -63,11 +69,6 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 	if err := ss.subscribe(); err != nil {
 		return nil, err
 	}
-	pub, err := dial(ctx, hubURL)
-	if err != nil {
-		return nil, err
-	}
-	defer pub.close()
 	logf("single: fan-out of %d events", c.events)
 	if r.Fanout, err = fanoutAll(ss, pub, pids, c.events); err != nil {
 		return nil, err
@@ -136,7 +137,10 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 		return nil, err
 	}
 	// Each node refuses (503) peers beyond its file descriptors, so that a
-	// peer whose node restarts is turned away at once by a full one. A node
+	// peer whose node restarts is turned away at once by a full one. The 50
+	// places over a node's share of the peers are for the publisher (on the
+	// first), the load generator's /metrics requests (one at a time, each
+	// closed once answered) and peers of another node. A node
 	// opens its JetStream stream before it listens: under load that takes
 	// longer than the default 10 s, so it may take as long as it is waited
 	// for (readyWait), and it is waited for on /readyz.
@@ -175,6 +179,13 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 		return p
 	}
 	r := &clusterResult{Nodes: c.nodes, Peers: n, Swarms: count, IdleSeconds: c.idle.Seconds()}
+	// The publisher takes its place on the first hub before the peers
+	// fill it, and keeps it.
+	pub, err := dialControl(ctx, urls[0])
+	if err != nil {
+		return nil, err
+	}
+	defer pub.close()
 	nodes, err := readNodes(ctx, urls, pids())
 	if err != nil {
 		return nil, err
@@ -193,8 +204,9 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 	}
 	goroutines := 0
 	for i, a := range idle.after {
-		r.PeersPerNode = append(r.PeersPerNode, a.conns)
-		r.RSSPerPeer = append(r.RSSPerPeer, float64(a.rss-nodes[i].rss)/float64(max(a.conns, 1)))
+		peers := a.conns - nodes[i].conns // not the publisher
+		r.PeersPerNode = append(r.PeersPerNode, peers)
+		r.RSSPerPeer = append(r.RSSPerPeer, float64(a.rss-nodes[i].rss)/float64(max(peers, 1)))
 		goroutines += a.goroutines - nodes[i].goroutines
 	}
 	r.GoroutinesPerPeer = float64(goroutines) / float64(n)
@@ -203,11 +215,6 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 	if err := ss.subscribe(); err != nil {
 		return nil, err
 	}
-	pub, err := dial(ctx, urls[0])
-	if err != nil {
-		return nil, err
-	}
-	defer pub.close()
 	logf("cluster: fan-out of %d events", c.events)
 	if r.Fanout, err = fanoutAll(ss, pub, pids(), c.events); err != nil {
 		return nil, err
@@ -285,16 +292,23 @@ func measureIdle(ctx context.Context, c *scaleConfig, urls []string, pids []int)
 	return idleFigures{before: before, after: after, seconds: time.Since(start).Seconds()}, nil
 }
 
-// publish publishes event k (its send time in it) through pub.
-func publish(pub *conn, k int) error {
+// publish publishes event k (its send time in it) through pub, and
+// waits for the hub to accept it.
+func publish(pub *control, k int) error {
 	req := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"scale","data":{"t":%d}},"id":%d}`, time.Now().UnixNano(), k)
-	_, err := pub.roundTrip(req)
-	return err
+	reply, err := pub.call(req, time.Minute)
+	if err != nil {
+		return fmt.Errorf("publishing event %d: %w", k, err)
+	}
+	if bytes.Contains(reply, []byte(`"error":`)) {
+		return fmt.Errorf("publishing event %d: %s", k, reply)
+	}
+	return nil
 }
 
 // fanoutAll publishes events, one at a time, each once every peer holds
 // the one before, and reports the deliveries.
-func fanoutAll(ss swarms, pub *conn, pids []int, events int) (fanoutResult, error) {
+func fanoutAll(ss swarms, pub *control, pids []int, events int) (fanoutResult, error) {
 	f := fanoutResult{Events: events}
 	cpu := func() (time.Duration, error) {
 		var sum time.Duration
@@ -343,13 +357,19 @@ func fanoutAll(ss swarms, pub *conn, pids []int, events int) (fanoutResult, erro
 // restartNode stops node i with SIGTERM and starts it again, while pub
 // publishes ten events a second; it waits until the node's peers have
 // reconnected (to it or to another node) and every peer holds every event.
-func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, health, urls []string, ss swarms, pub *conn, published int) (restartResult, error) {
+func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, health, urls []string, ss swarms, pub *control, published int) (restartResult, error) {
 	r := restartResult{Node: i + 1}
 	conns, err := metric(ctx, metricsURL(urls[i]), "switchboard_connections")
 	if err != nil {
 		return r, err
 	}
 	r.Peers = int(conns)
+	// Peers that lost their connection under load before have reconnected
+	// too: only the reconnections from now on count.
+	before, err := ss.wait(0, 0)
+	if err != nil {
+		return r, err
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var pubErr error
@@ -385,13 +405,13 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 		if err != nil {
 			return r, err
 		}
-		r.Reconnects = rep.Reconnects
-		if rep.Reconnects >= r.Peers {
+		r.Reconnects = rep.Reconnects - before.Reconnects
+		if r.Reconnects >= r.Peers {
 			r.Seconds = time.Unix(0, rep.LastReconnect).Sub(start).Seconds()
 			break
 		}
 		if time.Now().After(deadline) {
-			return r, fmt.Errorf("%d of %d peers reconnected after 3 minutes", rep.Reconnects, r.Peers)
+			return r, fmt.Errorf("%d of %d peers reconnected after 3 minutes", r.Reconnects, r.Peers)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

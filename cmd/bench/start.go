@@ -125,9 +125,16 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// probeClient asks a starting server whether it is up; a server too busy
-// to answer within its timeout is asked again.
-var probeClient = &http.Client{Timeout: 5 * time.Second}
+// The load generator's HTTP requests to the servers close their
+// connection once answered: an idle keep-alive connection would hold a
+// place under a hub's -max-conns beside its peers. probeClient asks a
+// starting server whether it is up (a server too busy to answer within
+// its timeout is asked again); metricsClient reads /metrics.
+var (
+	closingTransport = &http.Transport{DisableKeepAlives: true}
+	probeClient      = &http.Client{Timeout: 5 * time.Second, Transport: closingTransport}
+	metricsClient    = &http.Client{Timeout: 30 * time.Second, Transport: closingTransport}
+)
 
 // waitHTTP polls u, served by p, until it answers 200, for up to d; it
 // gives up at once if p exits.

@@ -33,8 +33,9 @@ import (
 //	close        close every peer, answer, and exit
 //
 // It answers "connected" once all its peers are. A peer whose connection
-// ends reconnects, to the next hub of its list that takes it, and
-// resumes its subscription from the last position it processed.
+// ends reconnects, to its own hub if it takes it, else to another (see
+// hubFor), and resumes its subscription from the last position it
+// processed.
 
 // swarmReport is a swarm's answer to "wait": how many peers hold exactly
 // the events wanted, how many events came twice or out of order, the
@@ -69,7 +70,7 @@ type swarm struct {
 // seq; mu guards what reports read, and conn, which the reader replaces
 // when it reconnects and closeAll closes.
 type swarmPeer struct {
-	home  int // index of the hub it was first connected to
+	index int // in the swarm: which hubs it tries (hubFor)
 	epoch string
 	seq   int64
 
@@ -85,7 +86,7 @@ type swarmPeer struct {
 func swarmCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("swarm", flag.ContinueOnError)
 	n := fs.Int("n", 100, "peers")
-	urls := fs.String("urls", "", "comma-separated hub `URLs`: peer i connects to the (i mod len)th")
+	urls := fs.String("urls", "", "comma-separated hub `URLs`: peer i connects to the (i mod len)th, its own")
 	src := fs.String("src", "", "loopback source `address` of its connections (default: any)")
 	topic := fs.String("topic", "scale", "the `topic` subscribe subscribes to")
 	dialers := fs.Int("dialers", 64, "connections opened at once")
@@ -160,11 +161,26 @@ func sourceDialer(src string) *net.Dialer {
 	}
 }
 
+// hubFor returns the index of the hub, of hubs, that peer tries on its
+// attempt-th dial (from 0): its own hub (peer mod hubs) first, then each
+// of the others once, then around again. The peers of one hub start on
+// the others at different ones, in turn, so that when their hub goes
+// away they spread over the others rather than all trying the next.
+func hubFor(peer, hubs, attempt int) int {
+	own := peer % hubs
+	k := attempt % hubs
+	if k == 0 {
+		return own
+	}
+	first := (peer / hubs) % (hubs - 1) // of the others, the peer's first
+	return (own + 1 + (first+k-1)%(hubs-1)) % hubs
+}
+
 // dial opens a connection to the hub i of the list.
 func (s *swarm) dial(ctx context.Context, i int) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, s.urls[i%len(s.urls)], &s.dialer)
+	ws, _, err := websocket.Dial(ctx, s.urls[i], &s.dialer)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +213,7 @@ func (s *swarm) connect(ctx context.Context, n, dialers int) error {
 						s.retries.Add(1)
 						time.Sleep(time.Second)
 					}
-					if c, err = s.dial(ctx, i); err == nil {
+					if c, err = s.dial(ctx, hubFor(i, len(s.urls), 0)); err == nil {
 						if _, err = c.roundTrip(ping); err != nil {
 							c.ws.CloseNow()
 						}
@@ -210,7 +226,7 @@ func (s *swarm) connect(ctx context.Context, n, dialers int) error {
 					errs[d] = fmt.Errorf("peer %d: %w", i, err)
 					return
 				}
-				s.peers[i] = &swarmPeer{home: i % len(s.urls), conn: c}
+				s.peers[i] = &swarmPeer{index: i, conn: c}
 			}
 		})
 	}
@@ -301,13 +317,14 @@ func (s *swarm) read(p *swarmPeer, c *conn) {
 	}
 }
 
-// reconnect connects p again, trying the hubs of the list in turn from
-// the one after its home, with a random pause first (so that the peers of
-// a hub that went away do not all come back at once) and between rounds,
-// and resumes its subscription.
+// reconnect connects p again, trying the hubs in hubFor's order (its own
+// first: a peer that lost its connection under load takes back its place
+// rather than another hub's), with a random pause first (so that the
+// peers of a hub that went away do not all come back at once) and
+// growing pauses between tries, and resumes its subscription.
 func (s *swarm) reconnect(ctx context.Context, p *swarmPeer) bool {
 	pause := time.Duration(rand.Int64N(int64(time.Second)))
-	for attempt := 1; ; attempt++ {
+	for attempt := 0; ; attempt++ {
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -316,7 +333,7 @@ func (s *swarm) reconnect(ctx context.Context, p *swarmPeer) bool {
 		if s.closing.Load() {
 			return false
 		}
-		c, err := s.dial(ctx, p.home+attempt)
+		c, err := s.dial(ctx, hubFor(p.index, len(s.urls), attempt))
 		if err == nil && s.subscribing.Load() {
 			if err = c.ws.Write(ctx, websocket.MessageText, s.subscribeFrame(p)); err != nil {
 				c.ws.CloseNow()
@@ -334,7 +351,7 @@ func (s *swarm) reconnect(ctx context.Context, p *swarmPeer) bool {
 			p.lastReconnect = time.Now()
 			return true
 		}
-		pause = min(2*time.Second, 250*time.Millisecond*time.Duration(attempt))
+		pause = min(2*time.Second, 250*time.Millisecond*time.Duration(attempt+1))
 	}
 }
 
