@@ -17,10 +17,7 @@ import (
 // restart of the second hub; every event must reach every peer once.
 func TestScale(t *testing.T) {
 	dir := t.TempDir()
-	hubBin := filepath.Join(dir, "hub")
-	if out, err := exec.Command("go", "build", "-o", hubBin, "github.com/switchboard-rpc/switchboard/cmd/hub").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	hubBin := buildHub(t, dir)
 	out := filepath.Join(dir, "scale.json")
 	err := scaleCmd(t.Context(), []string{"-hub", hubBin, "-peers", "100", "-nodes", "2", "-cluster-peers", "100", "-swarms", "2",
 		"-idle", "500ms", "-settle", "200ms", "-returned", "200ms", "-events", "3", "-dialers", "8", "-json", out})
@@ -126,10 +123,7 @@ func TestScanFrames(t *testing.T) {
 // says what failed, as soon as the node's process ended.
 func TestScaleClusterFails(t *testing.T) {
 	dir := t.TempDir()
-	hubBin := filepath.Join(dir, "hub")
-	if out, err := exec.Command("go", "build", "-o", hubBin, "github.com/switchboard-rpc/switchboard/cmd/hub").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	hubBin := buildHub(t, dir)
 	wrapper := filepath.Join(dir, "hub-alone")
 	script := "#!/bin/sh\ncase \"$*\" in *-nats*) echo 'no cluster here' >&2; exit 3;; esac\nexec " + hubBin + " \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
@@ -207,4 +201,14 @@ func TestHubFor(t *testing.T) {
 			}
 		}
 	}
+}
+
+// buildHub builds the hub into dir and returns the binary's path.
+func buildHub(t *testing.T, dir string) string {
+	t.Helper()
+	hubBin := filepath.Join(dir, "hub")
+	if out, err := exec.Command("go", "build", "-o", hubBin, "github.com/switchboard-rpc/switchboard/cmd/hub").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return hubBin
 }
