@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"os"
@@ -49,35 +48,9 @@ func TestNATSUnreachable(t *testing.T) {
 // A NATS server that requires TLS with a client certificate and an NKey:
 // the hub joins it with -nats-tls-* and -nats-nkey, and not without.
 func TestNATSWithTLSAndNKey(t *testing.T) {
-	cert := hubtest.NewCert(t)
-	user, err := nkeys.CreateUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := user.PublicKey()
-	seed, _ := user.Seed()
-	seedFile := filepath.Join(t.TempDir(), "user.nk")
-	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-		TLS: true, TLSVerify: true, TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert.TLS}, ClientCAs: cert.Roots,
-			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
-		},
-		Nkeys: []*natsserver.NkeyUser{{Nkey: pub}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(5 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
-	tlsFlags := []string{"-nats-tls-ca", cert.CertFile, "-nats-tls-cert", cert.CertFile, "-nats-tls-key", cert.KeyFile}
-	base := []string{"-addr", "127.0.0.1:0", "-nats", ns.ClientURL(), "-nats-jetstream", "-nats-timeout", "1s"}
+	ns := hubtest.StartSecureNATS(t)
+	tlsFlags, seedFile := ns.TLSFlags, ns.SeedFile
+	base := []string{"-addr", "127.0.0.1:0", "-nats", ns.URL, "-nats-jetstream", "-nats-timeout", "1s"}
 	for _, args := range [][]string{
 		append(slices.Clone(base), "-nats-nkey", seedFile),                          // no TLS
 		append(slices.Clone(base), tlsFlags...),                                     // no NKey
@@ -87,7 +60,7 @@ func TestNATSWithTLSAndNKey(t *testing.T) {
 			t.Errorf("hub %q joined", args)
 		}
 	}
-	url, _ := start(t, append([]string{"-nats", ns.ClientURL(), "-nats-jetstream", "-node", "n1", "-nats-nkey", seedFile}, tlsFlags...)...)
+	url, _ := start(t, append([]string{"-nats", ns.URL, "-nats-jetstream", "-node", "n1", "-nats-nkey", seedFile}, tlsFlags...)...)
 	if status, body := rawRequest(t, strings.TrimPrefix(url, "http://"), "/readyz", ""); status != 200 {
 		t.Fatalf("/readyz: %d %q, want 200", status, body)
 	}

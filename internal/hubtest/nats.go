@@ -1,0 +1,60 @@
+package hubtest
+
+import (
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+)
+
+// SecureNATS is a NATS server, with JetStream, that requires TLS with a
+// client certificate and an NKey.
+type SecureNATS struct {
+	URL      string
+	Cert     *Cert  // the server's certificate, its CA and a client's
+	SeedFile string // the user's NKey seed, for -nats-nkey
+	// TLSFlags are the hub's flags for the certificate: -nats-tls-ca,
+	// -nats-tls-cert and -nats-tls-key, in that order.
+	TLSFlags []string
+}
+
+// StartSecureNATS starts a SecureNATS on 127.0.0.1, shut down when the
+// test ends.
+func StartSecureNATS(t testing.TB) *SecureNATS {
+	t.Helper()
+	cert := NewCert(t)
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := user.PublicKey()
+	seed, _ := user.Seed()
+	seedFile := filepath.Join(t.TempDir(), "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+		TLS: true, TLSVerify: true, TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert.TLS}, ClientCAs: cert.Roots,
+			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+		},
+		Nkeys: []*natsserver.NkeyUser{{Nkey: pub}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS not ready within 10s")
+	}
+	return &SecureNATS{
+		URL: ns.ClientURL(), Cert: cert, SeedFile: seedFile,
+		TLSFlags: []string{"-nats-tls-ca", cert.CertFile, "-nats-tls-cert", cert.CertFile, "-nats-tls-key", cert.KeyFile},
+	}
+}
