@@ -303,12 +303,12 @@ func (c *Client) reconnect(cause error) (*peer.Conn, error) {
 	c.mu.Lock()
 	cur := c.cur
 	c.mu.Unlock()
-	delay := c.o.MinBackoff
+	delay, wait := c.o.MinBackoff, time.Duration(0)
 	for attempt := 1; ; attempt++ {
 		if c.o.MaxAttempts > 0 && attempt > c.o.MaxAttempts {
 			return nil, fmt.Errorf("gave up after %d attempts: %w", c.o.MaxAttempts, cause)
 		}
-		wait := delay/2 + rand.N(delay/2+1)
+		wait = max(wait, delay/2+rand.N(delay/2+1))
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -332,6 +332,14 @@ func (c *Client) reconnect(cause error) (*peer.Conn, error) {
 		c.log.Debug("reconnection failed", zap.Int("attempt", attempt), zap.Error(err))
 		c.setState(StateDisconnected, err)
 		delay = min(2*delay, c.o.MaxBackoff)
+		// A server that refused with a Retry-After (a hub at its
+		// connection limit says 1 s) is not asked again sooner; the
+		// peers it turned away come back spread over half as long again.
+		wait = 0
+		var se *StatusError
+		if errors.As(err, &se) && se.RetryAfter > 0 {
+			wait = se.RetryAfter + rand.N(se.RetryAfter/2+1)
+		}
 	}
 }
 

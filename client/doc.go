@@ -31,6 +31,9 @@
 // When the connection drops, the client dials again after a pause that
 // starts at Options.MinBackoff and doubles up to Options.MaxBackoff, with
 // jitter, until it succeeds or Options.MaxAttempts attempts have failed.
+// A server that refused the handshake with a Retry-After (a hub at its
+// connection limit answers 503 with "Retry-After: 1") is not dialed again
+// before that time has passed ([StatusError].RetryAfter).
 // On success it subscribes again to the patterns of its subscriptions
 // before any waiting call goes through, and keeps serving its Router.
 // Options.OnState sees every change of [State].

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -186,5 +189,69 @@ func TestFailoverGiveUp(t *testing.T) {
 	testkit.Recv(t, c.Done(), "client to give up")
 	if err := c.Err(); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "gave up after 3 attempts") {
 		t.Fatalf("Err() = %v", err)
+	}
+}
+
+// A hub at its connection limit refuses with 503 and "Retry-After: 1":
+// the reconnecting client does not dial it again sooner, however short
+// its backoff, and connects once it has room.
+func TestReconnectHonoursRetryAfter(t *testing.T) {
+	var mu sync.Mutex
+	var dials []time.Time
+	drop := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		dials = append(dials, time.Now())
+		n := len(dials)
+		mu.Unlock()
+		if n == 2 || n == 3 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many connections", http.StatusServiceUnavailable)
+			return
+		}
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		if n == 1 {
+			<-drop
+			ws.Close(websocket.StatusGoingAway, "")
+			return
+		}
+		_, _, _ = ws.Read(context.Background()) // until the client closes
+	}))
+	t.Cleanup(hs.Close) // after the client's Close
+	states := newStateLog()
+	dial(t, "ws"+strings.TrimPrefix(hs.URL, "http"), &Options{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, PingInterval: -1, OnState: states.on})
+	close(drop)
+	states.until(t, StateDisconnected)
+	states.until(t, StateConnected)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dials) != 4 {
+		t.Fatalf("%d dials, want 4", len(dials))
+	}
+	for i := 2; i < len(dials); i++ {
+		if gap := dials[i].Sub(dials[i-1]); gap < time.Second {
+			t.Errorf("dial %d came %v after a refusal with Retry-After: 1", i+1, gap)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"":                              0,
+		"1":                             time.Second,
+		"120":                           2 * time.Minute,
+		"-3":                            0,
+		"soon":                          0,
+		"Fri, 27 Nov 2026 12:00:30 GMT": 30 * time.Second,
+		"Fri, 27 Nov 2026 11:00:00 GMT": 0, // past
+	} {
+		if got := retryAfter(v, now); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", v, got, want)
+		}
 	}
 }

@@ -93,6 +93,11 @@ type StatusError struct {
 	Status     string      // "413 Request Entity Too Large"
 	Body       string      // the start of the response body
 	Err        *peer.Error // the JSON-RPC error in the body, if any
+	// RetryAfter is the response's Retry-After, in either of its forms
+	// (seconds, or an HTTP date), 0 if it has none: how long the server
+	// asks to be left alone, as a hub at its connection limit does with
+	// 503. The client's reconnection waits at least that long.
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string {
@@ -279,7 +284,7 @@ func (h *HTTPClient) post(ctx context.Context, v any) ([]byte, error) {
 
 // statusError describes an HTTP reply that is not the one expected.
 func statusError(resp *http.Response, body []byte) *StatusError {
-	se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+	se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	var r response
 	if json.Unmarshal(body, &r) == nil && r.Error != nil {
 		se.Err = r.Error
@@ -292,6 +297,21 @@ func statusError(resp *http.Response, body []byte) *StatusError {
 		se.Err = &peer.Error{Code: peer.CodeUnauthorized, Message: http.StatusText(resp.StatusCode)}
 	}
 	return se
+}
+
+// retryAfter reads a Retry-After header (RFC 9110, section 10.2.3): a
+// number of seconds, or a date, taken from now; 0 if absent or invalid.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(n, 0)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
 }
 
 // decode turns a response into the call's outcome.

@@ -82,7 +82,8 @@ type Options struct {
 	// MinBackoff is the pause before the first reconnection attempt; each
 	// failed attempt doubles it, up to MaxBackoff. Every pause is drawn at
 	// random between half and all of its nominal length (jitter), so that
-	// many clients do not come back at the same instant. Defaults 100ms
+	// many clients do not come back at the same instant. A pause after a
+	// refusal with a Retry-After lasts at least that long. Defaults 100ms
 	// and 10s.
 	MinBackoff, MaxBackoff time.Duration
 
