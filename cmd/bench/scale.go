@@ -29,8 +29,9 @@ import (
 //     as many peers as they hold, held by several swarm processes (see
 //     swarm.go) from loopback addresses 127.0.0.2 and up, all subscribed to
 //     one topic; the same figures per node, and a restart of one node while
-//     events are published: how long until its peers are back, and whether
-//     any event was lost or came twice.
+//     events are published: how long until its peers are back (on the
+//     others where they have room, else on their own), and whether any
+//     event was lost or came twice.
 //
 // The results go to -json, for "bench scalereport" to write the page. If
 // the cluster part fails, the file still holds the single hub's results,
@@ -114,9 +115,19 @@ type restartResult struct {
 	Peers      int     `json:"peers"`      // it held
 	Reconnects int     `json:"reconnects"` // peers that reconnected
 	Seconds    float64 `json:"seconds"`    // from the signal to the last reconnection
-	Events     int     `json:"events"`     // published meanwhile
-	Missing    int     `json:"missing"`
-	Dups       int     `json:"dups"`
+	BackAfter  float64 `json:"backAfter"`  // seconds from the signal to the node's being ready again
+	// PeersPerNode counts the peers on each node once all reconnected:
+	// those that found room on the others, and those that waited for
+	// their own node.
+	PeersPerNode []int `json:"peersPerNode"`
+	// DialErrors counts the reconnecting peers' failed dials by kind:
+	// refused (the node was down), full (503 from a node at its limit),
+	// timeout, other; OtherError is the first of the last kind.
+	DialErrors map[string]int64 `json:"dialErrors,omitempty"`
+	OtherError string           `json:"otherError,omitempty"`
+	Events     int              `json:"events"` // published meanwhile
+	Missing    int              `json:"missing"`
+	Dups       int              `json:"dups"`
 }
 
 // scaleConfig holds scale's flags.
@@ -140,7 +151,9 @@ func scaleCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&c.hub, "hub", "bin/hub", "the hub `binary`")
 	fs.StringVar(&c.parts, "parts", "single,cluster", "which `parts` to run")
 	fs.IntVar(&c.peers, "peers", 0, "peers of the single hub (0: as many as the file descriptor limit allows)")
-	fs.IntVar(&c.nodes, "nodes", 5, "hubs of the cluster")
+	// Five nodes at the file descriptor limit would hold 100,000 peers,
+	// but then a restarted node's peers find no room on the others.
+	fs.IntVar(&c.nodes, "nodes", 6, "hubs of the cluster: with one more than the peers need, the others have room for most of a restarted node's peers")
 	fs.IntVar(&c.clusterPeers, "cluster-peers", 100000, "peers of the cluster, at most what the nodes' file descriptor limits allow")
 	fs.IntVar(&c.swarms, "swarms", 0, "processes holding the cluster's peers (0: as few as the file descriptor limit allows)")
 	fs.DurationVar(&c.idle, "idle", 30*time.Second, "how long the idle CPU time is measured (the default ping interval: every peer is pinged once)")
@@ -426,6 +439,21 @@ func (ss swarms) wait(want int, d time.Duration) (swarmReport, error) {
 		r.LastDelivery = max(r.LastDelivery, g.LastDelivery)
 		r.Deliveries += g.Deliveries
 		r.Hist.merge(g.Hist)
+		if r.PeersPerHub == nil { // the swarms share the list of hubs
+			r.PeersPerHub = make([]int, len(g.PeersPerHub))
+		}
+		for i, n := range g.PeersPerHub {
+			r.PeersPerHub[i] += n
+		}
+		for k, n := range g.DialErrors {
+			if r.DialErrors == nil {
+				r.DialErrors = make(map[string]int64)
+			}
+			r.DialErrors[k] += n
+		}
+		if r.OtherError == "" {
+			r.OtherError = g.OtherError
+		}
 	}
 	return r, err
 }

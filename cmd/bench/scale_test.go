@@ -55,8 +55,13 @@ func TestScale(t *testing.T) {
 	if c.Peers != 100 || sum != 100 || len(c.RSSPerPeer) != 2 {
 		t.Errorf("cluster: %+v", c)
 	}
-	if rs := c.Restart; rs.Node != 2 || rs.Peers != 50 || rs.Reconnects < rs.Peers || rs.Events == 0 || rs.Missing != 0 || rs.Dups != 0 || rs.Seconds <= 0 {
+	if rs := c.Restart; rs.Node != 2 || rs.Peers != 50 || rs.Reconnects < rs.Peers || rs.Events == 0 || rs.Missing != 0 || rs.Dups != 0 || rs.Seconds <= 0 || rs.BackAfter <= 0 {
 		t.Errorf("restart: %+v", rs)
+	}
+	// The first hub has room: the second's peers go there rather than
+	// wait for theirs (all of them, unless it came back very fast).
+	if pn := c.Restart.PeersPerNode; len(pn) != 2 || pn[0]+pn[1] != 100 || pn[0] <= 50 {
+		t.Errorf("peers per hub after the restart: %v", pn)
 	}
 
 	page := filepath.Join(dir, "scale.md")

@@ -153,9 +153,8 @@ and the seconds; %s peers cost it %.1f%% of one core.
 			s.Fanout.Missing, s.Fanout.Dups, collectedText(s.Left), s.IdleSeconds, human(float64(s.Peers)), s.IdleCPUPerPeer*float64(s.Peers)/1e4)
 	}
 	if c := r.Cluster; c != nil {
-		var perNode, rss []string
+		var rss []string
 		for i := range c.PeersPerNode {
-			perNode = append(perNode, human(float64(c.PeersPerNode[i])))
 			rss = append(rss, kb(c.RSSPerPeer[i]))
 		}
 		fmt.Fprintf(&b, `
@@ -167,11 +166,15 @@ of the load generator, each from a loopback source address of its own (127.0.0.2
 up), hold the peers, spread evenly over the hubs. All subscribe to one topic; one
 publish on the first hub reaches all of them, %d times (the publisher connects before
 the peers, and stays). Then the last hub is stopped (SIGTERM: it closes its peers with
-1001) and started again while an event is published every 100 ms; its peers reconnect,
-each trying its own hub first and then the others, each peer from a different one
-(the others are full, so mostly to its own once it is back), each resuming its
-subscription from the last event it processed. The load generator's processes share the machine's cores with the
-hubs: the rates and latencies include their own time to read every socket.
+1001) and started again while an event is published every 100 ms. Its peers reconnect
+as the Go client does: a pause before each attempt that starts at 100 ms and doubles up
+to 10 s, drawn between half and all of it, and at least the Retry-After of a hub that
+refused with 503; each tries its own hub first and then the others in turn, each peer
+starting from a different one. The others take as many as their limits leave room
+for; the rest come back to their own hub once it is up. Each peer resumes its
+subscription from the last event it processed. The load generator's processes share
+the machine's cores with the hubs: the rates and latencies include their own time to
+read every socket.
 
 | figure | |
 | --- | ---: |
@@ -185,13 +188,17 @@ hubs: the rates and latencies include their own time to read every socket.
 | CPU of all hubs per delivery | %.2f µs |
 | events missing, twice | %d, %d |
 | restart of hub %d: its peers | %s |
-| time from the signal until the last of them is back | %.1f s |
+| time from the signal until the hub is ready again | %.1f s |
+| time from the signal until the last of its peers is back | %.1f s |
+| peers per hub once they are | %s |
+| failed dials meanwhile: refused (hub down), full (503), timed out, other | %s |
 | events published meanwhile; missing, twice, at any peer | %d; %d, %d |
 `, human(float64(c.Peers)), c.Nodes, c.Nodes, c.Swarms, c.Fanout.Events,
-			strings.Join(perNode, ", "), c.ConnectSeconds, human(float64(c.Peers)/c.ConnectSeconds), strings.Join(rss, ", "),
+			humanInts(c.PeersPerNode), c.ConnectSeconds, human(float64(c.Peers)/c.ConnectSeconds), strings.Join(rss, ", "),
 			c.GoroutinesPerPeer, c.IdleCPUPerPeer, human(c.Fanout.DeliveriesPerSec), micros(c.Fanout.P50), micros(c.Fanout.P99),
 			c.Fanout.CPUPerDelivery, c.Fanout.Missing, c.Fanout.Dups,
-			c.Restart.Node, human(float64(c.Restart.Peers)), c.Restart.Seconds, c.Restart.Events, c.Restart.Missing, c.Restart.Dups)
+			c.Restart.Node, human(float64(c.Restart.Peers)), c.Restart.BackAfter, c.Restart.Seconds, humanInts(c.Restart.PeersPerNode),
+			dialErrorsText(c.Restart), c.Restart.Events, c.Restart.Missing, c.Restart.Dups)
 	}
 	if r.ClusterFailed != "" {
 		fmt.Fprintf(&b, `
@@ -219,6 +226,28 @@ cluster part fails, ` + "`bench scale`" + ` still writes the single hub's result
 failed, and exits with the failure; ` + "`make scale`" + ` writes this page either way.
 `)
 	return b.Bytes()
+}
+
+func humanInts(v []int) string {
+	var s []string
+	for _, n := range v {
+		s = append(s, human(float64(n)))
+	}
+	return strings.Join(s, ", ")
+}
+
+// dialErrorsText lists a restart's failed dials by kind, with the first
+// of the unexpected kind.
+func dialErrorsText(r restartResult) string {
+	var s []string
+	for _, k := range dialKindNames {
+		s = append(s, human(float64(r.DialErrors[k])))
+	}
+	t := strings.Join(s, ", ")
+	if r.OtherError != "" {
+		t += " (first other: " + r.OtherError + ")"
+	}
+	return t
 }
 
 func writeProjection(b *bytes.Buffer, r *scaleResult) {

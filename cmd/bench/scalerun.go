@@ -398,7 +398,8 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 		return r, fmt.Errorf("node%d restarted: %w", i+1, err)
 	}
 	s.procs[i] = again.procs[0]
-	logf("cluster: node%d back after %.1f s", i+1, time.Since(start).Seconds())
+	r.BackAfter = time.Since(start).Seconds()
+	logf("cluster: node%d back after %.1f s", i+1, r.BackAfter)
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		rep, err := ss.wait(0, 0)
@@ -406,6 +407,13 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 			return r, err
 		}
 		r.Reconnects = rep.Reconnects - before.Reconnects
+		r.PeersPerNode, r.OtherError = rep.PeersPerHub, rep.OtherError
+		r.DialErrors = make(map[string]int64)
+		for k, n := range rep.DialErrors {
+			if n -= before.DialErrors[k]; n > 0 {
+				r.DialErrors[k] = n
+			}
+		}
 		if r.Reconnects >= r.Peers {
 			r.Seconds = time.Unix(0, rep.LastReconnect).Sub(start).Seconds()
 			break

@@ -8,15 +8,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -51,7 +48,14 @@ type swarmReport struct {
 	LastDelivery  int64     `json:"lastDelivery,omitempty"`  // Unix ns
 	Deliveries    int       `json:"deliveries"`
 	Hist          histogram `json:"hist"`
-	Err           string    `json:"error,omitempty"`
+	// PeersPerHub counts the peers connected to each hub of the list
+	// (or reconnecting, for the one they were last on).
+	PeersPerHub []int `json:"peersPerHub"`
+	// DialErrors counts the failed dials of reconnecting peers by kind
+	// (refused, full, timeout, other); OtherError is the first "other".
+	DialErrors map[string]int64 `json:"dialErrors,omitempty"`
+	OtherError string           `json:"otherError,omitempty"`
+	Err        string           `json:"error,omitempty"`
 }
 
 type swarm struct {
@@ -64,6 +68,10 @@ type swarm struct {
 	retries atomic.Int64 // dials tried again while connecting
 	// subscribing says the peers were told to subscribe.
 	subscribing atomic.Bool
+	// dialErrs counts the failed dials of reconnecting peers by kind;
+	// otherErr is the first of kind dialOther.
+	dialErrs [dialKinds]atomic.Int64
+	otherErr atomic.Pointer[error]
 }
 
 // swarmPeer is one peer. The reader goroutine alone touches epoch and
@@ -76,6 +84,7 @@ type swarmPeer struct {
 
 	mu            sync.Mutex
 	conn          *conn
+	hub           int // the index of conn's hub
 	events, dups  int
 	reconnects    int
 	lastReconnect time.Time
@@ -144,50 +153,6 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// sourceDialer dials from the source address src with
-// IP_BIND_ADDRESS_NO_PORT, so that the port is chosen at connect time for
-// the whole 4-tuple, not at bind time for the address alone.
-func sourceDialer(src string) *net.Dialer {
-	return &net.Dialer{
-		LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)},
-		Control: func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			err := c.Control(func(fd uintptr) {
-				const ipBindAddressNoPort = 24 // linux/in.h
-				serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IP, ipBindAddressNoPort, 1)
-			})
-			return errors.Join(err, serr)
-		},
-	}
-}
-
-// hubFor returns the index of the hub, of hubs, that peer tries on its
-// attempt-th dial (from 0): its own hub (peer mod hubs) first, then each
-// of the others once, then around again. The peers of one hub start on
-// the others at different ones, in turn, so that when their hub goes
-// away they spread over the others rather than all trying the next.
-func hubFor(peer, hubs, attempt int) int {
-	own := peer % hubs
-	k := attempt % hubs
-	if k == 0 {
-		return own
-	}
-	first := (peer / hubs) % (hubs - 1) // of the others, the peer's first
-	return (own + 1 + (first+k-1)%(hubs-1)) % hubs
-}
-
-// dial opens a connection to the hub i of the list.
-func (s *swarm) dial(ctx context.Context, i int) (*conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, s.urls[i], &s.dialer)
-	if err != nil {
-		return nil, err
-	}
-	ws.SetReadLimit(-1)
-	return &conn{ws: ws}, nil
-}
-
 // connect opens n connections, dialers at a time, each with one rpc.ping
 // answered, so that the hub has set it up fully.
 func (s *swarm) connect(ctx context.Context, n, dialers int) error {
@@ -213,7 +178,7 @@ func (s *swarm) connect(ctx context.Context, n, dialers int) error {
 						s.retries.Add(1)
 						time.Sleep(time.Second)
 					}
-					if c, err = s.dial(ctx, hubFor(i, len(s.urls), 0)); err == nil {
+					if c, _, err = s.dial(ctx, hubFor(i, len(s.urls), 0)); err == nil {
 						if _, err = c.roundTrip(ping); err != nil {
 							c.ws.CloseNow()
 						}
@@ -226,7 +191,7 @@ func (s *swarm) connect(ctx context.Context, n, dialers int) error {
 					errs[d] = fmt.Errorf("peer %d: %w", i, err)
 					return
 				}
-				s.peers[i] = &swarmPeer{index: i, conn: c}
+				s.peers[i] = &swarmPeer{index: i, conn: c, hub: hubFor(i, len(s.urls), 0)}
 			}
 		})
 	}
@@ -317,44 +282,6 @@ func (s *swarm) read(p *swarmPeer, c *conn) {
 	}
 }
 
-// reconnect connects p again, trying the hubs in hubFor's order (its own
-// first: a peer that lost its connection under load takes back its place
-// rather than another hub's), with a random pause first (so that the
-// peers of a hub that went away do not all come back at once) and
-// growing pauses between tries, and resumes its subscription.
-func (s *swarm) reconnect(ctx context.Context, p *swarmPeer) bool {
-	pause := time.Duration(rand.Int64N(int64(time.Second)))
-	for attempt := 0; ; attempt++ {
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			return false
-		}
-		if s.closing.Load() {
-			return false
-		}
-		c, err := s.dial(ctx, hubFor(p.index, len(s.urls), attempt))
-		if err == nil && s.subscribing.Load() {
-			if err = c.ws.Write(ctx, websocket.MessageText, s.subscribeFrame(p)); err != nil {
-				c.ws.CloseNow()
-			}
-		}
-		if err == nil {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			if s.closing.Load() { // closeAll has closed the old one, or will
-				c.ws.CloseNow()
-				return false
-			}
-			p.conn = c
-			p.reconnects++
-			p.lastReconnect = time.Now()
-			return true
-		}
-		pause = min(2*time.Second, 250*time.Millisecond*time.Duration(attempt+1))
-	}
-}
-
 // wait waits until every peer holds want events, or for d, and reports.
 func (s *swarm) wait(ctx context.Context, want int, d time.Duration) swarmReport {
 	deadline := time.Now().Add(d)
@@ -369,9 +296,21 @@ func (s *swarm) wait(ctx context.Context, want int, d time.Duration) swarmReport
 }
 
 func (s *swarm) report(want int) swarmReport {
-	r := swarmReport{Peers: len(s.peers), Hist: histogram{}}
+	r := swarmReport{Peers: len(s.peers), Hist: histogram{}, PeersPerHub: make([]int, len(s.urls))}
+	for k := range dialKinds {
+		if n := s.dialErrs[k].Load(); n > 0 {
+			if r.DialErrors == nil {
+				r.DialErrors = make(map[string]int64)
+			}
+			r.DialErrors[dialKindNames[k]] = n
+		}
+	}
+	if err := s.otherErr.Load(); err != nil {
+		r.OtherError = (*err).Error()
+	}
 	for _, p := range s.peers {
 		p.mu.Lock()
+		r.PeersPerHub[p.hub]++
 		if p.events == want {
 			r.Complete++
 		}
