@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -45,10 +47,10 @@ type ListenerOptions struct {
 // Listener is a net.Listener that caps the connections open at once, in
 // total and per remote address, and can serve TLS. A connection over a
 // limit never reaches the http.Server: the listener answers it with
-// "503 Service Unavailable" (over TLS when the listener serves TLS), reads
-// what the client sent until it closes or for at most a second, and closes
-// it. At most 64 refused connections are answered at a time; beyond that
-// they are closed at once.
+// "503 Service Unavailable" once it has read the request's head (over TLS
+// when the listener serves TLS), reads what the client sends until it
+// closes, all within a second, and closes it. At most 64 refused
+// connections are answered at a time; beyond that they are closed at once.
 //
 // A connection counts until it is closed, and a WebSocket for as long as
 // it is open. Use it with http.Server.Serve:
@@ -231,11 +233,17 @@ func (l *Listener) refuse(c net.Conn, over limit) {
 		if l.o.TLSConfig != nil {
 			rw = tls.Server(c, l.o.TLSConfig)
 		}
-		if _, err := io.WriteString(rw, refusal503); err == nil {
-			// Closing with the request unread would reset the
-			// connection, which can destroy the answer before the
-			// client has read it: read until the client closes.
-			_, _ = io.Copy(io.Discard, io.LimitReader(rw, 64<<10))
+		// The answer waits for the request: an HTTP client takes a
+		// response that comes before its request for a stray one (Go's
+		// transport logs it, drops it, and sees its connection closed).
+		in := bufio.NewReader(io.LimitReader(rw, 64<<10))
+		if _, err := http.ReadRequest(in); err == nil {
+			if _, err := io.WriteString(rw, refusal503); err == nil {
+				// Closing with the request's body unread would reset
+				// the connection, which can destroy the answer before
+				// the client has read it: read until the client closes.
+				_, _ = io.Copy(io.Discard, in)
+			}
 		}
 		_ = c.Close()
 		l.mu.Lock()

@@ -2,13 +2,16 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -200,7 +203,10 @@ func rawGet(t *testing.T, c net.Conn, r *bufio.Reader) int {
 // readResponse reads an HTTP response from c.
 func readResponse(t *testing.T, c net.Conn) (int, string) {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: 10.0.0.9\r\n\r\n"); err != nil {
+		t.Fatalf("write: %v", err)
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatalf("read: %v", err)
@@ -285,14 +291,13 @@ func ExampleNewListener() {
 	}
 	fmt.Println("first:", resp.Status)
 
-	// The second is answered at once, before it sends a request (an
-	// http.Client could find the answer on a connection it had not used
-	// yet, and drop it).
+	// The second is answered 503 without reaching the server.
 	second, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer second.Close()
+	fmt.Fprintf(second, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	resp, err = http.ReadResponse(bufio.NewReader(second), nil)
 	if err != nil {
 		log.Fatal(err)
@@ -301,4 +306,58 @@ func ExampleNewListener() {
 	// Output:
 	// first: 200 OK
 	// second: 503 Service Unavailable
+}
+
+// TestListenerRefusesAfterTheRequest: a Go HTTP client refused for a
+// limit gets the 503 with its Retry-After as the answer to its request.
+// The refusal waits for the request: written before it, the answer
+// reached Go's transport as an "unsolicited response", which it logged
+// and dropped, and the client saw its connection closed instead.
+func TestListenerRefusesAfterTheRequest(t *testing.T) {
+	addr := serveLimited(t, &server.ListenerOptions{MaxConns: 1}, nil)
+	held, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if status := rawGet(t, held, bufio.NewReader(held)); status != 200 { // it counts now
+		t.Fatalf("within the limit: %d", status)
+	}
+	// Nothing comes before the request.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Read(make([]byte, 1)); n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("before any request: read %d bytes, %v", n, err)
+	}
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if status := rawGet(t, c, bufio.NewReader(c)); status != 503 {
+		t.Fatalf("over the limit: %d, want 503", status)
+	}
+
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	for i := range 20 { // the race with the transport was lost about one time in three
+		tr := &http.Transport{}
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp.Body.Close()
+		tr.CloseIdleConnections()
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
+			t.Fatalf("request %d: %s, Retry-After %q", i, resp.Status, resp.Header.Get("Retry-After"))
+		}
+	}
+	if logged.Len() > 0 {
+		t.Errorf("the HTTP client logged: %s", logged.String())
+	}
 }
