@@ -128,6 +128,14 @@ type restartResult struct {
 	Events     int              `json:"events"` // published meanwhile
 	Missing    int              `json:"missing"`
 	Dups       int              `json:"dups"`
+	// Refused counts the publishes the hub answered with an error (the
+	// stream unavailable) and the publisher tried again; RefusedReply is
+	// the first such answer. Again counts the deliveries of an event a
+	// second time under a new position: a refused publish that was stored
+	// all the same, then tried again.
+	Refused      int    `json:"refused,omitempty"`
+	RefusedReply string `json:"refusedReply,omitempty"`
+	Again        int    `json:"again,omitempty"`
 }
 
 // scaleConfig holds scale's flags.
@@ -434,6 +442,7 @@ func (ss swarms) wait(want int, d time.Duration) (swarmReport, error) {
 		r.Complete += g.Complete
 		r.Missing += g.Missing
 		r.Dups += g.Dups
+		r.Again += g.Again
 		r.Reconnects += g.Reconnects
 		r.LastReconnect = max(r.LastReconnect, g.LastReconnect)
 		r.LastDelivery = max(r.LastDelivery, g.LastDelivery)

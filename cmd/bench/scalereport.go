@@ -193,12 +193,13 @@ read every socket.
 | peers per hub once they are | %s |
 | failed dials meanwhile: refused (hub down), full (503), timed out, other | %s |
 | events published meanwhile; missing, twice, at any peer | %d; %d, %d |
+| publishes refused meanwhile and tried again; events that came again, at any peer | %s |
 `, human(float64(c.Peers)), c.Nodes, c.Nodes, c.Swarms, c.Fanout.Events,
 			humanInts(c.PeersPerNode), c.ConnectSeconds, human(float64(c.Peers)/c.ConnectSeconds), strings.Join(rss, ", "),
 			c.GoroutinesPerPeer, c.IdleCPUPerPeer, human(c.Fanout.DeliveriesPerSec), micros(c.Fanout.P50), micros(c.Fanout.P99),
 			c.Fanout.CPUPerDelivery, c.Fanout.Missing, c.Fanout.Dups,
 			c.Restart.Node, human(float64(c.Restart.Peers)), c.Restart.BackAfter, c.Restart.Seconds, humanInts(c.Restart.PeersPerNode),
-			dialErrorsText(c.Restart), c.Restart.Events, c.Restart.Missing, c.Restart.Dups)
+			dialErrorsText(c.Restart), c.Restart.Events, c.Restart.Missing, c.Restart.Dups, refusedText(c.Restart))
 	}
 	if r.ClusterFailed != "" {
 		fmt.Fprintf(&b, `
@@ -246,6 +247,18 @@ func dialErrorsText(r restartResult) string {
 	t := strings.Join(s, ", ")
 	if r.OtherError != "" {
 		t += " (first other: " + r.OtherError + ")"
+	}
+	return t
+}
+
+// refusedText says how many publishes the hub refused during a restart
+// (it answers an error when the stream does not acknowledge in time) and
+// how many events peers then got twice, at two positions: those the
+// stream had stored all the same before the publisher tried again.
+func refusedText(r restartResult) string {
+	t := fmt.Sprintf("%d; %d", r.Refused, r.Again)
+	if r.RefusedReply != "" {
+		t += " (the first refusal: `" + r.RefusedReply + "`)"
 	}
 	return t
 }

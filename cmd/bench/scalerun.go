@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -295,16 +297,26 @@ func measureIdle(ctx context.Context, c *scaleConfig, urls []string, pids []int)
 // publish publishes event k (its send time in it) through pub, and
 // waits for the hub to accept it.
 func publish(pub *control, k int) error {
-	req := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"scale","data":{"t":%d}},"id":%d}`, time.Now().UnixNano(), k)
+	req := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"scale","data":{"t":%d,"n":%d}},"id":%d}`, time.Now().UnixNano(), k, k)
 	reply, err := pub.call(req, time.Minute)
 	if err != nil {
 		return fmt.Errorf("publishing event %d: %w", k, err)
 	}
 	if bytes.Contains(reply, []byte(`"error":`)) {
-		return fmt.Errorf("publishing event %d: %s", k, reply)
+		return &refusedError{k: k, reply: string(reply)}
 	}
 	return nil
 }
+
+// refusedError is a publish the hub answered with an error: it says the
+// event was not accepted, though it may be in the stream all the same
+// (a stream's acknowledgement that came too late).
+type refusedError struct {
+	k     int
+	reply string
+}
+
+func (e *refusedError) Error() string { return fmt.Sprintf("publishing event %d: %s", e.k, e.reply) }
 
 // fanoutAll publishes events, one at a time, each once every peer holds
 // the one before, and reports the deliveries.
@@ -376,16 +388,38 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 	wg.Go(func() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
+		// A refused publish is tried again, with the same number, at
+		// the next tick, as a publisher would; the last one even after
+		// stop, for up to a minute, since the stream may hold it.
+		stopped, retrying := stop, false
+		var giveUp <-chan time.Time
 		for {
 			select {
-			case <-stop:
+			case <-stopped:
+				if !retrying {
+					return
+				}
+				stopped, giveUp = nil, time.After(time.Minute)
+				continue
+			case <-giveUp:
+				pubErr = fmt.Errorf("event %d refused for a minute after the last reconnection: %s", published+r.Events+1, r.RefusedReply)
 				return
 			case <-tick.C:
 			}
-			if pubErr = publish(pub, published+r.Events+1); pubErr != nil {
+			err := publish(pub, published+r.Events+1)
+			var refused *refusedError
+			if retrying = errors.As(err, &refused); retrying {
+				r.Refused++
+				r.RefusedReply = cmp.Or(r.RefusedReply, refused.reply)
+				continue
+			}
+			if pubErr = err; pubErr != nil {
 				return
 			}
 			r.Events++
+			if giveUp != nil { // stopped
+				return
+			}
 		}
 	})
 	stopPublishing := sync.OnceFunc(func() { close(stop); wg.Wait() })
@@ -432,7 +466,7 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 	if err != nil {
 		return r, err
 	}
-	r.Missing, r.Dups = rep.Missing, rep.Dups
+	r.Missing, r.Dups, r.Again = rep.Missing, rep.Dups, rep.Again
 	if rep.Complete != rep.Peers {
 		return r, fmt.Errorf("after the restart, %d of %d peers hold all %d events (%d missing, %d twice)", rep.Complete, rep.Peers, published+r.Events, rep.Missing, rep.Dups)
 	}

@@ -43,6 +43,7 @@ type swarmReport struct {
 	Complete      int       `json:"complete"`
 	Missing       int       `json:"missing"` // events not (yet) held, over all peers
 	Dups          int       `json:"dups"`
+	Again         int       `json:"again"` // an event number again, at a new position
 	Reconnects    int       `json:"reconnects"`
 	LastReconnect int64     `json:"lastReconnect,omitempty"` // Unix ns
 	LastDelivery  int64     `json:"lastDelivery,omitempty"`  // Unix ns
@@ -81,11 +82,13 @@ type swarmPeer struct {
 	index int // in the swarm: which hubs it tries (hubFor)
 	epoch string
 	seq   int64
+	n     int64 // the publisher's number of the last event
 
 	mu            sync.Mutex
 	conn          *conn
 	hub           int // the index of conn's hub
 	events, dups  int
+	again         int
 	reconnects    int
 	lastReconnect time.Time
 	lastDelivery  time.Time
@@ -269,11 +272,16 @@ func (s *swarm) read(p *swarmPeer, c *conn) {
 		}
 		seq, ok := intAfter(msg, `"seq":`)
 		t, _ := sentAt(msg)
+		n, _ := intAfter(msg, `"n":`)
 		p.mu.Lock()
-		if !ok || seq <= p.seq {
+		switch {
+		case !ok || seq <= p.seq:
 			p.dups++
-		} else {
+		case n != 0 && n <= p.n:
 			p.seq = seq
+			p.again++
+		default:
+			p.seq, p.n = seq, n
 			p.events++
 			p.lats = append(p.lats, now.Sub(time.Unix(0, t)))
 			p.lastDelivery = now
@@ -316,6 +324,7 @@ func (s *swarm) report(want int) swarmReport {
 		}
 		r.Missing += max(0, want-p.events)
 		r.Dups += p.dups
+		r.Again += p.again
 		r.Reconnects += p.reconnects
 		r.LastReconnect = max(r.LastReconnect, unixNano(p.lastReconnect))
 		r.LastDelivery = max(r.LastDelivery, unixNano(p.lastDelivery))
