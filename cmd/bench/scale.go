@@ -123,11 +123,12 @@ type restartResult struct {
 	// DialErrors counts the reconnecting peers' failed dials by kind:
 	// refused (the node was down), full (503 from a node at its limit),
 	// timeout, other; OtherError is the first of the last kind.
-	DialErrors map[string]int64 `json:"dialErrors,omitempty"`
-	OtherError string           `json:"otherError,omitempty"`
-	Events     int              `json:"events"` // published meanwhile
-	Missing    int              `json:"missing"`
-	Dups       int              `json:"dups"`
+	DialErrors   map[string]int64 `json:"dialErrors,omitempty"`
+	OtherError   string           `json:"otherError,omitempty"`
+	Events       int              `json:"events"`       // published meanwhile
+	PublishEvery float64          `json:"publishEvery"` // seconds between them
+	Missing      int              `json:"missing"`
+	Dups         int              `json:"dups"`
 	// Refused counts the publishes the hub answered with an error (the
 	// stream unavailable) and the publisher tried again; RefusedReply is
 	// the first such answer. Again counts the deliveries of an event a

@@ -166,7 +166,8 @@ of the load generator, each from a loopback source address of its own (127.0.0.2
 up), hold the peers, spread evenly over the hubs. All subscribe to one topic; one
 publish on the first hub reaches all of them, %d times (the publisher connects before
 the peers, and stays). Then the last hub is stopped (SIGTERM: it closes its peers with
-1001) and started again while an event is published every 100 ms. Its peers reconnect
+1001) and started again while events are published, at a third of the rate at which
+the cluster delivered them to all just before. Its peers reconnect
 as the Go client does: a pause before each attempt that starts at 100 ms and doubles up
 to 10 s, drawn between half and all of it, and at least the Retry-After of a hub that
 refused with 503; each tries its own hub first and then the others in turn, each peer
@@ -192,14 +193,14 @@ read every socket.
 | time from the signal until the last of its peers is back | %.1f s |
 | peers per hub once they are | %s |
 | failed dials meanwhile: refused (hub down), full (503), timed out, other | %s |
-| events published meanwhile; missing, twice, at any peer | %d; %d, %d |
+| events published meanwhile, one every %.1f s; missing, twice, at any peer | %d; %d, %d |
 | publishes refused meanwhile and tried again; events that came again, at any peer | %s |
 `, human(float64(c.Peers)), c.Nodes, c.Nodes, c.Swarms, c.Fanout.Events,
 			humanInts(c.PeersPerNode), c.ConnectSeconds, human(float64(c.Peers)/c.ConnectSeconds), strings.Join(rss, ", "),
 			c.GoroutinesPerPeer, c.IdleCPUPerPeer, human(c.Fanout.DeliveriesPerSec), micros(c.Fanout.P50), micros(c.Fanout.P99),
 			c.Fanout.CPUPerDelivery, c.Fanout.Missing, c.Fanout.Dups,
 			c.Restart.Node, human(float64(c.Restart.Peers)), c.Restart.BackAfter, c.Restart.Seconds, humanInts(c.Restart.PeersPerNode),
-			dialErrorsText(c.Restart), c.Restart.Events, c.Restart.Missing, c.Restart.Dups, refusedText(c.Restart))
+			dialErrorsText(c.Restart), c.Restart.PublishEvery, c.Restart.Events, c.Restart.Missing, c.Restart.Dups, refusedText(c.Restart))
 	}
 	if r.ClusterFailed != "" {
 		fmt.Fprintf(&b, `

@@ -221,8 +221,13 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 	if r.Fanout, err = fanoutAll(ss, pub, pids(), c.events); err != nil {
 		return nil, err
 	}
-	logf("cluster: restart of node%d", c.nodes)
-	r.Restart, err = restartNode(ctx, s, c.nodes-1, argvs, health, urls, ss, pub, c.events)
+	// During the restart events are published at a third of the rate
+	// at which the cluster delivered them to all, measured just before:
+	// faster, the machine would spend itself on deliveries it cannot
+	// keep up with rather than on the reconnections measured.
+	every := max(time.Second, time.Duration(3*float64(n)/max(r.Fanout.DeliveriesPerSec, 1)*float64(time.Second)))
+	logf("cluster: restart of node%d, with an event every %v", c.nodes, every.Round(time.Millisecond))
+	r.Restart, err = restartNode(ctx, s, c.nodes-1, argvs, health, urls, ss, pub, c.events, every)
 	return r, err
 }
 
@@ -367,10 +372,10 @@ func fanoutAll(ss swarms, pub *control, pids []int, events int) (fanoutResult, e
 }
 
 // restartNode stops node i with SIGTERM and starts it again, while pub
-// publishes ten events a second; it waits until the node's peers have
+// publishes an event every so often; it waits until the node's peers have
 // reconnected (to it or to another node) and every peer holds every event.
-func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, health, urls []string, ss swarms, pub *control, published int) (restartResult, error) {
-	r := restartResult{Node: i + 1}
+func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, health, urls []string, ss swarms, pub *control, published int, every time.Duration) (restartResult, error) {
+	r := restartResult{Node: i + 1, PublishEvery: every.Seconds()}
 	conns, err := metric(ctx, metricsURL(urls[i]), "switchboard_connections")
 	if err != nil {
 		return r, err
@@ -386,7 +391,7 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 	var wg sync.WaitGroup
 	var pubErr error
 	wg.Go(func() {
-		tick := time.NewTicker(100 * time.Millisecond)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		// A refused publish is tried again, with the same number, at
 		// the next tick, as a publisher would; the last one even after
@@ -427,6 +432,7 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 
 	start := time.Now()
 	s.procs[i].stop(time.Minute)
+	logf("cluster: node%d stopped in %.1f s", i+1, time.Since(start).Seconds())
 	again := &servers{}
 	if err := again.launch(ctx, argvs[i:i+1], health[i:i+1], readyWait); err != nil {
 		return r, fmt.Errorf("node%d restarted: %w", i+1, err)
@@ -457,7 +463,7 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // events after every peer is back
+	time.Sleep(2 * every) // an event or two after every peer is back
 	stopPublishing()
 	if pubErr != nil {
 		return r, pubErr
