@@ -21,6 +21,9 @@ func TestTrustedProxies(t *testing.T) {
 			if resp == nil {
 				t.Fatalf("dial: %v", err)
 			}
+			if ra := resp.Header.Get("Retry-After"); resp.StatusCode == http.StatusServiceUnavailable && ra != "1" {
+				t.Errorf("503 with Retry-After %q, want 1", ra)
+			}
 			return nil, resp.StatusCode
 		}
 		t.Cleanup(func() { ws.CloseNow() })

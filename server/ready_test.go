@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -36,5 +37,10 @@ func TestReadyz(t *testing.T) {
 	}
 	if status, body := get(t, ts.URL+"/readyz"); status != http.StatusServiceUnavailable || body != "shutting down\n" {
 		t.Fatalf("readyz while shutting down: %d %q, want 503", status, body)
+	}
+	// A client that dials now is told to come back later, or elsewhere.
+	_, resp, err := websocket.Dial(timeout(t), ts.wsURL(), nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("dial while shutting down: %v, %+v: want 503 with Retry-After: 1", err, resp)
 	}
 }

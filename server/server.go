@@ -454,5 +454,8 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason
 	s.counters.refused[reason].Add(1)
 	s.log.Info("request refused", zap.Stringer("reason", reason), zap.Int("status", code),
 		zap.String("remote", r.RemoteAddr), zap.String("host", r.Host), zap.String("origin", r.Header.Get("Origin")))
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1") // as the Listener's refusals say
+	}
 	plain(w, code, msg+"\n")
 }
