@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -196,46 +193,17 @@ func TestFailoverGiveUp(t *testing.T) {
 // the reconnecting client does not dial it again sooner, however short
 // its backoff, and connects once it has room.
 func TestReconnectHonoursRetryAfter(t *testing.T) {
-	var mu sync.Mutex
-	var dials []time.Time
-	drop := make(chan struct{})
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		dials = append(dials, time.Now())
-		n := len(dials)
-		mu.Unlock()
-		if n == 2 || n == 3 {
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many connections", http.StatusServiceUnavailable)
-			return
-		}
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.CloseNow()
-		if n == 1 {
-			<-drop
-			ws.Close(websocket.StatusGoingAway, "")
-			return
-		}
-		_, _, _ = ws.Read(context.Background()) // until the client closes
-	}))
-	t.Cleanup(hs.Close) // after the client's Close
+	g := hubtest.NewGate(t)
 	states := newStateLog()
-	dial(t, "ws"+strings.TrimPrefix(hs.URL, "http"), &Options{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, PingInterval: -1, OnState: states.on})
-	close(drop)
+	dial(t, g.URL, &Options{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, PingInterval: -1, OnState: states.on})
+	g.Refuse(2)
+	g.Drop()
 	states.until(t, StateDisconnected)
 	states.until(t, StateConnected)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(dials) != 4 {
-		t.Fatalf("%d dials, want 4", len(dials))
-	}
-	for i := 2; i < len(dials); i++ {
-		if gap := dials[i].Sub(dials[i-1]); gap < time.Second {
-			t.Errorf("dial %d came %v after a refusal with Retry-After: 1", i+1, gap)
-		}
+	// The first dial was taken, the second and third refused.
+	gaps := g.Gaps()
+	if len(gaps) != 3 || gaps[1] < time.Second || gaps[2] < time.Second {
+		t.Fatalf("dials came after %v: want 4, each after a refusal a second or more after it", gaps)
 	}
 }
 

@@ -2,13 +2,10 @@ package main
 
 import (
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 )
 
 // TestSwarmReconnectHonoursRetryAfter checks that a reconnecting peer
@@ -16,41 +13,16 @@ import (
 // it tries again, as the client package does, and counts the refusals:
 // a full hub is not hammered by the peers it turns away.
 func TestSwarmReconnectHonoursRetryAfter(t *testing.T) {
-	var mu sync.Mutex
-	var tries []time.Time
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		tries = append(tries, time.Now())
-		n := len(tries)
-		mu.Unlock()
-		if n <= 2 {
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many connections", http.StatusServiceUnavailable)
-			return
-		}
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.CloseNow()
-		_, _, _ = ws.Read(r.Context()) // until the peer closes
-	}))
-	defer hs.Close()
+	g := hubtest.NewGate(t)
+	g.Refuse(2)
 	p := &swarmPeer{}
-	s := &swarm{urls: []string{"ws" + hs.URL[len("http"):]}, peers: []*swarmPeer{p}}
+	s := &swarm{urls: []string{g.URL}, peers: []*swarmPeer{p}}
 	if !s.reconnect(t.Context(), p) {
 		t.Fatal("reconnect gave up")
 	}
 	p.conn.ws.CloseNow()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(tries) != 3 {
-		t.Fatalf("%d dials, want 3", len(tries))
-	}
-	for i := 1; i < len(tries); i++ {
-		if gap := tries[i].Sub(tries[i-1]); gap < time.Second {
-			t.Errorf("dial %d came %v after a refusal with Retry-After: 1", i+1, gap)
-		}
+	if gaps := g.Gaps(); len(gaps) != 2 || gaps[0] < time.Second || gaps[1] < time.Second {
+		t.Errorf("dials came after %v: want 3, each a second or more after a refusal", gaps)
 	}
 	if r := s.report(0); r.DialErrors["full"] != 2 || r.Reconnects != 1 || r.PeersPerHub[0] != 1 {
 		t.Errorf("report: %+v", r)
@@ -66,18 +38,15 @@ func TestDialKind(t *testing.T) {
 	}
 	down := "ws://" + ln.Addr().String() + "/rpc"
 	ln.Close() // nothing listens there now
-	full := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Retry-After", "2")
-		http.Error(w, "too many connections", http.StatusServiceUnavailable)
-	}))
-	defer full.Close()
-	s := &swarm{urls: []string{down, "ws" + full.URL[len("http"):]}}
+	full := hubtest.NewGate(t)
+	full.Refuse(1)
+	s := &swarm{urls: []string{down, full.URL}}
 	_, ra, err := s.dial(t.Context(), 0)
 	if k := dialKind(err, ra); k != dialRefused {
 		t.Errorf("hub down: %s (%v)", dialKindNames[k], err)
 	}
 	_, ra, err = s.dial(t.Context(), 1)
-	if k := dialKind(err, ra); k != dialFull || ra != 2*time.Second {
+	if k := dialKind(err, ra); k != dialFull || ra != time.Second {
 		t.Errorf("hub full: %s, Retry-After %v (%v)", dialKindNames[k], ra, err)
 	}
 }
