@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -15,23 +14,11 @@ import (
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
-// deadURL returns the URL of a port of 127.0.0.1 where nothing listens.
-func deadURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "ws://" + addr + "/rpc"
-}
-
 // Dial tries the URLs in turn until one answers, and fails with every
 // URL's error when none does.
 func TestDialURLs(t *testing.T) {
 	h := hubtest.Start(t, nil)
-	dead := deadURL(t)
+	dead := hubtest.DeadURL(t)
 	c := dial(t, dead, &Options{URLs: []string{h.WS()}})
 	if c.URL() != h.WS() {
 		t.Fatalf("URL() = %s, want %s", c.URL(), h.WS())
@@ -41,7 +28,7 @@ func TestDialURLs(t *testing.T) {
 		t.Fatalf("echo: %v, %v", got, err)
 	}
 
-	dead2 := deadURL(t)
+	dead2 := hubtest.DeadURL(t)
 	_, err := Dial(ctx(t), dead, &Options{URLs: []string{dead2, dead}})
 	if err == nil {
 		t.Fatal("Dial with no hub up succeeded")

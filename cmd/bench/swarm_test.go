@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -32,15 +31,9 @@ func TestSwarmReconnectHonoursRetryAfter(t *testing.T) {
 // TestDialKind checks how a failed dial is counted: a hub that is down
 // refuses the connection; one at its limit answers 503.
 func TestDialKind(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "ws://" + ln.Addr().String() + "/rpc"
-	ln.Close() // nothing listens there now
 	full := hubtest.NewGate(t)
 	full.Refuse(1)
-	s := &swarm{urls: []string{down, full.URL}}
+	s := &swarm{urls: []string{hubtest.DeadURL(t), full.URL}}
 	_, ra, err := s.dial(t.Context(), 0)
 	if k := dialKind(err, ra); k != dialRefused {
 		t.Errorf("hub down: %s (%v)", dialKindNames[k], err)

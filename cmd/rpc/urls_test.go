@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,23 +12,11 @@ import (
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 )
 
-// deadURL returns a ws:// URL where nothing listens.
-func deadURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "ws://" + addr + "/rpc"
-}
-
 // Several URLs, in the URL argument or with -url: rpc uses the first that
 // answers. Over HTTP POST, one URL only.
 func TestSeveralURLs(t *testing.T) {
 	h := hubtest.Start(t, nil)
-	dead := deadURL(t)
+	dead := hubtest.DeadURL(t)
 	rpc(t, "", "call", dead+","+h.WS(), "rpc.ping").check(t, 0, "{}\n")
 	rpc(t, "", "call", "-url", h.WS(), dead, "rpc.ping").check(t, 0, "{}\n")
 	rpc(t, "", "publish", "-url", dead+","+h.WS(), dead, "t.x", "1").check(t, 0, published(h, 0, 1))

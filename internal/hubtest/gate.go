@@ -2,6 +2,7 @@ package hubtest
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -10,6 +11,19 @@ import (
 
 	"github.com/coder/websocket"
 )
+
+// DeadURL returns a ws:// URL of 127.0.0.1 where nothing listens: a hub
+// that is down.
+func DeadURL(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "ws://" + addr + "/rpc"
+}
 
 // Gate is a WebSocket endpoint that stands for a hub at its connection
 // limit when told to: it refuses the handshakes it is told to refuse as a
