@@ -318,3 +318,29 @@ func parseParams(args []string) json.RawMessage {
 	b, _ := jsonx.Marshal(vals)
 	return b
 }
+
+// callOnce connects to url, over POST or a WebSocket, makes one call
+// within -timeout, and returns its result.
+func (o *cli) callOnce(ctx context.Context, url, method string, params any) (json.RawMessage, error) {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	c, err := o.open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var res json.RawMessage
+	if err := c.Call(ctx, method, params, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// callAndPrint makes one call (callOnce) and prints its result.
+func (o *cli) callAndPrint(ctx context.Context, url, method string, params any) error {
+	res, err := o.callOnce(ctx, url, method, params)
+	if err != nil {
+		return err
+	}
+	return o.printJSON(res)
+}

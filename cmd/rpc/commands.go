@@ -383,18 +383,6 @@ Examples:
 			}
 			data = parseValue(strings.TrimRight(string(in), "\n"))
 		}
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		c, err := o.open(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		var res json.RawMessage
-		p := map[string]any{"topic": args[1], "data": data}
-		if err := c.Call(ctx, "rpc.publish", p, &res); err != nil {
-			return err
-		}
-		return o.printJSON(res)
+		return o.callAndPrint(ctx, args[0], "rpc.publish", map[string]any{"topic": args[1], "data": data})
 	},
 }

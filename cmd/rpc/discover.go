@@ -27,15 +27,8 @@ Examples:
 		if len(args) != 1 {
 			return usagef("want URL")
 		}
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		c, err := o.open(ctx, args[0])
+		raw, err := o.callOnce(ctx, args[0], "rpc.discover", nil)
 		if err != nil {
-			return err
-		}
-		defer c.Close()
-		var raw json.RawMessage
-		if err := c.Call(ctx, "rpc.discover", nil, &raw); err != nil {
 			return err
 		}
 		if o.rawJSON {

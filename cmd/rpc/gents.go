@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 )
 
 var genTSCmd = &command{
@@ -46,15 +47,8 @@ Examples:
 		if !tsIdent.MatchString(name) {
 			return usagef("-name %q is not a TypeScript identifier", name)
 		}
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		c, err := o.open(ctx, args[0])
+		raw, err := o.callOnce(ctx, args[0], "rpc.discover", nil)
 		if err != nil {
-			return err
-		}
-		defer c.Close()
-		var raw json.RawMessage
-		if err := c.Call(ctx, "rpc.discover", nil, &raw); err != nil {
 			return err
 		}
 		var doc tsDoc

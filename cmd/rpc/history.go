@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -79,21 +78,4 @@ Examples:
 		}
 		return o.callAndPrint(ctx, args[0], "rpc.presence", map[string]string{"topic": args[1]})
 	},
-}
-
-// callAndPrint makes one call, over POST or a WebSocket, and prints its
-// result.
-func (o *cli) callAndPrint(ctx context.Context, url, method string, params any) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	c, err := o.open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	var res json.RawMessage
-	if err := c.Call(ctx, method, params, &res); err != nil {
-		return err
-	}
-	return o.printJSON(res)
 }
