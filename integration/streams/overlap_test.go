@@ -7,7 +7,6 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
-	"github.com/switchboard-rpc/switchboard/integration/internal/netcut"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
@@ -16,11 +15,8 @@ import (
 // after a cut: each handler gets exactly the events of its own pattern,
 // once and in order, those published while away included.
 func TestOverlappingSubscriptionsResume(t *testing.T) {
-	h := hubproc.StartDemo(t)
-	p := netcut.Start(t, h.Addr())
-	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
-	testclient.WaitState(t, states, client.StateConnected)
-	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
+	r := newRig(t)
+	p, sub, states, pub := r.p, r.sub, r.states, r.pub
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	allHandle, all := collect(t, 1000)
@@ -61,11 +57,7 @@ func TestOverlappingSubscriptionsResume(t *testing.T) {
 	expect(all, 101, 400, 1)
 	expect(onlyA, 102, 400, 2)
 	for _, ch := range []<-chan got{all, onlyA} {
-		select {
-		case g := <-ch:
-			t.Errorf("an event beyond the last: %+v", g)
-		default:
-		}
+		noMore(t, ch)
 	}
 }
 

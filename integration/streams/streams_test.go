@@ -50,6 +50,34 @@ func collect(t *testing.T, size int) (func(client.Event), <-chan got) {
 	}, ch
 }
 
+// rig is a demo hub with a subscriber behind a proxy the test can cut
+// (connected), and a publisher straight to the hub.
+type rig struct {
+	p      *netcut.Proxy
+	sub    *client.Client
+	states <-chan client.State
+	pub    *client.Client
+}
+
+func newRig(t *testing.T, hubArgs ...string) *rig {
+	h := hubproc.StartDemo(t, hubArgs...)
+	r := &rig{p: netcut.Start(t, h.Addr())}
+	r.sub, r.states = testclient.Dial(t, testclient.URL(r.p.Addr()), nil)
+	testclient.WaitState(t, r.states, client.StateConnected)
+	r.pub, _ = testclient.Dial(t, h.WebSocketURL(), nil)
+	return r
+}
+
+// noMore fails the test if an event is waiting on ch.
+func noMore(t *testing.T, ch <-chan got) {
+	t.Helper()
+	select {
+	case g := <-ch:
+		t.Errorf("an event beyond the last: %+v", g)
+	default:
+	}
+}
+
 // publish publishes the ints from..to on topic(i), one after the other.
 func publish(ctx context.Context, c *client.Client, from, to int, topic func(int) string) error {
 	for i := from; i <= to; i++ {
@@ -123,11 +151,8 @@ func TestResumeAfterCuts(t *testing.T) {
 // it missed events, then gets what the hub still holds and the live ones,
 // in order, each once.
 func TestResumeBeyondHistory(t *testing.T) {
-	h := hubproc.StartDemo(t, "-history", "100")
-	p := netcut.Start(t, h.Addr())
-	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
-	testclient.WaitState(t, states, client.StateConnected)
-	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
+	r := newRig(t, "-history", "100")
+	p, sub, states, pub := r.p, r.sub, r.states, r.pub
 	handle, events := collect(t, 1000)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -173,22 +198,15 @@ func TestResumeBeyondHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(551, 600)
-	select {
-	case g := <-events:
-		t.Errorf("an event beyond the last: %+v", g)
-	default:
-	}
+	noMore(t, events)
 }
 
 // A wildcard subscription resumes over all its topics: the events of
 // w.a, w.b.c and w.d published while it was away come back merged in
 // publish order, and no event of another topic.
 func TestWildcardResume(t *testing.T) {
-	h := hubproc.StartDemo(t)
-	p := netcut.Start(t, h.Addr())
-	sub, states := testclient.Dial(t, testclient.URL(p.Addr()), nil)
-	testclient.WaitState(t, states, client.StateConnected)
-	pub, _ := testclient.Dial(t, h.WebSocketURL(), nil)
+	r := newRig(t)
+	p, sub, states, pub := r.p, r.sub, r.states, r.pub
 	handle, events := collect(t, 1000)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -231,11 +249,7 @@ func TestWildcardResume(t *testing.T) {
 		}
 		last = g.seq
 	}
-	select {
-	case g := <-events:
-		t.Errorf("an event beyond the last: %+v", g)
-	default:
-	}
+	noMore(t, events)
 }
 
 // Presence follows peers: a watcher of room.1 is told who joins and
