@@ -130,6 +130,30 @@ func readAll(t *testing.T, ctx context.Context, c *websocket.Conn, n int) {
 	}
 }
 
+// waitQueued waits, for up to 30 s, until the hub's queues hold 8 MiB,
+// polling its metrics.
+func waitQueued(t *testing.T, admin string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); queuedBytes(t, admin) < 8<<20; {
+		if time.Now().After(deadline) {
+			t.Fatal("the queue did not fill")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a metric, with a deadline
+	}
+}
+
+// holdsUp checks, under the load what says, that the hub serves a new
+// client and that its heap after a collection is within heapBound.
+func holdsUp(t *testing.T, h *hubproc.Hub, admin, what string) {
+	t.Helper()
+	serves(t, h)
+	heap := heapAfterGC(t, admin)
+	t.Logf("%s: heap after GC %.1f MiB", what, float64(heap)/(1<<20))
+	if heap > heapBound {
+		t.Errorf("%s: heap after GC %d bytes, over %d", what, heap, heapBound)
+	}
+}
+
 // TestHistoryAmplification: rpc.history calls of 80 bytes each asking
 // for the whole history, from clients that read nothing: one connection
 // pipelining 30, 40 connections with one each, 20 POSTs read slowly.
@@ -140,15 +164,6 @@ func TestHistoryAmplification(t *testing.T) {
 	t.Logf("heap after GC with a full history: %.1f MiB", float64(base)/(1<<20))
 	history := func(id int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.history","params":{"topic":">","limit":1000},"id":%d}`, id)
-	}
-	check := func(t *testing.T, what string) {
-		t.Helper()
-		serves(t, h)
-		heap := heapAfterGC(t, admin)
-		t.Logf("%s: heap after GC %.1f MiB", what, float64(heap)/(1<<20))
-		if heap > heapBound {
-			t.Errorf("%s: heap after GC %d bytes, over %d", what, heap, heapBound)
-		}
 	}
 
 	t.Run("one connection, 30 calls", func(t *testing.T) {
@@ -161,7 +176,7 @@ func TestHistoryAmplification(t *testing.T) {
 			calls[i] = history(i)
 		}
 		pipeline(t, ctx, c, calls)
-		check(t, "30 history calls unread")
+		holdsUp(t, h, admin, "30 history calls unread")
 		readAll(t, ctx, c, len(calls))
 	})
 
@@ -174,7 +189,7 @@ func TestHistoryAmplification(t *testing.T) {
 			defer conns[i].CloseNow()
 			pipeline(t, ctx, conns[i], []string{history(1)})
 		}
-		check(t, "40 connections with a history call unread")
+		holdsUp(t, h, admin, "40 connections with a history call unread")
 		for _, c := range conns {
 			readAll(t, ctx, c, 1)
 		}
@@ -197,7 +212,7 @@ func TestHistoryAmplification(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		check(t, "20 POSTs of history unread")
+		holdsUp(t, h, admin, "20 POSTs of history unread")
 		for _, c := range conns {
 			readers.Go(func() {
 				_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
@@ -240,18 +255,8 @@ func TestEchoAmplification(t *testing.T) {
 		}
 		written <- nil
 	}()
-	for deadline := time.Now().Add(30 * time.Second); queuedBytes(t, admin) < 8<<20; {
-		if time.Now().After(deadline) {
-			t.Fatal("the queue did not fill")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a metric, with a deadline
-	}
-	serves(t, h)
-	heap := heapAfterGC(t, admin)
-	t.Logf("200 echo calls of 900 KB unread: heap after GC %.1f MiB", float64(heap)/(1<<20))
-	if heap > heapBound {
-		t.Errorf("heap after GC %d bytes, over %d", heap, heapBound)
-	}
+	waitQueued(t, admin)
+	holdsUp(t, h, admin, "200 echo calls of 900 KB unread")
 	readAll(t, ctx, c, calls)
 	if err := <-written; err != nil {
 		t.Fatal(err)
@@ -325,17 +330,7 @@ func TestProviderAmplification(t *testing.T) {
 		reqs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"big.get","id":%d}`, i)
 	}
 	pipeline(t, ctx, c, reqs)
-	for deadline := time.Now().Add(30 * time.Second); queuedBytes(t, admin) < 8<<20; {
-		if time.Now().After(deadline) {
-			t.Fatal("the queue did not fill")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a metric, with a deadline
-	}
-	serves(t, h)
-	heap := heapAfterGC(t, admin)
-	t.Logf("%d calls of a provided method answering 900 KB, unread: heap after GC %.1f MiB", calls, float64(heap)/(1<<20))
-	if heap > heapBound {
-		t.Errorf("heap after GC %d bytes, over %d", heap, heapBound)
-	}
+	waitQueued(t, admin)
+	holdsUp(t, h, admin, fmt.Sprintf("%d calls of a provided method answering 900 KB, unread", calls))
 	readAll(t, ctx, c, calls)
 }
