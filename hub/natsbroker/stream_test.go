@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -21,24 +20,6 @@ import (
 func startStreamNode(t *testing.T, url, name string, check time.Duration) *node {
 	t.Helper()
 	return startNodeWith(t, &natsbroker.Options{URLs: url, Node: name, JetStream: true, StreamCheck: check})
-}
-
-// deleteStream deletes the nodes' stream, as a NATS server that lost its
-// store would have it.
-func deleteStream(t *testing.T, url string) {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := js.DeleteStream(ctx, "SWITCHBOARD"); err != nil {
-		t.Fatal(err)
-	}
-	// The first node to check its stream creates it again, empty.
 }
 
 // A stream deleted and created again under running nodes: no publish is
@@ -59,7 +40,7 @@ func TestStreamReplaced(t *testing.T) {
 	}
 	old := last.Epoch
 
-	deleteStream(t, url)
+	hubtest.DeleteStream(t, url)
 
 	// b notices within its check interval, and closes its subscriber.
 	testkit.Recv(t, sb.Done(), "b's subscriber to be closed after the stream was replaced")

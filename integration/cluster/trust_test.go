@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
@@ -34,24 +33,6 @@ func publishAt(t *testing.T, c *client.Client, topic string, data any) (publishe
 	var res published
 	err := c.Call(ctx, "rpc.publish", map[string]any{"topic": topic, "data": data}, &res)
 	return res, err
-}
-
-// deleteStream deletes the cluster's stream on the NATS server at url, as
-// a NATS server that lost its store would have it; the nodes create it
-// again.
-func deleteStream(t *testing.T, url string) {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := js.DeleteStream(ctx, "SWITCHBOARD"); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkReplaced publishes on pub with a subscriber on sub, replaces the
@@ -123,7 +104,7 @@ func checkReplaced(t *testing.T, pub, sub *hubproc.Hub, replace func()) {
 func TestStreamReplaced(t *testing.T) {
 	ns := startNATS(t)
 	hubs := startNodes(t, ns, 3, "-nats-jetstream")
-	checkReplaced(t, hubs[1], hubs[2], func() { deleteStream(t, ns.URL()) })
+	checkReplaced(t, hubs[1], hubs[2], func() { hubtest.DeleteStream(t, ns.URL()) })
 	m := hubs[2].Metrics()
 	if v := m[`switchboard_cluster_stream_resets_total{node="n3"}`]; v != 1 {
 		t.Fatalf("n3 counted %v stream resets, want 1", v)

@@ -1,6 +1,7 @@
 package hubtest
 
 import (
+	"context"
 	"crypto/tls"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
 
@@ -56,5 +59,26 @@ func StartSecureNATS(t testing.TB) *SecureNATS {
 	return &SecureNATS{
 		URL: ns.ClientURL(), Cert: cert, SeedFile: seedFile,
 		TLSFlags: []string{"-nats-tls-ca", cert.CertFile, "-nats-tls-cert", cert.CertFile, "-nats-tls-key", cert.KeyFile},
+	}
+}
+
+// DeleteStream deletes the cluster's JetStream stream (SWITCHBOARD) on
+// the NATS server at url, as a NATS server that lost its store would
+// have it; the nodes create it again, empty, at their next check.
+func DeleteStream(t testing.TB, url string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := js.DeleteStream(ctx, "SWITCHBOARD"); err != nil {
+		t.Fatal(err)
 	}
 }
