@@ -96,7 +96,7 @@ bench:
 	bin/bench report -micro bin/micro.txt -o docs/benchmarks.md -chart docs/img/bench-ratios.svg bin/bench.jsonl
 
 ## scale: one hub with as many peers as a process may hold here, then
-## 100,000 over five hubs joined over NATS (some ten minutes; not part of
+## 100,000 over six hubs joined over NATS (some ten minutes; not part of
 ## make test); writes docs/scale.md and its chart. SCALENOTE says what else
 ## the machine was doing.
 .PHONY: scale
