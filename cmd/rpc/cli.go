@@ -27,15 +27,16 @@ type cli struct {
 	cmd *command
 	fs  *flag.FlagSet
 
-	token    string
-	headers  headerFlag
-	more     urlsFlag // -url: more URLs of the same cluster
-	timeout  time.Duration
-	insecure bool
-	ca       string         // -ca: a PEM file of the CAs to trust
-	roots    *x509.CertPool // loaded from ca or $RPC_CA
-	pretty   bool
-	compact  bool
+	token     string
+	tokenFile string
+	headers   headerFlag
+	more      urlsFlag // -url: more URLs of the same cluster
+	timeout   time.Duration
+	insecure  bool
+	ca        string         // -ca: a PEM file of the CAs to trust
+	roots     *x509.CertPool // loaded from ca or $RPC_CA
+	pretty    bool
+	compact   bool
 
 	// Flags of some commands only.
 	progress bool           // call: print rpc.progress on stderr
@@ -94,6 +95,7 @@ func newCLI(c *command, e *env) *cli {
 	o.fs = fs
 	fs.SetOutput(e.stderr)
 	fs.StringVar(&o.token, "token", "", "bearer `token` sent as Authorization (default $RPC_TOKEN)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "read the bearer token from `file` before each connection, and again before it expires (a JSON Web Token's exp), so that a long-running command outlives its token while something else renews the file")
 	fs.Var(&o.headers, "H", "extra HTTP `header` \"Name: value\" (repeatable)")
 	fs.Var(&o.more, "url", "another `URL` of the same cluster of hubs, tried when the first does not answer or goes away (repeatable, or comma-separated; also in URL itself); ws:// and wss:// only")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this `duration` (connecting, and waiting for results)")
@@ -205,6 +207,7 @@ func (o *cli) options() *client.Options {
 	}
 	opts := &client.Options{
 		Token:       token,
+		TokenFunc:   o.readTokenFile(),
 		Header:      http.Header{},
 		CallTimeout: -1, // ctx carries -timeout
 		DialTimeout: o.timeout,
@@ -221,6 +224,26 @@ func (o *cli) options() *client.Options {
 		opts.TLSConfig = &tls.Config{InsecureSkipVerify: true}
 	}
 	return opts
+}
+
+// readTokenFile returns a client.Options.TokenFunc that reads -token-file,
+// or nil without it.
+func (o *cli) readTokenFile() func(context.Context) (string, error) {
+	if o.tokenFile == "" {
+		return nil
+	}
+	path := o.tokenFile
+	return func(context.Context) (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("token file %s is empty", path)
+		}
+		return tok, nil
+	}
 }
 
 // caller is what the one-shot commands need from either kind of client.
@@ -244,6 +267,11 @@ func (o *cli) openWith(ctx context.Context, arg string, opts *client.Options) (c
 	opts.URLs = others
 	switch {
 	case strings.HasPrefix(url, "http://"), strings.HasPrefix(url, "https://"):
+		if opts.TokenFunc != nil { // one request: the token once
+			if opts.Token, err = opts.TokenFunc(ctx); err != nil {
+				return nil, err
+			}
+		}
 		return client.NewHTTP(url, &client.HTTPOptions{
 			Token:       opts.Token,
 			Header:      opts.Header,

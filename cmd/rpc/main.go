@@ -126,6 +126,9 @@ func run(ctx context.Context, args []string, e *env) int {
 			}
 			return exitUsage
 		}
+		if o.token != "" && o.tokenFile != "" {
+			return o.exit(usagef("-token and -token-file: give one"))
+		}
 		if err := o.loadCA(); err != nil {
 			return o.exit(err)
 		}
