@@ -353,3 +353,29 @@ func TestBatchHandlerAppendsToParams(t *testing.T) {
 		`{"jsonrpc":"2.0","result":["`+strings.Repeat("x", 300)+`"],"id":3}`,
 	), p.read())
 }
+
+// Each request of a batch gets its own id, as written, whether it came
+// on a connection or in a POST body, among notifications, responses and
+// invalid elements that have none of their own.
+func TestBatchHandlersSeeTheirIDs(t *testing.T) {
+	m := NewMux()
+	m.HandleFunc("id", func(_ context.Context, req *Request) (any, error) { return req.ID.String(), nil })
+	body := batchOf(
+		`{"jsonrpc":"2.0","method":"id","id":7}`,
+		`{"jsonrpc":"2.0","method":"id"}`,
+		`{"jsonrpc":"2.0","result":1,"id":99}`,
+		`{"jsonrpc":"2.0","method":"id","id":"a\"b"}`,
+		`{"jsonrpc":"2.0","method":"nope","id":12}`,
+		`{"jsonrpc":"2.0","method":"id","id":-1.5e3}`,
+	)
+	want := batchOf(
+		`{"jsonrpc":"2.0","result":"7","id":7}`,
+		`{"jsonrpc":"2.0","result":"\"a\\\"b\"","id":"a\"b"}`,
+		`{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":12}`,
+		`{"jsonrpc":"2.0","result":"-1.5e3","id":-1.5e3}`,
+	)
+	testkit.JSONEqual(t, want, string(Respond(context.Background(), []byte(body), &Options{Router: m})))
+	p := newRawPeer(t, &Options{Router: m})
+	p.write(body)
+	testkit.JSONEqual(t, want, p.read())
+}

@@ -73,7 +73,8 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 		c.post(appendError(nil, nullJSON, errInvalidRequest()))
 		return true
 	}
-	t := frameText{b: frame, s: string(frame), cache: new(lookup)}
+	batchIDs(f.msgs)
+	t := frameText{cache: new(lookup), last: &r.lastMethod}
 	b := newBatch(ctx, &c.o, c, len(f.msgs), len(frame))
 	for i := range f.msgs {
 		m := &f.msgs[i]
@@ -123,7 +124,7 @@ func (r *reader) keepMsgs(msgs []message) {
 }
 
 // keptMsgs is the most decoded messages whose room a reader keeps from one
-// frame to the next (a message is 136 bytes). The arrays of larger batches
+// frame to the next (a message is 152 bytes). The arrays of larger batches
 // are shared by all connections, through batchMsgs: a connection that
 // once sent a batch of a thousand does not keep 136 KB for its life.
 const keptMsgs = 16

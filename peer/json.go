@@ -261,8 +261,8 @@ func validJSON(b []byte) bool {
 // unquote returns the text of the JSON string s (quotes included).
 func unquote(s []byte) (string, bool) { return frameText{}.unquote(s) }
 
-// unquote returns the text of the JSON string s (quotes included), a part
-// of t's frame.
+// unquote returns the text of the JSON string s (quotes included), the
+// name of a method (see frameText).
 func (t frameText) unquote(s []byte) (string, bool) {
 	if len(s) < 2 || s[0] != '"' {
 		return "", false
@@ -280,10 +280,10 @@ func (t frameText) unquote(s []byte) (string, bool) {
 			if string(inner) == *t.last {
 				return *t.last, true
 			}
-			*t.last = t.str(inner)
+			*t.last = string(inner)
 			return *t.last, true
 		}
-		return t.str(inner), true
+		return string(inner), true
 	}
 	var out string
 	if err := json.Unmarshal(s, &out); err != nil {

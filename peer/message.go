@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"github.com/switchboard-rpc/switchboard/internal/jsonx"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -83,6 +84,9 @@ type message struct {
 	result  []byte
 	err     []byte
 	hasID   bool
+	// idText is id as a string, when the batch the message is in gave
+	// it one (see batchIDs).
+	idText string
 	// bad is set when a member has the wrong type. The message is then
 	// an invalid request (or response).
 	bad bool
@@ -346,21 +350,17 @@ func unmarshalResult(raw []byte, v any) error {
 	return json.Unmarshal(raw, v)
 }
 
-// frameText is what the requests of one frame share. It makes the strings
-// a request needs (its method and id) out of one string copy of the frame
-// they are in: a batch's hundred methods and ids cost one allocation, not
-// one each. With no copy (s empty), each string is allocated on its own,
-// as suits a single message, whose params may be large. With a cache, it
-// remembers the handler of the method looked up last: the calls of a
-// batch are often all of one method.
+// frameText is what the requests of one frame share when their method
+// names become strings. With a cache, it remembers the handler of the
+// method looked up last: the calls of a batch are often all of one
+// method.
 type frameText struct {
-	b     []byte // the frame
-	s     string // its copy, or ""
 	cache *lookup
 	// last, if not nil, is the last plain name unquoted on this
-	// connection: an equal one reuses its string, so that a connection
-	// calling one method over and over does not allocate its name for
-	// every call. It belongs to the reader.
+	// connection (or in this batch): an equal one reuses its string, so
+	// that a connection calling one method over and over, or a batch of
+	// calls to one method, does not allocate its name for every call. On
+	// a connection, it belongs to the reader.
 	last *string
 }
 
@@ -383,15 +383,38 @@ func (t frameText) lookup(r Router, method string) (Handler, Mode) {
 	return h, mode
 }
 
-// str returns p, a part of the frame, as a string.
-func (t frameText) str(p []byte) string {
-	if t.s == "" || len(p) == 0 {
-		return string(p)
+// batchIDs gives the requests of a batch their ids as strings, cut from
+// one string: a batch's hundred ids cost one allocation, of their own
+// size, rather than one each or a copy of the whole frame.
+func batchIDs(msgs []message) {
+	n := 0
+	for i := range msgs {
+		if m := &msgs[i]; m.method != nil && m.hasID {
+			n += len(m.id)
+		}
 	}
-	// p is t.b[off:off+len(p)]: its capacity tells where it starts.
-	off := cap(t.b) - cap(p)
-	if off < 0 || off+len(p) > len(t.b) || &t.b[off] != &p[0] {
-		return string(p) // not a part of the frame after all
+	if n == 0 {
+		return
 	}
-	return t.s[off : off+len(p)]
+	var b strings.Builder
+	b.Grow(n)
+	for i := range msgs {
+		if m := &msgs[i]; m.method != nil && m.hasID {
+			b.Write(m.id)
+		}
+	}
+	s := b.String()
+	for i := range msgs {
+		if m := &msgs[i]; m.method != nil && m.hasID {
+			m.idText, s = s[:len(m.id)], s[len(m.id):]
+		}
+	}
+}
+
+// idString returns the request's id as a string.
+func (m *message) idString() string {
+	if m.idText != "" {
+		return m.idText
+	}
+	return string(m.id)
 }

@@ -58,7 +58,7 @@ func prepare(o *Options, m *message, t frameText, cl *call) (*call, []byte) {
 	cl.req.Method = method
 	cl.req.Params = m.params
 	if m.hasID {
-		cl.req.ID = ID{t.str(m.id)}
+		cl.req.ID = ID{m.idString()}
 	}
 	return cl, nil
 }
@@ -367,7 +367,8 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 	case len(f.msgs) == 0:
 		return appendError(nil, nullJSON, errInvalidRequest())
 	}
-	t := frameText{b: body, s: string(body), cache: new(lookup)}
+	batchIDs(f.msgs)
+	t := frameText{cache: new(lookup), last: new(string)}
 	b := newBatch(ctx, &o, nil, len(f.msgs), len(body))
 	for i := range f.msgs {
 		c, reply := prepareNoConn(&o, &f.msgs[i], t, b.slot())

@@ -40,6 +40,33 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+// The latency histogram puts each request, failed or not, in the bucket
+// of its latency, a bound included, and its sum is in seconds.
+func TestObserveLatency(t *testing.T) {
+	m := prom.New()
+	m.Observe("add", 0, 100*time.Microsecond)
+	m.Observe("add", peer.CodeTimeout, 101*time.Microsecond)
+	m.Observe("add", 0, 40*time.Second)
+
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`switchboard_call_duration_seconds_bucket{method="add",le="0.0001"} 1` + "\n",
+		`switchboard_call_duration_seconds_bucket{method="add",le="0.0005"} 2` + "\n",
+		`switchboard_call_duration_seconds_bucket{method="add",le="30"} 2` + "\n",
+		`switchboard_call_duration_seconds_bucket{method="add",le="+Inf"} 3` + "\n",
+		`switchboard_call_duration_seconds_sum{method="add"} 40.000201` + "\n",
+		`switchboard_call_duration_seconds_count{method="add"} 3` + "\n",
+		`switchboard_calls_total{method="add",outcome="ok"} 2` + "\n",
+		`switchboard_calls_total{method="add",outcome="timeout"} 1` + "\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
 // BenchmarkObserve measures the metrics of one call served.
 func BenchmarkObserve(b *testing.B) {
 	m := prom.New()

@@ -16,8 +16,6 @@ package prom
 
 import (
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,39 +30,15 @@ import (
 type Metrics struct {
 	reg     *prometheus.Registry
 	handler http.Handler
-	calls   *prometheus.CounterVec
-	latency *prometheus.HistogramVec
-
-	// methods holds each method's "ok" counter and latency, so that a call
-	// served costs a map lookup, not the hashing and locking of
-	// WithLabelValues. It is copied on write, once per method.
-	methods atomic.Pointer[map[string]methodMetrics]
-	mu      sync.Mutex // serializes writers of methods
-}
-
-// methodMetrics are the metrics Observe records for one method.
-type methodMetrics struct {
-	ok      prometheus.Counter
-	latency prometheus.Observer
+	calls   calls
 }
 
 // New returns Metrics holding the call counters and latencies that
 // Observe records and the Go runtime's and the process's metrics. Call
 // Watch to add a server's counters.
 func New() *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchboard_calls_total",
-			Help: `Requests served (calls and notifications), by method ("" for an unknown method) and outcome.`,
-		}, []string{"method", "outcome"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "switchboard_call_duration_seconds",
-			Help:    "Time handlers took, by method.",
-			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5, 30},
-		}, []string{"method"}),
-	}
-	m.reg.MustRegister(m.calls, m.latency,
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.reg.MustRegister(&m.calls,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
@@ -74,46 +48,7 @@ func New() *Metrics {
 // Observe records one request served. It has the shape of
 // server.Options.OnServe (and peer.Options.OnServe).
 func (m *Metrics) Observe(method string, code peer.Code, elapsed time.Duration) {
-	if method == "" {
-		m.calls.WithLabelValues(method, outcome(code)).Inc()
-		return
-	}
-	mm := m.method(method)
-	if code == 0 {
-		mm.ok.Inc()
-	} else {
-		m.calls.WithLabelValues(method, outcome(code)).Inc()
-	}
-	mm.latency.Observe(elapsed.Seconds())
-}
-
-// method returns the metrics of method, adding them on its first call.
-func (m *Metrics) method(method string) methodMetrics {
-	if p := m.methods.Load(); p != nil {
-		if mm, ok := (*p)[method]; ok {
-			return mm
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var old map[string]methodMetrics
-	if p := m.methods.Load(); p != nil {
-		old = *p
-	}
-	if mm, ok := old[method]; ok {
-		return mm
-	}
-	mm := methodMetrics{
-		ok:      m.calls.WithLabelValues(method, outcome(0)),
-		latency: m.latency.WithLabelValues(method),
-	}
-	next := make(map[string]methodMetrics, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[method] = mm
-	m.methods.Store(&next)
-	return mm
+	m.calls.observe(method, code, elapsed)
 }
 
 // Watch adds s's counters ([server.Server.Stats]), read at each scrape.
@@ -182,39 +117,4 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for limit, n := range st.Limited {
 		counter(descLimited, n, limit)
 	}
-}
-
-// outcome names a reply's code for the outcome label; codes an
-// application chose itself are lumped together to bound the label's values.
-func outcome(code peer.Code) string {
-	switch code {
-	case 0:
-		return "ok"
-	case peer.CodeParseError:
-		return "parse_error"
-	case peer.CodeInvalidRequest:
-		return "invalid_request"
-	case peer.CodeMethodNotFound:
-		return "method_not_found"
-	case peer.CodeInvalidParams:
-		return "invalid_params"
-	case peer.CodeInternalError:
-		return "internal_error"
-	case peer.CodeApplication:
-		return "application_error"
-	case peer.CodeUnauthorized:
-		return "unauthorized"
-	case peer.CodeCancelled:
-		return "cancelled"
-	case peer.CodeTimeout:
-		return "timeout"
-	case peer.CodeOverloaded:
-		return "overloaded"
-	case peer.CodeShuttingDown:
-		return "shutting_down"
-	}
-	if code >= -32768 && code <= -32000 {
-		return "server_error"
-	}
-	return "other_error"
 }
