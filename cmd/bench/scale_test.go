@@ -24,14 +24,7 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r scaleResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, b := readScale(t, out)
 	s, c := r.Single, r.Cluster
 	if s == nil || c == nil {
 		t.Fatalf("a part is missing:\n%s", b)
@@ -144,14 +137,7 @@ func TestScaleClusterFails(t *testing.T) {
 	if d := time.Since(start); d > readyWait {
 		t.Errorf("scale took %v: it waited for a process that had ended", d)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r scaleResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, b := readScale(t, out)
 	if r.Single == nil || r.Single.Peers != 20 || r.Cluster != nil || !strings.Contains(r.ClusterFailed, "cluster: ") {
 		t.Fatalf("results:\n%s", b)
 	}
@@ -216,4 +202,18 @@ func buildHub(t *testing.T, dir string) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return hubBin
+}
+
+// readScale reads the results scale wrote to path, and their text.
+func readScale(t *testing.T, path string) (scaleResult, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r scaleResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r, b
 }
