@@ -111,11 +111,12 @@ type clusterResult struct {
 }
 
 type restartResult struct {
-	Node       int     `json:"node"`
-	Peers      int     `json:"peers"`      // it held
-	Reconnects int     `json:"reconnects"` // peers that reconnected
-	Seconds    float64 `json:"seconds"`    // from the signal to the last reconnection
-	BackAfter  float64 `json:"backAfter"`  // seconds from the signal to the node's being ready again
+	Node         int     `json:"node"`
+	Peers        int     `json:"peers"`        // it held
+	Reconnects   int     `json:"reconnects"`   // peers that reconnected
+	Seconds      float64 `json:"seconds"`      // from the signal to the last reconnection
+	StoppedAfter float64 `json:"stoppedAfter"` // seconds from the signal to the node's exit
+	BackAfter    float64 `json:"backAfter"`    // seconds from the signal to the node's being ready again
 	// PeersPerNode counts the peers on each node once all reconnected:
 	// those that found room on the others, and those that waited for
 	// their own node.

@@ -48,7 +48,7 @@ func TestScale(t *testing.T) {
 	if c.Peers != 100 || sum != 100 || len(c.RSSPerPeer) != 2 {
 		t.Errorf("cluster: %+v", c)
 	}
-	if rs := c.Restart; rs.Node != 2 || rs.Peers != 50 || rs.Reconnects < rs.Peers || rs.Events == 0 || rs.Missing != 0 || rs.Dups != 0 || rs.Seconds <= 0 || rs.BackAfter <= 0 {
+	if rs := c.Restart; rs.Node != 2 || rs.Peers != 50 || rs.Reconnects < rs.Peers || rs.Events == 0 || rs.Missing != 0 || rs.Dups != 0 || rs.Seconds <= 0 || rs.StoppedAfter <= 0 || rs.BackAfter < rs.StoppedAfter {
 		t.Errorf("restart: %+v", rs)
 	}
 	// The first hub has room: the second's peers go there rather than

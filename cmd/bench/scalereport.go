@@ -189,7 +189,7 @@ read every socket.
 | CPU of all hubs per delivery | %.2f µs |
 | events missing, twice | %d, %d |
 | restart of hub %d: its peers | %s |
-| time from the signal until the hub is ready again | %.1f s |
+| time from the signal until the hub has stopped (closing its peers with 1001), and until it is ready again | %.1f s, %.1f s |
 | time from the signal until the last of its peers is back | %.1f s |
 | peers per hub once they are | %s |
 | failed dials meanwhile: refused (hub down), full (503), timed out, other | %s |
@@ -199,7 +199,7 @@ read every socket.
 			humanInts(c.PeersPerNode), c.ConnectSeconds, human(float64(c.Peers)/c.ConnectSeconds), strings.Join(rss, ", "),
 			c.GoroutinesPerPeer, c.IdleCPUPerPeer, human(c.Fanout.DeliveriesPerSec), micros(c.Fanout.P50), micros(c.Fanout.P99),
 			c.Fanout.CPUPerDelivery, c.Fanout.Missing, c.Fanout.Dups,
-			c.Restart.Node, human(float64(c.Restart.Peers)), c.Restart.BackAfter, c.Restart.Seconds, humanInts(c.Restart.PeersPerNode),
+			c.Restart.Node, human(float64(c.Restart.Peers)), c.Restart.StoppedAfter, c.Restart.BackAfter, c.Restart.Seconds, humanInts(c.Restart.PeersPerNode),
 			dialErrorsText(c.Restart), c.Restart.PublishEvery, c.Restart.Events, c.Restart.Missing, c.Restart.Dups, refusedText(c.Restart))
 	}
 	if r.ClusterFailed != "" {

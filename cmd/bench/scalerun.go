@@ -432,7 +432,8 @@ func restartNode(ctx context.Context, s *servers, i int, argvs [][]string, healt
 
 	start := time.Now()
 	s.procs[i].stop(time.Minute)
-	logf("cluster: node%d stopped in %.1f s", i+1, time.Since(start).Seconds())
+	r.StoppedAfter = time.Since(start).Seconds()
+	logf("cluster: node%d stopped in %.1f s", i+1, r.StoppedAfter)
 	again := &servers{}
 	if err := again.launch(ctx, argvs[i:i+1], health[i:i+1], readyWait); err != nil {
 		return r, fmt.Errorf("node%d restarted: %w", i+1, err)
