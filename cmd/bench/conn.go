@@ -31,11 +31,8 @@ type conn struct {
 }
 
 func (c *conn) read() ([]byte, error) {
-	_, r, err := c.ws.Reader(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	c.buf, err = readAll(r, c.buf[:0])
+	var err error
+	c.buf, err = readMessage(context.Background(), c.ws, c.buf[:0])
 	return c.buf, err
 }
 

@@ -153,11 +153,8 @@ func (f *floor) serveWS(w http.ResponseWriter, r *http.Request) {
 	}()
 	var buf []byte
 	for {
-		_, rd, err := c.Reader(ctx)
-		if err != nil {
-			return
-		}
-		if buf, err = readAll(rd, buf[:0]); err != nil {
+		var err error
+		if buf, err = readMessage(ctx, c, buf[:0]); err != nil {
 			return
 		}
 		switch {
@@ -234,11 +231,8 @@ func (rl *relay) serve(w http.ResponseWriter, r *http.Request, isTarget bool) {
 	}
 	var buf []byte
 	for {
-		_, rd, err := c.Reader(ctx)
-		if err != nil {
-			return
-		}
-		if buf, err = readAll(rd, buf[:0]); err != nil {
+		var err error
+		if buf, err = readMessage(ctx, c, buf[:0]); err != nil {
 			return
 		}
 		to := other.Load()
@@ -250,6 +244,15 @@ func (rl *relay) serve(w http.ResponseWriter, r *http.Request, isTarget bool) {
 			_ = to.Write(ctx, websocket.MessageText, buf) // an error closes to, whose reader ends
 		}
 	}
+}
+
+// readMessage reads c's next message into buf, reusing its room.
+func readMessage(ctx context.Context, c *websocket.Conn, buf []byte) ([]byte, error) {
+	_, r, err := c.Reader(ctx)
+	if err != nil {
+		return buf, err
+	}
+	return readAll(r, buf)
 }
 
 // readAll appends what r holds to buf.
