@@ -94,11 +94,15 @@ const (
 	// refusalLogEvery spaces the log lines about refusals.
 	refusalLogEvery = 10 * time.Second
 
+	// retryAfter is the Retry-After of every 503 a client is refused
+	// with, here and by the Server: the seconds it should wait.
+	retryAfter = "1"
+
 	refusal503 = "HTTP/1.1 503 Service Unavailable\r\n" +
 		"Content-Type: text/plain; charset=utf-8\r\n" +
 		"Content-Length: 21\r\n" +
 		"Connection: close\r\n" +
-		"Retry-After: 1\r\n\r\n" +
+		"Retry-After: " + retryAfter + "\r\n\r\n" +
 		"too many connections\n"
 )
 

@@ -455,7 +455,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason
 	s.log.Info("request refused", zap.Stringer("reason", reason), zap.Int("status", code),
 		zap.String("remote", r.RemoteAddr), zap.String("host", r.Host), zap.String("origin", r.Header.Get("Origin")))
 	if code == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1") // as the Listener's refusals say
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	plain(w, code, msg+"\n")
 }

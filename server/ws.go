@@ -36,7 +36,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	if !s.begin() {
 		done()
 		release()
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfter)
 		plain(w, http.StatusServiceUnavailable, "shutting down\n")
 		return
 	}
