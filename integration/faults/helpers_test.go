@@ -27,17 +27,11 @@ func startHub(t *testing.T, args ...string) *hubproc.Hub {
 
 // recovered checks what must hold after every fault: the hub serves a
 // new client, and its connections, subscriptions, goroutines and heap
-// come back to the baseline (the heap within a margin: the collector runs
-// when it runs).
+// come back to the baseline (hubproc's WaitRecovered).
 func recovered(t *testing.T, h *hubproc.Hub, base hubproc.Baseline) {
 	t.Helper()
 	serves(t, h)
-	h.WaitMetrics("back to the baseline", func(m map[string]float64) bool {
-		serves(t, h) // allocates a little, so the collector gets its turn
-		return m["switchboard_connections"] == 0 && m["switchboard_subscriptions"] == 0 &&
-			m["go_goroutines"] <= base.Goroutines+2 &&
-			m["go_memstats_heap_inuse_bytes"] <= base.Heap*1.5+4<<20
-	})
+	h.WaitRecovered(base, nil)
 }
 
 // serves checks that a new WebSocket client gets an answer.

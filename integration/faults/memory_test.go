@@ -32,63 +32,6 @@ const historyBytes = 64 << 20
 // 256 MiB by default), plus a fixed amount for everything else.
 const heapBound = 2*historyBytes + 256<<20 + 64<<20
 
-// startMemoryHub starts a demo hub with its history on, and pprof on a
-// second listener, for heapAfterGC; it returns the hub and that address.
-func startMemoryHub(t *testing.T) (*hubproc.Hub, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := ln.Addr().String()
-	ln.Close()
-	h := hubproc.StartDemo(t, "-metrics-addr", admin, "-pprof")
-	return h, admin
-}
-
-// heapAfterGC returns the hub's heap in use right after a collection,
-// which the heap profile runs first with gc=1.
-func heapAfterGC(t *testing.T, admin string) int64 {
-	t.Helper()
-	resp, err := http.Get("http://" + admin + "/debug/pprof/heap?gc=1&debug=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "# HeapInuse = "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no HeapInuse in the heap profile: %v", sc.Err())
-	return 0
-}
-
-// queuedBytes returns the hub's switchboard_queued_bytes, from admin.
-func queuedBytes(t *testing.T, admin string) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "switchboard_queued_bytes "); ok {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f
-		}
-	}
-	t.Fatal("no switchboard_queued_bytes in the metrics")
-	return 0
-}
-
 // fillHistory publishes 100 events of 1,000,000 bytes: the history holds
 // what fits in historyBytes of them.
 func fillHistory(t *testing.T, h *hubproc.Hub) {
@@ -130,27 +73,22 @@ func readAll(t *testing.T, ctx context.Context, c *websocket.Conn, n int) {
 	}
 }
 
-// waitQueued waits, for up to 30 s, until the hub's queues hold 8 MiB,
-// polling its metrics.
-func waitQueued(t *testing.T, admin string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); queuedBytes(t, admin) < 8<<20; {
-		if time.Now().After(deadline) {
-			t.Fatal("the queue did not fill")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a metric, with a deadline
-	}
+// waitQueued waits until the hub's queues hold 8 MiB.
+func waitQueued(h *hubproc.Hub) {
+	h.WaitMetrics("holding 8 MiB in its queues", func(m map[string]float64) bool {
+		return m["switchboard_queued_bytes"] >= 8<<20
+	})
 }
 
 // holdsUp checks, under the load what says, that the hub serves a new
 // client and that its heap after a collection is within heapBound.
-func holdsUp(t *testing.T, h *hubproc.Hub, admin, what string) {
+func holdsUp(t *testing.T, h *hubproc.Hub, what string) {
 	t.Helper()
 	serves(t, h)
-	heap := heapAfterGC(t, admin)
-	t.Logf("%s: heap after GC %.1f MiB", what, float64(heap)/(1<<20))
+	heap := h.HeapAfterGC()
+	t.Logf("%s: heap after GC %.1f MiB", what, heap/(1<<20))
 	if heap > heapBound {
-		t.Errorf("%s: heap after GC %d bytes, over %d", what, heap, heapBound)
+		t.Errorf("%s: heap after GC %.0f bytes, over %d", what, heap, heapBound)
 	}
 }
 
@@ -158,10 +96,10 @@ func holdsUp(t *testing.T, h *hubproc.Hub, admin, what string) {
 // for the whole history, from clients that read nothing: one connection
 // pipelining 30, 40 connections with one each, 20 POSTs read slowly.
 func TestHistoryAmplification(t *testing.T) {
-	h, admin := startMemoryHub(t)
+	h := hubproc.StartDemo(t)
 	fillHistory(t, h)
-	base := heapAfterGC(t, admin)
-	t.Logf("heap after GC with a full history: %.1f MiB", float64(base)/(1<<20))
+	base := h.HeapAfterGC()
+	t.Logf("heap after GC with a full history: %.1f MiB", base/(1<<20))
 	history := func(id int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.history","params":{"topic":">","limit":1000},"id":%d}`, id)
 	}
@@ -176,7 +114,7 @@ func TestHistoryAmplification(t *testing.T) {
 			calls[i] = history(i)
 		}
 		pipeline(t, ctx, c, calls)
-		holdsUp(t, h, admin, "30 history calls unread")
+		holdsUp(t, h, "30 history calls unread")
 		readAll(t, ctx, c, len(calls))
 	})
 
@@ -189,7 +127,7 @@ func TestHistoryAmplification(t *testing.T) {
 			defer conns[i].CloseNow()
 			pipeline(t, ctx, conns[i], []string{history(1)})
 		}
-		holdsUp(t, h, admin, "40 connections with a history call unread")
+		holdsUp(t, h, "40 connections with a history call unread")
 		for _, c := range conns {
 			readAll(t, ctx, c, 1)
 		}
@@ -212,7 +150,7 @@ func TestHistoryAmplification(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		holdsUp(t, h, admin, "20 POSTs of history unread")
+		holdsUp(t, h, "20 POSTs of history unread")
 		for _, c := range conns {
 			readers.Go(func() {
 				_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
@@ -237,7 +175,7 @@ func TestHistoryAmplification(t *testing.T) {
 // has room for replies, keeps serving others, and answers all of them
 // once the client reads.
 func TestEchoAmplification(t *testing.T) {
-	h, admin := startMemoryHub(t)
+	h := hubproc.StartDemo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	c := dial(t, h)
@@ -255,8 +193,8 @@ func TestEchoAmplification(t *testing.T) {
 		}
 		written <- nil
 	}()
-	waitQueued(t, admin)
-	holdsUp(t, h, admin, "200 echo calls of 900 KB unread")
+	waitQueued(h)
+	holdsUp(t, h, "200 echo calls of 900 KB unread")
 	readAll(t, ctx, c, calls)
 	if err := <-written; err != nil {
 		t.Fatal(err)
@@ -267,7 +205,7 @@ func TestEchoAmplification(t *testing.T) {
 // after a collection stays within 1.2 times -history-bytes, as with few
 // topics (the history counts each topic's own memory).
 func TestHistoryManyTopics(t *testing.T) {
-	h, admin := startMemoryHub(t)
+	h := hubproc.StartDemo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 180*time.Second)
 	defer cancel()
 	c := dial(t, h)
@@ -285,10 +223,10 @@ func TestHistoryManyTopics(t *testing.T) {
 	if _, got, err := c.Read(ctx); err != nil || !strings.Contains(string(got), fmt.Sprintf(`"seq":%d`, topics)) {
 		t.Fatalf("history after the last publish: %v %.300s", err, got)
 	}
-	heap := heapAfterGC(t, admin)
-	t.Logf("%d topics of one event: heap after GC %.1f MiB for -history-bytes %d MiB", topics, float64(heap)/(1<<20), historyBytes>>20)
-	if limit := int64(historyBytes) * 12 / 10; heap > limit {
-		t.Errorf("heap after GC %d bytes, over 1.2 x -history-bytes (%d)", heap, limit)
+	heap := h.HeapAfterGC()
+	t.Logf("%d topics of one event: heap after GC %.1f MiB for -history-bytes %d MiB", topics, heap/(1<<20), historyBytes>>20)
+	if limit := historyBytes * 1.2; heap > limit {
+		t.Errorf("heap after GC %.0f bytes, over 1.2 x -history-bytes (%.0f)", heap, limit)
 	}
 }
 
@@ -297,7 +235,7 @@ func TestHistoryManyTopics(t *testing.T) {
 // hub's heap stays under the bound, it serves a new client, and every
 // call is answered once the caller reads.
 func TestProviderAmplification(t *testing.T) {
-	h, admin := startMemoryHub(t)
+	h := hubproc.StartDemo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	prov := dial(t, h)
@@ -330,7 +268,7 @@ func TestProviderAmplification(t *testing.T) {
 		reqs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"big.get","id":%d}`, i)
 	}
 	pipeline(t, ctx, c, reqs)
-	waitQueued(t, admin)
-	holdsUp(t, h, admin, fmt.Sprintf("%d calls of a provided method answering 900 KB, unread", calls))
+	waitQueued(h)
+	holdsUp(t, h, fmt.Sprintf("%d calls of a provided method answering 900 KB, unread", calls))
 	readAll(t, ctx, c, calls)
 }

@@ -46,15 +46,20 @@ type Options struct {
 	// StopTimeout bounds the wait for the process to exit after SIGTERM;
 	// then it is killed and Stop fails. Default 20s.
 	StopTimeout time.Duration
+	// Admin serves the metrics and Go's profiles on a second address
+	// (-metrics-addr, -pprof), chosen by Start and kept across restarts.
+	// [Hub.Metrics] reads them there; [Hub.HeapAfterGC] needs it.
+	Admin bool
 }
 
 // Hub is a hub process. Its methods must be called from the test's
 // goroutine, or at least not concurrently.
 type Hub struct {
-	t    testing.TB
-	opts Options
-	addr string
-	log  *buffer // the process's output, across restarts
+	t     testing.TB
+	opts  Options
+	addr  string
+	admin string  // -metrics-addr, when opts.Admin
+	log   *buffer // the process's output, across restarts
 
 	cmd  *exec.Cmd     // nil when not running
 	done chan struct{} // closed when cmd has exited
@@ -84,6 +89,11 @@ func Start(t testing.TB, opts *Options) *Hub {
 	for range 3 {
 		if h.addr, err = freeAddr(); err != nil {
 			break
+		}
+		if h.opts.Admin {
+			if h.admin, err = freeAddr(); err != nil {
+				break
+			}
 		}
 		if err = h.start(); !errors.Is(err, errAddrInUse) {
 			break
@@ -175,7 +185,11 @@ func (h *Hub) start() error {
 		return err
 	}
 	mark := h.log.Len()
-	cmd := exec.Command(bin, append([]string{"-addr", h.addr}, h.opts.Args...)...)
+	args := []string{"-addr", h.addr}
+	if h.admin != "" {
+		args = append(args, "-metrics-addr", h.admin, "-pprof")
+	}
+	cmd := exec.Command(bin, append(args, h.opts.Args...)...)
 	cmd.Env = append(os.Environ(), h.opts.Env...)
 	cmd.Stdout = h.log
 	cmd.Stderr = h.log

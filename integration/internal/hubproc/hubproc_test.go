@@ -52,3 +52,32 @@ func TestStartStopRestart(t *testing.T) {
 		t.Fatal("a killed hub still answers")
 	}
 }
+
+// A hub with an admin address serves its metrics and profiles there, on
+// the same address after a restart, and not on its main address.
+func TestAdmin(t *testing.T) {
+	h := hubproc.StartDemo(t)
+	base := h.Baseline()
+	if base.Heap <= 0 || base.Goroutines <= 0 {
+		t.Fatalf("baseline %+v", base)
+	}
+	if got := add(t, h); got != `{"jsonrpc":"2.0","id":1,"result":3}` {
+		t.Fatalf("add: %s", got)
+	}
+	if m := h.Metrics(); m[`switchboard_calls_total{method="add",outcome="ok"}`] != 1 {
+		t.Fatalf("metrics count %v calls of add, want 1", m[`switchboard_calls_total{method="add",outcome="ok"}`])
+	}
+	resp, err := http.Get(h.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET /metrics on the main address: %s, want 404", resp.Status)
+	}
+	h.Restart()
+	if m := h.Metrics(); m[`switchboard_calls_total{method="add",outcome="ok"}`] != 0 {
+		t.Fatal("the restarted hub's metrics count the calls of the last")
+	}
+	h.WaitRecovered(base, nil)
+}

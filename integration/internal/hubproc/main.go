@@ -26,12 +26,13 @@ func Main(m *testing.M) {
 }
 
 // StartDemo starts a hub with the demo methods (-demo) and warnings only
-// in its log, plus args, and with its collector running often (GOGC=20),
-// so that its heap in use follows what it holds and a leak shows.
+// in its log, plus args, with its metrics and profiles on a second
+// address (Options.Admin), so that [Hub.Baseline] and [Hub.WaitRecovered]
+// can see what its heap holds after a collection.
 func StartDemo(t testing.TB, args ...string) *Hub {
 	t.Helper()
 	return Start(t, &Options{
-		Args: append([]string{"-demo", "-log-level", "warn"}, args...),
-		Env:  []string{"GOGC=20"},
+		Args:  append([]string{"-demo", "-log-level", "warn"}, args...),
+		Admin: true,
 	})
 }
