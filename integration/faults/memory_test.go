@@ -233,9 +233,12 @@ func TestHistoryManyTopics(t *testing.T) {
 // TestProviderAmplification: a caller pipelining 100 calls of a method a
 // peer provides, whose answers are 900 KB each, and reading nothing: the
 // hub's heap stays under the bound, it serves a new client, and every
-// call is answered once the caller reads.
+// call is answered once the caller reads. The calls wait for the caller
+// to read: the hub's bound on a forwarded call (-forward-timeout, 30 s
+// by default) is set beyond the test's, or a slow machine would see
+// late answers turned into -32003.
 func TestProviderAmplification(t *testing.T) {
-	h := hubproc.StartDemo(t)
+	h := hubproc.StartDemo(t, "-forward-timeout", "5m")
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	prov := dial(t, h)
