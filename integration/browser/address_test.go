@@ -3,18 +3,17 @@ package browser_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
 
 // TestCallAPage: one page calls another by its peer id and by its user;
@@ -97,17 +96,9 @@ func TestCallAPage(t *testing.T) {
 	}
 
 	// So does a POST, as a backend in any language would.
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.URL()+"/rpc", strings.NewReader(
-		`{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+aliceID+`","method":"confirm","params":{"amount":8}},"id":"pay-8"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer bob-secret")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if want := `{"jsonrpc":"2.0","id":"pay-8","result":"alice confirms 8"}`; strings.TrimSpace(string(body)) != want {
+	body := testclient.Post(t, ctx, h.URL(), "bob-secret",
+		`{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+aliceID+`","method":"confirm","params":{"amount":8}},"id":"pay-8"}`)
+	if want := `{"jsonrpc":"2.0","id":"pay-8","result":"alice confirms 8"}`; body != want {
 		t.Fatalf("POST: %s\nwant %s", body, want)
 	}
 }

@@ -3,8 +3,6 @@ package browser_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
 
 // tab is one browser tab of a test. It fails the test if the page throws
@@ -145,30 +144,10 @@ func (tb *tab) failureShot() string {
 	return "\nthe page then: " + f.Name()
 }
 
-// post sends one JSON-RPC request over HTTP POST and returns the reply.
-func post(t *testing.T, url, body string) string {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/rpc", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: %s %s", body, resp.Status, b)
-	}
-	return string(b)
-}
-
 // publish publishes data (JSON) on topic through the hub, as another peer.
 func publish(t *testing.T, url, topic, data string) {
 	t.Helper()
-	reply := post(t, url, fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":%q,"data":%s},"id":1}`, topic, data))
+	reply := testclient.Post(t, t.Context(), url, "", fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":%q,"data":%s},"id":1}`, topic, data))
 	if !strings.Contains(reply, `"delivered"`) {
 		t.Fatalf("publish: %s", reply)
 	}

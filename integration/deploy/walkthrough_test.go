@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
 
 // exampleConfig is the config file the walk-through deploys.
@@ -38,28 +39,6 @@ func token(t *testing.T, sub string, ttl time.Duration, extra jwt.MapClaims) str
 		t.Fatal(err)
 	}
 	return s
-}
-
-// backendPost POSTs one JSON-RPC request with the backend's token, as a
-// Python script with requests would, and returns the reply.
-func backendPost(t *testing.T, url, tok, body string) string {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/rpc", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: %s %s", body, resp.Status, b)
-	}
-	return string(b)
 }
 
 // appPage is the web app, served by the login system's origin: it imports
@@ -155,7 +134,7 @@ func TestWalkThrough(t *testing.T) {
 	// 1. The backend publishes to alice's inbox over HTTP POST.
 	publish := func(n int) {
 		t.Helper()
-		reply := backendPost(t, h.URL(), backend, fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"user.alice.inbox","data":{"n":%d}},"id":%d}`, n, n))
+		reply := testclient.Post(t, t.Context(), h.URL(), backend, fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.publish","params":{"topic":"user.alice.inbox","data":{"n":%d}},"id":%d}`, n, n))
 		if !strings.Contains(reply, `"delivered":1`) {
 			t.Fatalf("publish %d: %s", n, reply)
 		}
@@ -182,7 +161,7 @@ func TestWalkThrough(t *testing.T) {
 	// 3. The page answers confirm; the backend reaches it by alice's user
 	// name with rpc.call over POST, and gets her page's answer.
 	eval[bool](t, alice, `(alice.register("confirm", (params) => ({ confirmed: params.amount, by: "alice's tab" })), true)`)
-	reply := backendPost(t, h.URL(), backend, `{"jsonrpc":"2.0","method":"rpc.call","params":{"user":"alice","method":"confirm","params":{"amount":42}},"id":"pay-1"}`)
+	reply := testclient.Post(t, t.Context(), h.URL(), backend, `{"jsonrpc":"2.0","method":"rpc.call","params":{"user":"alice","method":"confirm","params":{"amount":42}},"id":"pay-1"}`)
 	if !strings.Contains(reply, `"id":"pay-1"`) || !strings.Contains(reply, `"user":"alice"`) ||
 		!strings.Contains(reply, `"result":{"confirmed":42,"by":"alice's tab"}`) {
 		t.Errorf("rpc.call to alice: %s", reply)

@@ -71,21 +71,6 @@ func dialTarget(t *testing.T, url, name string, opts *client.Options) *target {
 	return tg
 }
 
-// postRPC posts body to the hub and returns the reply.
-func postRPC(t *testing.T, ctx context.Context, h *hubproc.Hub, body string) string {
-	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.URL()+"/rpc", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", body, err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return strings.TrimSpace(b.String())
-}
-
 // Every caller reaches a peer by its id: the Go client, the rpc command
 // over WebSocket and POST, raw POSTs whose ids come back exactly; errors
 // pass unchanged; no such peer is -32007; nothing is left in flight.
@@ -121,7 +106,7 @@ func TestCallAPeerByID(t *testing.T) {
 	}
 
 	for _, id := range []string{`123456789012345678901234567890123`, `-1.5e+300`, `"\ud83d\ude00 \"quoted\""`, `null`, `0`} {
-		got := postRPC(t, ctx, h, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+tg.id+`","method":"confirm","params":{"amount":1}},"id":`+id+`}`)
+		got := testclient.Post(t, ctx, h.URL(), "", `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+tg.id+`","method":"confirm","params":{"amount":1}},"id":`+id+`}`)
 		if want := `{"jsonrpc":"2.0","id":` + id + `,"result":"tab confirms 1"}`; got != want {
 			t.Fatalf("POST:\ngot  %s\nwant %s", got, want)
 		}
@@ -177,7 +162,7 @@ func TestCallAPeerCancelTimeoutLost(t *testing.T) {
 	wait(t, tg.cancelled, "the target's handler cancelled when the POST was abandoned")
 
 	// The timeout.
-	got := postRPC(t, t.Context(), h, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+tg.id+`","method":"long","timeout":100},"id":2}`)
+	got := testclient.Post(t, t.Context(), h.URL(), "", `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+tg.id+`","method":"long","timeout":100},"id":2}`)
 	if m := decode(t, got); m.Error == nil || m.Error.Code != -32003 {
 		t.Fatalf("a call past its timeout: %s", got)
 	}
