@@ -143,6 +143,10 @@ func (h *Hub) serveRemoteCall(ctx context.Context, call RemoteCall) (json.RawMes
 		timeout = max(time.Until(deadline), time.Millisecond)
 	}
 	ctx = peer.WithProgress(ctx, call.Progress) // a caller waits: see Forward
+	if call.Peer != "" {
+		h.routes.inflight.Add(1) // pickWait counted the others
+		defer h.routes.inflight.Add(-1)
+	}
 	res, err := p.conn.Forward(ctx, req, timeout)
 	if err != nil {
 		return nil, h.forwardError(ctx, err, false)

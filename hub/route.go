@@ -374,7 +374,8 @@ type RouteStats struct {
 
 	// Addressed counts the calls and notifications rpc.call sent to the
 	// peers it addressed (one per peer); InFlight includes those not
-	// yet answered, ProviderLost those whose peer left first.
+	// yet answered (a call to a peer of another node is in flight on
+	// both nodes), ProviderLost those whose peer left first.
 	Addressed uint64
 }
 

@@ -85,6 +85,11 @@ func TestAddressAcrossNodes(t *testing.T) {
 		t.Fatalf("progress %s", got)
 	}
 	testkit.Recv(t, started, "started")
+	for _, n := range []*node{a, c} { // the caller's node and the target's
+		if st := n.h.Stats().Routes; st.InFlight != 1 {
+			t.Fatalf("node %s: %d calls in flight, want the call to c's peer", n.b.Node(), st.InFlight)
+		}
+	}
 	c.b.Conn().Close() // c is lost: it stops answering and its heartbeats stop
 	wantCode(t, testkit.Recv(t, errc, "errc"), peer.CodeProviderLost)
 	if st := a.h.Stats().Routes; st.InFlight != 0 {
