@@ -108,13 +108,20 @@ func (b *Broker) openStream(ctx context.Context, o *Options) error {
 		// Each attempt has its own bound: a request the servers drop (a
 		// JetStream cluster electing its leader) gets no answer at all.
 		actx, cancel := context.WithTimeout(ctx, streamCheckTimeout)
+		var old *jetstream.StreamConfig // the stream's, if it exists
+		if s, err := js.Stream(actx, cfg.Name); err == nil {
+			old = &s.CachedInfo().Config
+		}
 		if o.Replicas == 0 {
-			cfg.Replicas = b.defaultReplicas(actx)
+			cfg.Replicas = b.defaultReplicas(old)
 		}
 		var s jetstream.Stream
 		s, err = js.CreateOrUpdateStream(actx, cfg)
 		cancel()
 		if err == nil {
+			if old != nil {
+				b.boundsChanged(*old, cfg)
+			}
 			b.st.cfg = cfg
 			epoch := epochOf(s.CachedInfo())
 			b.st.epoch.Store(&epoch)
@@ -135,17 +142,34 @@ func (b *Broker) openStream(ctx context.Context, o *Options) error {
 }
 
 // defaultReplicas returns the replicas the stream takes when Options do
-// not say: those it has already when it exists (an update does not
+// not say: those it has already when it exists (old; an update does not
 // lower them), else 3 on a NATS cluster of three servers or more, else 1.
-func (b *Broker) defaultReplicas(ctx context.Context) int {
+func (b *Broker) defaultReplicas(old *jetstream.StreamConfig) int {
 	n := 1
 	if b.nc.ConnectedClusterName() != "" && len(b.nc.Servers()) >= 3 {
 		n = 3
 	}
-	if s, err := b.js.Stream(ctx, b.stream); err == nil {
-		n = max(n, s.CachedInfo().Config.Replicas)
+	if old != nil {
+		n = max(n, old.Replicas)
 	}
 	return n
+}
+
+// boundsChanged warns when this node's options have just changed the
+// bounds of a stream that other nodes may share: the last node to start
+// sets them for all, so nodes started with different history flags undo
+// each other's.
+func (b *Broker) boundsChanged(old, cfg jetstream.StreamConfig) {
+	if old.MaxMsgsPerSubject == cfg.MaxMsgsPerSubject && old.MaxAge == cfg.MaxAge &&
+		old.MaxBytes == cfg.MaxBytes && old.Replicas == cfg.Replicas {
+		return
+	}
+	b.log.Warn("cluster stream bounds changed by this node: every node should have the same history flags",
+		zap.String("stream", cfg.Name),
+		zap.Int64("events_per_topic_was", old.MaxMsgsPerSubject), zap.Int64("events_per_topic", cfg.MaxMsgsPerSubject),
+		zap.Duration("age_was", old.MaxAge), zap.Duration("age", cfg.MaxAge),
+		zap.Int64("bytes_was", old.MaxBytes), zap.Int64("bytes", cfg.MaxBytes),
+		zap.Int("replicas_was", old.Replicas), zap.Int("replicas", cfg.Replicas))
 }
 
 // epochOf names a stream: its name and creation time.
