@@ -31,6 +31,7 @@ export class Provision {
 // calls the hub with call(method, params, options), the client's.
 export class Provided {
   #map = new Map();
+  #withdrawing = new Map(); // method -> the withdrawal under way
   #call;
 
   constructor(call) {
@@ -38,8 +39,11 @@ export class Provided {
   }
 
   // add provides method and resolves to its Provision once the hub has
-  // accepted: Client.provide.
+  // accepted: Client.provide. A withdrawal of the same method still under
+  // way ends first, so that a method can be provided again straight
+  // after withdraw() without waiting for it.
   async add(method, handler, options) {
+    await this.#withdrawing.get(method)?.catch(() => {});
     if (this.#map.has(method)) throw new TypeError(`provide: ${method} is provided already`);
     const prov = new Provision(this, method, handler);
     // Registered before the hub is told, so that the first call it
@@ -58,6 +62,16 @@ export class Provided {
   // stops serving.
   async withdraw(prov) {
     if (this.#map.get(prov.method) !== prov) return;
+    const done = this.#unprovide(prov);
+    this.#withdrawing.set(prov.method, done);
+    try {
+      await done;
+    } finally {
+      if (this.#withdrawing.get(prov.method) === done) this.#withdrawing.delete(prov.method);
+    }
+  }
+
+  async #unprovide(prov) {
     try {
       await this.#call("rpc.unprovide", { methods: [prov.method] }, { failFast: true });
     } catch (err) {

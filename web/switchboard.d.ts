@@ -334,7 +334,7 @@ export declare class Subscription<T = any> {
 export declare class Provision {
   readonly method: string;
   readonly handler: Handler;
-  /** Tells the hub to stop forwarding its calls (rpc.unprovide); then the handler stops serving. */
+  /** Tells the hub to stop forwarding its calls (rpc.unprovide); then the handler stops serving. A provide() of the same method made meanwhile waits for it. */
   withdraw(): Promise<void>;
 }
 

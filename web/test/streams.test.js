@@ -179,6 +179,22 @@ test("provide serves forwarded calls by name and pattern, as register does", asy
   assert.equal((await peer.read()).error.code, ErrorCode.MethodNotFound);
 });
 
+test("a method withdrawn can be provided again at once, without waiting for the withdrawal", async (t) => {
+  const { client, peer } = await open(t);
+  const p = client.provide("svc.one", () => "old");
+  await reply(peer, { methods: ["svc.one"] });
+  const old = await p;
+  const w = old.withdraw();
+  const again = client.provide("svc.one", () => "new"); // withdraw not awaited
+  assert.equal((await reply(peer, {})).method, "rpc.unprovide");
+  await w;
+  assert.deepEqual((await reply(peer, { methods: ["svc.one"] })).params, { methods: ["svc.one"] });
+  const prov = await again;
+  assert.equal(prov.method, "svc.one");
+  peer.send({ jsonrpc: "2.0", method: "svc.one", id: 1 });
+  assert.deepEqual(await peer.read(), { jsonrpc: "2.0", result: "new", id: 1 });
+});
+
 test("rpc.cancel aborts a provided method's signal", async (t) => {
   const { client, peer } = await open(t);
   let aborted;
