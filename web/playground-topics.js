@@ -234,10 +234,31 @@ $("presence-form").addEventListener("submit", (e) => {
   if (topic) watch(app.client, topic);
 });
 
-$("whoami").addEventListener("click", async () => {
-  const r = await app.call("rpc.whoami");
+$("whoami").addEventListener("click", async () => showMe(await app.call("rpc.whoami")));
+
+// showMe shows rpc.whoami's answer r: this page's peer id.
+function showMe(r) {
   if (typeof r?.id !== "string") return;
   me.id = r.id;
   $("me").textContent = `This page is peer ${r.id}${r.user ? ` (${r.user})` : ""}${r.node ? ` on node ${r.node}` : ""}.`;
   showPeers();
-});
+}
+
+// reopened brings the Peers panel up to date once c has connected again:
+// the page is a new peer, with a new id, and the joins and leaves of the
+// outage never came.
+export async function reopened(c) {
+  try {
+    if (me.id !== undefined) showMe(await c.call("rpc.whoami"));
+    if (!watched) return;
+    const topic = watched.topic;
+    const now = await c.presence(topic);
+    if (c !== app.client || watched?.topic !== topic) return;
+    peers.clear();
+    for (const p of now) peers.set(p.id, p);
+    showPeers();
+    $("presence-result").textContent = `Connected again at ${clock()}: ${peers.size} peer${peers.size === 1 ? "" : "s"} on ${topic}, this page included.`;
+  } catch {
+    // The connection dropped again: the next reconnection tries again.
+  }
+}

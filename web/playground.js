@@ -7,7 +7,7 @@ import { Client, RPCError } from "./switchboard.js";
 import { $, app, el, jsonView, errorView, inline, parseExact, parseParams, ms } from "./playground-view.js";
 import { frames } from "./playground-frames.js";
 import { discover, fill } from "./playground-methods.js";
-import { resubscribe } from "./playground-topics.js";
+import { resubscribe, reopened } from "./playground-topics.js";
 import { served, serveOn, register } from "./playground-serve.js";
 import "./playground-raw.js";
 
@@ -30,7 +30,14 @@ function connect() {
   // bigNumbers: integers beyond 2^53 in results arrive exact, as BigInt.
   const c = new Client(hubURL, { token, trace, callTimeout: 0, pingInterval: 20_000, bigNumbers: true });
   app.client = c;
-  c.addEventListener("state", (e) => c === app.client && showState(e));
+  let opened = false;
+  c.addEventListener("state", (e) => {
+    if (c !== app.client) return;
+    showState(e);
+    if (e.state !== "open") return;
+    if (opened) reopened(c);
+    opened = true;
+  });
   c.addEventListener("error", (e) => {
     e.preventDefault();
     // Answers without id come from raw messages; the raw box shows them.

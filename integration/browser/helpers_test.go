@@ -98,10 +98,18 @@ func (tb *tab) text(sel string) string {
 func (tb *tab) waitText(sel, want string) {
 	tb.t.Helper()
 	js := fmt.Sprintf(`[...document.querySelectorAll(%q)].some((e) => e.textContent.includes(%q))`, sel, want)
+	tb.waitTrue(fmt.Sprintf("%q in %s", want, sel), js)
+}
+
+// waitTrue waits, for up to 30 s, until the JavaScript expression js is
+// true, checking it whenever the page changes; what says what it waits
+// for.
+func (tb *tab) waitTrue(what, js string) {
+	tb.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingMutation())); err != nil {
-		tb.t.Fatalf("waiting for %q in %s: %v%s", want, sel, err, tb.failureShot())
+		tb.t.Fatalf("waiting for %s: %v%s", what, err, tb.failureShot())
 	}
 }
 

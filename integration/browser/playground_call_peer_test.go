@@ -2,9 +2,12 @@ package browser_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
 
 // One tab calls another by its peer id: the Peers panel of the first
@@ -45,4 +48,37 @@ func TestPlaygroundCallThisPeer(t *testing.T) {
 	}
 	b.waitText("#incoming .entry:first-child", "tab.greet")
 	b.waitText("#incoming .entry:first-child .badge", "answered")
+}
+
+// After the hub restarts, the Peers panel shows who is there now: a peer
+// that left while the page was disconnected is gone from it, and the page
+// is marked "you" under its new peer id.
+func TestPlaygroundPeersAfterReconnect(t *testing.T) {
+	a, h := openPlayground(t, 1280, 900)
+	other, _ := testclient.Dial(t, h.WebSocketURL(), nil)
+	if _, err := other.Subscribe(t.Context(), "chat.room1", func(client.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	a.do(chromedp.Click(chromedp.CSS("#presence-form button")), chromedp.Click(chromedp.CSS("#whoami")))
+	a.waitText("#presence-result", "2 peers on chat.room1")
+	a.waitText("#peers .peer .badge", "you")
+	before := eval[string](a, `document.querySelector("#me").textContent`)
+
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	a.waitText("#conn-text", "disconnected")
+	if err := other.Close(); err != nil { // it leaves during the outage
+		t.Fatal(err)
+	}
+	h.Restart()
+	a.waitTrue("the Peers panel to list this page alone, as you", `(() => {
+  const ps = document.querySelectorAll("#peers .peer");
+  return ps.length === 1 && ps[0].querySelector(".badge")?.textContent === "you";
+})()`)
+	id := eval[string](a, `document.querySelector("#me").textContent.match(/peer ([0-9a-f-]+)/)[1]`)
+	if strings.Contains(before, id) || a.text("#peers .peer code") != id {
+		t.Fatalf("after the restart the page says it is %s, and lists %s; it was: %s", id, a.text("#peers .peer code"), before)
+	}
+	a.waitText("#presence-result", "Connected again")
 }
