@@ -125,10 +125,25 @@ export function showMethod(fill = true) {
     $("params").value = t === undefined ? "" : JSON.stringify(t);
   }
 }
-$("method").addEventListener("change", () => showMethod(true));
+$("method").addEventListener("change", () => {
+  if (methods.has($("method").value.trim())) showMethod(true);
+  else rediscover();
+});
 $("method").addEventListener("input", () => {
   if (methods.has($("method").value.trim())) showMethod(true);
 });
+
+// rediscover reads rpc.discover again for a method the picker does not
+// know: other peers provide methods, and withdraw them, while the page is
+// open. At most once every two seconds.
+let lastAsked = 0;
+async function rediscover() {
+  if (Date.now() - lastAsked < 2000) return;
+  lastAsked = Date.now();
+  if (!(await discover())) return;
+  shown = undefined; // discover showed it without the params template
+  showMethod(true);
+}
 
 
 // fill puts a call into the Request form, as if typed there.

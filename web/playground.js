@@ -22,11 +22,9 @@ const hubURL = (() => {
   return u.href;
 })();
 let token = params.get("token") ?? undefined;
-let discovered = false;
 
 function connect() {
   app.client?.close(1000, "reconnecting");
-  discovered = false;
   // bigNumbers: integers beyond 2^53 in results arrive exact, as BigInt.
   const c = new Client(hubURL, { token, trace, callTimeout: 0, pingInterval: 20_000, bigNumbers: true });
   app.client = c;
@@ -61,7 +59,7 @@ function showState(e) {
   const banner = $("banner");
   if (e.state === "open") {
     banner.hidden = true;
-    if (!discovered) discover().then((ok) => (discovered ||= ok));
+    discover(); // again on each connection: what the hub serves may have changed
     return;
   }
   if (e.state === "disconnected") {

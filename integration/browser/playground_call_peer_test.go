@@ -1,6 +1,7 @@
 package browser_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
+	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // One tab calls another by its peer id: the Peers panel of the first
@@ -81,4 +83,31 @@ func TestPlaygroundPeersAfterReconnect(t *testing.T) {
 		t.Fatalf("after the restart the page says it is %s, and lists %s; it was: %s", id, a.text("#peers .peer code"), before)
 	}
 	a.waitText("#presence-result", "Connected again")
+}
+
+// A method another peer provides after the page has loaded is not in the
+// picker yet; typing its name makes the page ask rpc.discover again, and
+// the method shows with its signature and a params template.
+func TestPlaygroundDiscoversNewMethods(t *testing.T) {
+	a, h := openPlayground(t, 1280, 900)
+	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
+	fresh := peer.Func(func(_ context.Context, p struct {
+		Cents int `json:"cents"`
+	}) (int, error) {
+		return p.Cents, nil
+	})
+	if _, err := svc.Provide(t.Context(), "svc.fresh", fresh); err != nil {
+		t.Fatal(err)
+	}
+	if eval[bool](a, `[...document.querySelectorAll("#methods option")].some((o) => o.value === "svc.fresh")`) {
+		t.Fatal("the picker knew svc.fresh before it was asked again")
+	}
+	a.do(
+		typeInto("#method", "svc.fresh"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#method").dispatchEvent(new Event("change"))`),
+	)
+	a.waitText("#method-info .sig", "svc.fresh(")
+	a.waitTrue("a params template with cents", `document.querySelector("#params").value.includes("cents")`)
+	a.do(chromedp.Click(chromedp.CSS("#call")))
+	a.waitText("#calls .entry:first-child .badge", "result")
 }
