@@ -92,8 +92,20 @@ type fanoutResult struct {
 	P50              float64 `json:"p50us"`
 	P99              float64 `json:"p99us"`
 	CPUPerDelivery   float64 `json:"cpuUsPerDelivery"` // of the hub processes
-	Missing          int     `json:"missing"`
-	Dups             int     `json:"dups"`
+	// CPUAboveIdle is CPUPerDelivery without what the hubs spend idle
+	// (their peers' pings) over the same time: the cost of delivering.
+	CPUAboveIdle float64 `json:"cpuUsPerDeliveryAboveIdle"`
+	Missing      int     `json:"missing"`
+	Dups         int     `json:"dups"`
+}
+
+// deliveryCost is the CPU time one delivery costs: above idle, where it
+// was measured.
+func (f fanoutResult) deliveryCost() float64 {
+	if f.CPUAboveIdle == 0 {
+		return f.CPUPerDelivery
+	}
+	return f.CPUAboveIdle
 }
 
 type clusterResult struct {

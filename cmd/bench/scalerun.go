@@ -68,7 +68,7 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 		return nil, err
 	}
 	logf("single: fan-out of %d events", c.events)
-	if r.Fanout, err = fanoutAll(ss, pub, pids, c.events); err != nil {
+	if r.Fanout, err = fanoutAll(ss, pub, pids, c.events, idle.cpuPerSecond()); err != nil {
 		return nil, err
 	}
 	if r.RSSPeak, err = residentOfPID(pids[0]); err != nil {
@@ -214,7 +214,7 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 		return nil, err
 	}
 	logf("cluster: fan-out of %d events", c.events)
-	if r.Fanout, err = fanoutAll(ss, pub, pids(), c.events); err != nil {
+	if r.Fanout, err = fanoutAll(ss, pub, pids(), c.events, idle.cpuPerSecond()); err != nil {
 		return nil, err
 	}
 	// During the restart events are published at a third of the rate
@@ -266,11 +266,16 @@ type idleFigures struct {
 // cpuPerPeerSecond is the hubs' CPU time over the spell, per peer per
 // second, in µs.
 func (f idleFigures) cpuPerPeerSecond(peers int) float64 {
+	return f.cpuPerSecond() / float64(peers)
+}
+
+// cpuPerSecond is the hubs' CPU time over the spell, per second, in µs.
+func (f idleFigures) cpuPerSecond() float64 {
 	var cpu time.Duration
 	for i := range f.after {
 		cpu += f.after[i].used.cpu - f.before[i].used.cpu
 	}
-	return float64(cpu.Nanoseconds()) / 1e3 / float64(peers) / f.seconds
+	return float64(cpu.Nanoseconds()) / 1e3 / f.seconds
 }
 
 // measureIdle lets the hubs settle (the last handshakes' garbage
@@ -296,8 +301,9 @@ func measureIdle(ctx context.Context, c *scaleConfig, urls []string, pids []int)
 }
 
 // fanoutAll publishes events, one at a time, each once every peer holds
-// the one before, and reports the deliveries.
-func fanoutAll(ss swarms, pub *control, pids []int, events int) (fanoutResult, error) {
+// the one before, and reports the deliveries. idle is the hubs' CPU time
+// per second when idle, in µs, to tell the deliveries' cost apart.
+func fanoutAll(ss swarms, pub *control, pids []int, events int, idle float64) (fanoutResult, error) {
 	f := fanoutResult{Events: events}
 	cpu := func() (time.Duration, error) {
 		var sum time.Duration
@@ -314,6 +320,7 @@ func fanoutAll(ss swarms, pub *control, pids []int, events int) (fanoutResult, e
 	if err != nil {
 		return f, err
 	}
+	start := time.Now()
 	hist := histogram{}
 	var rates []float64
 	for k := 1; k <= events; k++ {
@@ -337,7 +344,9 @@ func fanoutAll(ss swarms, pub *control, pids []int, events int) (fanoutResult, e
 	if err != nil {
 		return f, err
 	}
-	f.CPUPerDelivery = float64((cpu1 - cpu0).Nanoseconds()) / 1e3 / float64(max(f.Deliveries, 1))
+	used := float64((cpu1 - cpu0).Nanoseconds()) / 1e3
+	f.CPUPerDelivery = used / float64(max(f.Deliveries, 1))
+	f.CPUAboveIdle = max(used-idle*time.Since(start).Seconds(), 0) / float64(max(f.Deliveries, 1))
 	f.DeliveriesPerSec = median(rates)
 	f.P50, f.P99 = hist.quantile(0.50), hist.quantile(0.99)
 	return f, nil
