@@ -338,9 +338,8 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 	if cl.mode != Serial {
 		hctx.cl = cl
 		s := c.enterHandler()
-		hctx.reader.Store(s)
+		hctx.reader = s
 		out, _ := run(hctx, &c.o, cl, nil, c.o.now())
-		hctx.reader.Store(0)
 		if !hctx.relayed { // else Relay answers it
 			c.finish(cl, out)
 		}
