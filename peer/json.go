@@ -20,17 +20,18 @@ const maxDepth = 10000
 // nests deeper than its limit; -1 means invalid JSON. Both are negative.
 const tooDeep = -2
 
+// skipSpace returns the index of the first byte from b[i] on that is not
+// white space. Most tokens of a message have none before them: one
+// comparison tells, where the four of white space would be four.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for i < len(b) && b[i] <= ' ' && isSpace[b[i]] {
+		i++
 	}
 	return i
 }
+
+// isSpace marks the bytes of JSON white space.
+var isSpace = [' ' + 1]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 // skipValue validates the JSON value starting at b[i], inside depth
 // arrays and objects, and returns the index just past it, or a negative
@@ -80,11 +81,13 @@ func scanValue(b []byte, i, depth, limit int) int {
 
 // scanObject validates the object starting at the '{' at b[i], inside
 // depth arrays and objects, and returns the index just past it, or a
-// negative number as scanValue does. If member is not nil, it is called
-// with each member's name (its key's text, unquoted) and raw value, in
-// order. Names are nearly always plain ASCII, which the key's bytes
-// between its quotes spell; an escaped one is decoded.
-func scanObject(b []byte, i, depth, limit int, member func(name, value []byte)) int {
+// negative number as scanValue does. If m is not nil, each member's name
+// (its key's text, unquoted) and raw value are recorded in it
+// (message.member), in order: a direct call, where a func value cost a
+// call through a wrapper for each member of each request. Names are
+// nearly always plain ASCII, which the key's bytes between its quotes
+// spell; an escaped one is decoded.
+func scanObject(b []byte, i, depth, limit int, m *message) int {
 	if depth >= limit {
 		return tooDeep
 	}
@@ -102,7 +105,7 @@ func scanObject(b []byte, i, depth, limit int, member func(name, value []byte)) 
 			return -1
 		}
 		name := b[ks+1 : i-1]
-		if escaped && member != nil {
+		if escaped && m != nil {
 			s, _ := unquote(b[ks:i]) // valid, as scanned
 			name = []byte(s)
 		}
@@ -114,8 +117,8 @@ func scanObject(b []byte, i, depth, limit int, member func(name, value []byte)) 
 		if i = scanValue(b, vs, depth+1, limit); i < 0 {
 			return i
 		}
-		if member != nil {
-			member(name, b[vs:i])
+		if m != nil {
+			m.member(name, b[vs:i])
 		}
 		var end bool
 		if i, end = nextElem(b, i, '}'); end {
@@ -293,10 +296,16 @@ func (t frameText) unquote(s []byte) (string, bool) {
 }
 
 // keyIs reports whether the raw JSON string key spells name. Keys are nearly
-// always plain ASCII; escaped spellings are decoded on the slow path.
+// always plain ASCII; escaped spellings are decoded on the slow path. An
+// escape is longer than what it stands for, so a key no longer than name
+// in quotes is that plain spelling or not name at all: the methods of
+// most requests are told from rpc.cancel without a look at their bytes.
 func keyIs(key []byte, name string) bool {
-	if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
-		return true
+	switch {
+	case len(key) < len(name)+2:
+		return false
+	case len(key) == len(name)+2:
+		return string(key[1:len(key)-1]) == name
 	}
 	for _, c := range key {
 		if c == '\\' {
