@@ -271,6 +271,10 @@ func (t frameText) unquote(s []byte) (string, bool) {
 		return "", false
 	}
 	inner := s[1 : len(s)-1]
+	// The last name is a plain one: an equal name is plain too.
+	if t.last != nil && string(inner) == *t.last {
+		return *t.last, true
+	}
 	simple := true
 	for _, c := range inner {
 		if c == '\\' || c >= utf8.RuneSelf {
@@ -280,9 +284,6 @@ func (t frameText) unquote(s []byte) (string, bool) {
 	}
 	if simple {
 		if t.last != nil {
-			if string(inner) == *t.last {
-				return *t.last, true
-			}
 			*t.last = string(inner)
 			return *t.last, true
 		}
