@@ -35,13 +35,13 @@ func (t *repeatTransport) Close(int, string) error { return nil }
 // serveFrames serves n copies of frame on a new Conn with the options
 // the hub gives its connections for these benchmarks (an OnServe hook
 // set), and returns how many requests were served.
-func serveFrames(b *testing.B, frame []byte, n int) int64 {
+func serveFrames(tb testing.TB, frame []byte, n int) int64 {
 	t := &repeatTransport{frame: frame}
 	t.left.Store(int64(n))
 	var served atomic.Int64
 	c := NewConn(t, &Options{Router: benchMux(), OnServe: func(string, Code, time.Duration) { served.Add(1) }})
 	if err := c.Serve(context.Background()); err == nil {
-		b.Fatal("Serve returned nil; want the close of the other side")
+		tb.Fatal("Serve returned nil; want the close of the other side")
 	}
 	return served.Load()
 }
