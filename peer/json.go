@@ -101,7 +101,9 @@ func scanObject(b []byte, i, depth, limit int, m *message) int {
 		}
 		ks := i
 		var escaped bool
-		if i, escaped = scanString(b, i); i < 0 {
+		if n := plainKey(b[i:], m); n > 0 {
+			i += n
+		} else if i, escaped = scanString(b, i); i < 0 {
 			return -1
 		}
 		name := b[ks+1 : i-1]
@@ -125,6 +127,39 @@ func scanObject(b []byte, i, depth, limit int, m *message) int {
 			return i
 		}
 	}
+}
+
+// plainKey returns the length of the key at b[0], quotes included, when
+// m is not nil and the key is one of a message's member names spelt
+// plainly: it needs no scan for the end of a string of unknown text.
+// Else it returns 0.
+func plainKey(b []byte, m *message) int {
+	if m == nil || len(b) < 4 {
+		return 0
+	}
+	switch b[1] {
+	case 'j':
+		return prefixLen(b, `"jsonrpc"`)
+	case 'm':
+		return prefixLen(b, `"method"`)
+	case 'p':
+		return prefixLen(b, `"params"`)
+	case 'i':
+		return prefixLen(b, `"id"`)
+	case 'r':
+		return prefixLen(b, `"result"`)
+	case 'e':
+		return prefixLen(b, `"error"`)
+	}
+	return 0
+}
+
+// prefixLen returns len(s) if b starts with s, else 0.
+func prefixLen(b []byte, s string) int {
+	if len(b) >= len(s) && string(b[:len(s)]) == s {
+		return len(s)
+	}
+	return 0
 }
 
 // nextElem reads what follows an element (or member) of an array (or
