@@ -310,9 +310,9 @@ func (c *Conn) moveReader(s uint64) bool {
 //
 // The handler may have returned already (a goroutine it started waits
 // with its context): moveReader then finds the reader in another state
-// and does nothing, unless the reader still runs the batch the handler's
-// call was part of, which then loses the reading as it would to the
-// watchdog.
+// and does nothing, unless the reader is still where the handler left it
+// (writing its reply, or running the rest of its batch), which then
+// loses the reading as it would to the watchdog.
 func (ri *reqInfo) leaveReader() {
 	if ri.reader != 0 {
 		ri.c.moveReader(ri.reader)
