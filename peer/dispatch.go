@@ -128,9 +128,9 @@ func (r *reader) keepMsgs(msgs []message, pooled *[]message) {
 }
 
 // keptMsgs is the most decoded messages whose room a reader keeps from one
-// frame to the next (a message is 152 bytes). The arrays of larger batches
+// frame to the next (a message is 160 bytes). The arrays of larger batches
 // are shared by all connections, through batchMsgs: a connection that
-// once sent a batch of a thousand does not keep 136 KB for its life.
+// once sent a batch of a thousand does not keep 160 KB for its life.
 const keptMsgs = 16
 
 // batchMsgs holds *[]message arrays of more than keptMsgs messages, for
