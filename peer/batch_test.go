@@ -312,7 +312,7 @@ func TestHandlerContextRaces(t *testing.T) {
 	defer stop()
 	for range 1000 {
 		var h handlerCtx
-		h.init(parent, nil, ID{"1"}, true)
+		h.init(parent, nil, &Request{ID: ID{"1"}}, true)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -23,16 +23,17 @@ import (
 func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 	c := r.c
 	buf := r.msgs
+	var pooled *[]message // where buf came from, if from batchMsgs
 	if len(frame) > 0 && frame[0] == '[' {
 		if p, ok := batchMsgs.Get().(*[]message); ok {
-			buf = *p
+			buf, pooled = *p, p
 		}
 	}
 	f, ok := parseFrame(buf, frame, c.o.MaxBatch, c.o.MaxDepth)
 	kept := false
 	defer func() {
 		if !kept {
-			r.keepMsgs(f.msgs)
+			r.keepMsgs(f.msgs, pooled)
 		}
 	}()
 	switch {
@@ -57,7 +58,7 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 		// The message is done with: its buffer goes back to the reader
 		// now, since start may run a handler past the moment this
 		// goroutine stops being the reader.
-		r.keepMsgs(f.msgs)
+		r.keepMsgs(f.msgs, pooled)
 		kept = true
 		if reply != nil {
 			c.post(reply)
@@ -92,12 +93,12 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 			b.runInline(c.inlineContext(ctx, cl), cl)
 			cl.ctx.end()
 		default:
-			cl.ctx.init(ctx, c, cl.req.ID, true)
+			cl.ctx.init(ctx, c, &cl.req, true)
 			b.pending++
 		}
 	}
 	// As for a single call, the messages are done with.
-	r.keepMsgs(f.msgs)
+	r.keepMsgs(f.msgs, pooled)
 	kept = true
 	if b.pending > 0 {
 		return r.startBatch(b)
@@ -110,23 +111,26 @@ func (r *reader) dispatch(ctx context.Context, frame []byte) bool {
 
 // keepMsgs keeps the array of msgs, emptied so that it holds on to no
 // frame, for the reader's next frame when it is small, else for the next
-// batch of any connection.
-func (r *reader) keepMsgs(msgs []message) {
+// batch of any connection. pooled is the pointer batchMsgs gave the
+// array's first version in, if it did: it takes the array back, so that
+// a batch costs no new pointer to put its array in the pool.
+func (r *reader) keepMsgs(msgs []message, pooled *[]message) {
 	clear(msgs)
 	if cap(msgs) <= keptMsgs {
 		r.msgs = msgs[:0]
 		return
 	}
-	// A variable of its own: were the parameter's address taken, the
-	// parameter would be moved to the heap on every call, large or not.
-	large := msgs[:0]
-	batchMsgs.Put(&large)
+	if pooled == nil {
+		pooled = new([]message)
+	}
+	*pooled = msgs[:0]
+	batchMsgs.Put(pooled)
 }
 
 // keptMsgs is the most decoded messages whose room a reader keeps from one
-// frame to the next (a message is 152 bytes). The arrays of larger batches
+// frame to the next (a message is 160 bytes). The arrays of larger batches
 // are shared by all connections, through batchMsgs: a connection that
-// once sent a batch of a thousand does not keep 136 KB for its life.
+// once sent a batch of a thousand does not keep 160 KB for its life.
 const keptMsgs = 16
 
 // batchMsgs holds *[]message arrays of more than keptMsgs messages, for
@@ -338,9 +342,8 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 	if cl.mode != Serial {
 		hctx.cl = cl
 		s := c.enterHandler()
-		hctx.reader.Store(s)
+		hctx.reader = s
 		out, _ := run(hctx, &c.o, cl, nil, c.o.now())
-		hctx.reader.Store(0)
 		if !hctx.relayed { // else Relay answers it
 			c.finish(cl, out)
 		}

@@ -53,7 +53,7 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 	}
 	ri, _ := ctx.Value(ctxKey{}).(*reqInfo)
 	p := &pendingCall{ch: make(chan reply, 1), progress: progressFunc(ctx)}
-	if ri != nil && !ri.id.IsZero() {
+	if ri != nil && !ri.req.IsNotification() {
 		p.progress = ri.relayProgress
 	}
 	id, err := c.addPending(p, true)
@@ -262,9 +262,9 @@ func (c *Conn) timedOut(method string, timeout time.Duration) error {
 // not wait: it queues the notification as an event is queued ([Conn.Post]),
 // and a caller too slow to read its queue is closed.
 func (ri *reqInfo) relayProgress(data json.RawMessage) {
-	b := make([]byte, 0, len(ri.id.raw)+len(data)+80)
+	b := make([]byte, 0, len(ri.req.ID.raw)+len(data)+80)
 	b = append(b, `{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":`...)
-	b = append(b, ri.id.raw...)
+	b = append(b, ri.req.ID.raw...)
 	if len(data) > 0 {
 		b = append(b, `,"data":`...)
 		b = append(b, data...)

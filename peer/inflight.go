@@ -91,7 +91,7 @@ func (c *Conn) finishReserved(cl *call, reply []byte, n int64) {
 // register makes cl, which holds a slot, cancellable with rpc.cancel
 // and returns its handler's context. It runs on the reader.
 func (c *Conn) register(ctx context.Context, cl *call) *handlerCtx {
-	cl.ctx.init(ctx, c, cl.req.ID, true)
+	cl.ctx.init(ctx, c, &cl.req, true)
 	if cl.req.IsNotification() {
 		return &cl.ctx
 	}
@@ -119,7 +119,7 @@ func (c *Conn) unregister(cl *call) {
 // inlineContext is the context of an inline handler: no slot, and no
 // one to cancel it with rpc.cancel, which cannot arrive while it runs.
 func (c *Conn) inlineContext(ctx context.Context, cl *call) *handlerCtx {
-	cl.ctx.init(ctx, c, cl.req.ID, false)
+	cl.ctx.init(ctx, c, &cl.req, false)
 	return &cl.ctx
 }
 
@@ -223,8 +223,8 @@ const (
 
 // init sets the request's information. It is called before the context
 // is shared: by the reader, before the handler can run or be cancelled.
-func (h *handlerCtx) init(parent context.Context, c *Conn, id ID, slot bool) {
-	h.Context, h.c, h.id, h.slot = parent, c, id, slot
+func (h *handlerCtx) init(parent context.Context, c *Conn, req *Request, slot bool) {
+	h.Context, h.c, h.req, h.slot = parent, c, req, slot
 }
 
 // Value returns the request's information for ctxKey and otherwise the

@@ -20,17 +20,18 @@ const maxDepth = 10000
 // nests deeper than its limit; -1 means invalid JSON. Both are negative.
 const tooDeep = -2
 
+// skipSpace returns the index of the first byte from b[i] on that is not
+// white space. Most tokens of a message have none before them: one
+// comparison tells, where the four of white space would be four.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for i < len(b) && b[i] <= ' ' && isSpace[b[i]] {
+		i++
 	}
 	return i
 }
+
+// isSpace marks the bytes of JSON white space.
+var isSpace = [' ' + 1]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 // skipValue validates the JSON value starting at b[i], inside depth
 // arrays and objects, and returns the index just past it, or a negative
@@ -80,11 +81,13 @@ func scanValue(b []byte, i, depth, limit int) int {
 
 // scanObject validates the object starting at the '{' at b[i], inside
 // depth arrays and objects, and returns the index just past it, or a
-// negative number as scanValue does. If member is not nil, it is called
-// with each member's name (its key's text, unquoted) and raw value, in
-// order. Names are nearly always plain ASCII, which the key's bytes
-// between its quotes spell; an escaped one is decoded.
-func scanObject(b []byte, i, depth, limit int, member func(name, value []byte)) int {
+// negative number as scanValue does. If m is not nil, each member's name
+// (its key's text, unquoted) and raw value are recorded in it
+// (message.member), in order: a direct call, where a func value cost a
+// call through a wrapper for each member of each request. Names are
+// nearly always plain ASCII, which the key's bytes between its quotes
+// spell; an escaped one is decoded.
+func scanObject(b []byte, i, depth, limit int, m *message) int {
 	if depth >= limit {
 		return tooDeep
 	}
@@ -98,11 +101,13 @@ func scanObject(b []byte, i, depth, limit int, member func(name, value []byte)) 
 		}
 		ks := i
 		var escaped bool
-		if i, escaped = scanString(b, i); i < 0 {
+		if n := plainKey(b[i:], m); n > 0 {
+			i += n
+		} else if i, escaped = scanString(b, i); i < 0 {
 			return -1
 		}
 		name := b[ks+1 : i-1]
-		if escaped && member != nil {
+		if escaped && m != nil {
 			s, _ := unquote(b[ks:i]) // valid, as scanned
 			name = []byte(s)
 		}
@@ -114,14 +119,47 @@ func scanObject(b []byte, i, depth, limit int, member func(name, value []byte)) 
 		if i = scanValue(b, vs, depth+1, limit); i < 0 {
 			return i
 		}
-		if member != nil {
-			member(name, b[vs:i])
+		if m != nil {
+			m.member(name, b[vs:i])
 		}
 		var end bool
 		if i, end = nextElem(b, i, '}'); end {
 			return i
 		}
 	}
+}
+
+// plainKey returns the length of the key at b[0], quotes included, when
+// m is not nil and the key is one of a message's member names spelt
+// plainly: it needs no scan for the end of a string of unknown text.
+// Else it returns 0.
+func plainKey(b []byte, m *message) int {
+	if m == nil || len(b) < 4 {
+		return 0
+	}
+	switch b[1] {
+	case 'j':
+		return prefixLen(b, `"jsonrpc"`)
+	case 'm':
+		return prefixLen(b, `"method"`)
+	case 'p':
+		return prefixLen(b, `"params"`)
+	case 'i':
+		return prefixLen(b, `"id"`)
+	case 'r':
+		return prefixLen(b, `"result"`)
+	case 'e':
+		return prefixLen(b, `"error"`)
+	}
+	return 0
+}
+
+// prefixLen returns len(s) if b starts with s, else 0.
+func prefixLen(b []byte, s string) int {
+	if len(b) >= len(s) && string(b[:len(s)]) == s {
+		return len(s)
+	}
+	return 0
 }
 
 // nextElem reads what follows an element (or member) of an array (or
@@ -268,6 +306,10 @@ func (t frameText) unquote(s []byte) (string, bool) {
 		return "", false
 	}
 	inner := s[1 : len(s)-1]
+	// The last name is a plain one: an equal name is plain too.
+	if t.last != nil && string(inner) == *t.last {
+		return *t.last, true
+	}
 	simple := true
 	for _, c := range inner {
 		if c == '\\' || c >= utf8.RuneSelf {
@@ -277,9 +319,6 @@ func (t frameText) unquote(s []byte) (string, bool) {
 	}
 	if simple {
 		if t.last != nil {
-			if string(inner) == *t.last {
-				return *t.last, true
-			}
 			*t.last = string(inner)
 			return *t.last, true
 		}
@@ -293,10 +332,16 @@ func (t frameText) unquote(s []byte) (string, bool) {
 }
 
 // keyIs reports whether the raw JSON string key spells name. Keys are nearly
-// always plain ASCII; escaped spellings are decoded on the slow path.
+// always plain ASCII; escaped spellings are decoded on the slow path. An
+// escape is longer than what it stands for, so a key no longer than name
+// in quotes is that plain spelling or not name at all: the methods of
+// most requests are told from rpc.cancel without a look at their bytes.
 func keyIs(key []byte, name string) bool {
-	if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
-		return true
+	switch {
+	case len(key) < len(name)+2:
+		return false
+	case len(key) == len(name)+2:
+		return string(key[1:len(key)-1]) == name
 	}
 	for _, c := range key {
 		if c == '\\' {

@@ -119,7 +119,7 @@ var nullJSON = []byte("null")
 // and returns the index just past it, or a negative number as scanValue
 // does.
 func parseObject(b []byte, i, depth, limit int, m *message) int {
-	return scanObject(b, i, depth, limit, m.member)
+	return scanObject(b, i, depth, limit, m)
 }
 
 // member records one member, named name; later duplicates win, as with

@@ -255,7 +255,7 @@ func (r *reader) readReply(msg []byte, id uint64, p *pendingCall) (reply, int) {
 		return reply{}, replyNone
 	}
 	f, ok := parseFrame(r.msgs, msg, c.o.MaxBatch, c.o.MaxDepth)
-	defer r.keepMsgs(f.msgs)
+	defer r.keepMsgs(f.msgs, nil)
 	if !ok || f.tooDeep || f.batch {
 		return reply{}, replyNone
 	}

@@ -307,8 +307,14 @@ func (c *Conn) moveReader(s uint64) bool {
 // goroutine at once, instead of a tick or two later by the watchdog. A
 // handler that calls back to its caller would otherwise wait that long
 // for the reader to read the answer.
+//
+// The handler may have returned already (a goroutine it started waits
+// with its context): moveReader then finds the reader in another state
+// and does nothing, unless the reader is still where the handler left it
+// (writing its reply, or running the rest of its batch), which then
+// loses the reading as it would to the watchdog.
 func (ri *reqInfo) leaveReader() {
-	if s := ri.reader.Swap(0); s != 0 {
-		ri.c.moveReader(s)
+	if ri.reader != 0 {
+		ri.c.moveReader(ri.reader)
 	}
 }

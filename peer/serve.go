@@ -317,12 +317,8 @@ func (b *batch) work(dst []byte, reader uint64) []byte {
 				dst = appendError(dst, []byte(cl.req.ID.raw), ToError(cl.ctx.Err()))
 			}
 			cl.ctx.end()
-		case reader != 0:
-			cl.ctx.reader.Store(reader)
-			dst, start = run(&cl.ctx, b.o, cl, dst, start)
-			cl.ctx.reader.Store(0)
-			cl.ctx.end()
 		default:
+			cl.ctx.reader = reader
 			dst, start = run(&cl.ctx, b.o, cl, dst, start)
 			cl.ctx.end()
 		}
