@@ -28,7 +28,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // wait bounds every wait for an event in these tests.
-const wait = 10 * time.Second
+const wait = testkit.Wait
 
 func dial(t *testing.T, url string, o *Options) *Client {
 	t.Helper()
