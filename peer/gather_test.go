@@ -13,10 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/internal/gather"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // clientFrame is a WebSocket frame as a client sends it: masked.
@@ -159,7 +159,7 @@ func sendTogether(t *testing.T, ws *websocket.Conn, gc *gather.Conn, frames ...s
 // readReply reads one message from ws and returns its id.
 func readReply(t *testing.T, ws *websocket.Conn) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	_, b, err := ws.Read(ctx)
 	if err != nil {

@@ -210,13 +210,13 @@ func TestCallTimeoutCancellable(t *testing.T) {
 }
 
 // within returns what errc receives, failing the test if nothing comes
-// within 5 s.
+// within testkit.Wait.
 func within(t *testing.T, errc <-chan error) error {
 	t.Helper()
 	select {
 	case err := <-errc:
 		return err
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("the call did not return")
 		return nil
 	}
