@@ -58,7 +58,7 @@ func TestPingClosesSilentPeer(t *testing.T) {
 	select {
 	case reply := <-got:
 		testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, reply)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("the live peer got no answer")
 	}
 	_, _, err := silent.Read(timeout(t)) // what was sent before the close, then the close
