@@ -58,9 +58,13 @@ func TestCallTimeoutByTimer(t *testing.T) {
 	}
 	p.write(`{"jsonrpc":"2.0","result":"late","id":` + id + `}`)
 
+	// The next call has a deadline of its own: on a loaded machine, its
+	// round trip may take longer than CallTimeout.
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
+	defer cancel()
 	var got string
 	done := make(chan error, 1)
-	go func() { done <- p.c.Call(context.Background(), "next", nil, &got) }()
+	go func() { done <- p.c.Call(ctx, "next", nil, &got) }()
 	next := requestID(t, p, "next")
 	p.write(`{"jsonrpc":"2.0","result":"mine","id":` + next + `}`)
 	if err := <-done; err != nil || got != "mine" {
