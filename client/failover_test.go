@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,16 +93,10 @@ func TestFailoverSharedStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := s.Position()
-	downAt := make(chan struct{})
-	var once sync.Once
-	wait := publisher(t, h.WS(), []string{"k"}, n, func(i int) {
-		if i == n/2 {
-			once.Do(func() { close(downAt) })
-		}
-	})
-	testkit.Recv(t, rec.at(1000), "1000 events")
+	published, wait := publisher(t, h.WS(), []string{"k"}, n)
+	testkit.WaitCount(t, "1000 events", 1000, rec.n)
 	a.Down()
-	testkit.Recv(t, downAt, "half the events published")
+	testkit.WaitCount(t, "half the events published", n/2, published)
 	wait()
 
 	wantRun(t, sub, rec, n, start)

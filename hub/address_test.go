@@ -251,7 +251,7 @@ func userHub(t *testing.T) *routeHub {
 	}})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		ts.Close()

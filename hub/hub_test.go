@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -74,7 +73,7 @@ func eventRouter(ch chan<- event) peer.Router {
 }
 
 func ctx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	t.Cleanup(cancel)
 	return ctx
 }

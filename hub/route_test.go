@@ -46,7 +46,7 @@ func startHub(t testing.TB, opts *hub.Options) *routeHub {
 	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		ts.Close()
@@ -59,7 +59,7 @@ func (rh *routeHub) wsURL() string { return "ws" + strings.TrimPrefix(rh.ts.URL,
 // raw opens a WebSocket to the hub, closed at the end of the test.
 func (rh *routeHub) raw(t testing.TB) *websocket.Conn {
 	t.Helper()
-	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	dctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 	defer cancel()
 	ws, _, err := websocket.Dial(dctx, rh.wsURL(), nil)
 	if err != nil {
@@ -297,7 +297,7 @@ func TestRouteTwoProviders(t *testing.T) {
 	select {
 	case busy = <-svcs["a"].started:
 	case busy = <-svcs["b"].started:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("the call reached no provider")
 	}
 	idle := map[string]string{"a": "b", "b": "a"}[busy]

@@ -89,7 +89,7 @@ func TestBatchSlowElement(t *testing.T) {
 	// call sent after the batch.
 	p.write(`{"jsonrpc":"2.0","method":"quick","params":["single"],"id":"single"}`)
 	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":["single"],"id":"single"}`, p.read())
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(testkit.Wait)
 	for range 50 {
 		select {
 		case <-ran:
@@ -203,7 +203,7 @@ func TestBatchElementCallsBack(t *testing.T) {
 	})
 	caller := NewMux()
 	caller.Handle("name", Func(func(context.Context, struct{}) (string, error) { return "caller", nil }))
-	a, _ := pipe(t, &Options{Router: caller}, &Options{Router: m, CallTimeout: 5 * time.Second})
+	a, _ := pipe(t, &Options{Router: caller}, &Options{Router: m, CallTimeout: testkit.Wait})
 	var r1, r2 string
 	batch := []BatchElem{{Method: "callback", Result: &r1}, {Method: "callback", Result: &r2}}
 	if err := a.Batch(t.Context(), batch); err != nil {
@@ -287,7 +287,7 @@ func TestRespondBatchHelpers(t *testing.T) {
 		select {
 		case <-ran:
 			return "after second", nil
-		case <-time.After(5 * time.Second):
+		case <-time.After(testkit.Wait):
 			return nil, errors.New("the second element did not run meanwhile")
 		}
 	})

@@ -134,7 +134,7 @@ func TestAnswerWithoutResultOrError(t *testing.T) {
 		if _, remote := errors.AsType[*Error](err); err == nil || remote {
 			t.Fatalf("Call: %v, want an invalid response", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("the call still waits for its answer")
 	}
 	p.write(`{"jsonrpc":"2.0","id":99}`)

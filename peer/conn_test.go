@@ -388,7 +388,7 @@ func TestPostTooSlow(t *testing.T) {
 
 // drain reads until the transport fails and returns the count and error.
 func drain(t Transport) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 	defer cancel()
 	for n := 0; ; n++ {
 		if _, err := t.Read(ctx); err != nil {
@@ -428,7 +428,7 @@ func TestShutdownDrains(t *testing.T) {
 }
 
 func (p *rawPeer) waitForDraining() {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testkit.Wait)
 	for {
 		p.c.mu.Lock()
 		d := p.c.draining
@@ -786,7 +786,7 @@ func TestFailedNotificationIsLogged(t *testing.T) {
 	p.write(`{"jsonrpc":"2.0","method":"subtract","params":{"minuend":42}}`)
 	select {
 	case <-logged:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("no log line for a notification refused with -32602")
 	}
 }

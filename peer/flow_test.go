@@ -118,7 +118,7 @@ func TestWriteStallClosesNonReader(t *testing.T) {
 	})
 	select {
 	case <-p.c.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("a peer that does not read is still open")
 	}
 	err := p.c.Err()
@@ -138,8 +138,9 @@ func TestCallbackLendsSlot(t *testing.T) {
 		err := ConnFromContext(ctx).Call(ctx, "name", nil, &s)
 		return s, err
 	})
-	// Without the loan, the callbacks would time out (-32003).
-	p := newRawPeer(t, &Options{Router: callee, MaxInFlight: 4, CallTimeout: 2 * time.Second})
+	// Without the loan, the callbacks would time out (-32003), well
+	// before p.read gives up (testkit.Wait).
+	p := newRawPeer(t, &Options{Router: callee, MaxInFlight: 4, CallTimeout: 10 * time.Second})
 	const calls = 8 // MaxInFlight running, as many lent
 	for i := range calls {
 		p.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"callback","id":%d}`, i))
@@ -176,7 +177,7 @@ func TestPing(t *testing.T) {
 		return c
 	}
 	a, _ := pipe(t, nil, nil)
-	if err := a.Ping(ctx(5 * time.Second)); err != nil {
+	if err := a.Ping(ctx(testkit.Wait)); err != nil {
 		t.Fatalf("live peer: %v", err)
 	}
 	silent := newRawPeer(t, nil) // its raw side answers nothing

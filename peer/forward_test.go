@@ -332,13 +332,13 @@ func testForwardLeavesNothing(t *testing.T, relay bool) {
 	testkit.WaitFor(t, "no goroutine left but parked workers", func() bool { return goroutines() <= before })
 }
 
-// recv returns the next value from ch, failing the test after 5 s.
+// recv returns the next value from ch, failing the test after testkit.Wait.
 func recv[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("timed out waiting on a channel")
 		panic("unreachable")
 	}
@@ -363,7 +363,7 @@ func testForwardCallerNotReading(t *testing.T, relay bool) {
 	for i := range cap(in) {
 		r.caller.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.ping","id":%d}`, i))
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testkit.Wait)
 	for len(in) < cap(in) || !r.caller.c.out.idle() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the caller's transport holds %d of %d pongs", len(in), cap(in))

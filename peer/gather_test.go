@@ -13,10 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/internal/gather"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // clientFrame is a WebSocket frame as a client sends it: masked.
@@ -159,7 +159,7 @@ func sendTogether(t *testing.T, ws *websocket.Conn, gc *gather.Conn, frames ...s
 // readReply reads one message from ws and returns its id.
 func readReply(t *testing.T, ws *websocket.Conn) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	_, b, err := ws.Read(ctx)
 	if err != nil {
@@ -178,22 +178,31 @@ func readReply(t *testing.T, ws *websocket.Conn) string {
 func TestAcceptWebSocketGathersReplies(t *testing.T) {
 	ws, gc, writes := gatherServer(t, &Options{Router: specMux()})
 	ws.SetReadLimit(-1)
-	var frames []string
-	for i := range 32 {
-		frames = append(frames, fmt.Sprintf(`{"jsonrpc":"2.0","method":"add","params":[%d,1],"id":%d}`, i, i))
+	// On a loaded machine, a reader descheduled in a handler can lose the
+	// reading to the watchdog, and what it held goes out at once: one try
+	// may then take many writes. Never gathered in five is the defect.
+	var tries []int64
+	for try := range 5 {
+		var frames []string
+		for i := range 32 {
+			frames = append(frames, fmt.Sprintf(`{"jsonrpc":"2.0","method":"add","params":[%d,1],"id":%d}`, i, try*32+i))
+		}
+		before := writes.Load()
+		sendTogether(t, ws, gc, frames...)
+		seen := map[string]bool{}
+		for range 32 {
+			seen[readReply(t, ws)] = true
+		}
+		if len(seen) != 32 {
+			t.Fatalf("%d distinct replies to 32 calls", len(seen))
+		}
+		n := writes.Load() - before
+		if n <= 2 {
+			return
+		}
+		tries = append(tries, n)
 	}
-	before := writes.Load()
-	sendTogether(t, ws, gc, frames...)
-	seen := map[string]bool{}
-	for range 32 {
-		seen[readReply(t, ws)] = true
-	}
-	if len(seen) != 32 {
-		t.Fatalf("%d distinct replies to 32 calls", len(seen))
-	}
-	if n := writes.Load() - before; n > 2 {
-		t.Fatalf("the server wrote 32 replies in %d writes", n)
-	}
+	t.Fatalf("the server wrote 32 replies in %v writes", tries)
 }
 
 // A reply held back while the reader runs the next call does not wait

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -104,7 +105,7 @@ func (p *rawPeer) write(msg string) {
 
 func (p *rawPeer) read() string {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 	defer cancel()
 	b, err := p.raw.Read(ctx)
 	if err != nil {
@@ -146,7 +147,7 @@ func (p *rawPeer) roundTrip(in string) string {
 // every handler and written every reply.
 func (p *rawPeer) waitIdle() {
 	p.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testkit.Wait)
 	for {
 		c := p.c
 		c.mu.Lock()

@@ -194,33 +194,44 @@ func TestOutboxWriteStall(t *testing.T) {
 	const stall = 100 * time.Millisecond
 	g := &gatedTransport{gate: make(chan struct{})}
 	o := newTestOutbox(t, g, 100)
-	o.stall = stall
 	failed := make(chan error, 1)
-	o.fail = func(err error) { failed <- err }
-	// Slow but steady: a write every stall/8, for 2*stall.
+	o.fail = func(err error) {
+		select {
+		case failed <- err:
+		default: // the first is enough
+		}
+	}
+	// Slow but steady: a write between any two checks of the watchdog,
+	// run here by hand (its timer is due in half an hour), so that a
+	// loaded machine's delays cannot look like a stall.
+	o.stall = time.Hour
 	for range 16 {
 		if err := o.add([]byte("m")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tick := time.NewTicker(stall / 8)
-	for range 16 {
-		<-tick.C
+	for i := range 16 {
+		o.check() // a write pending, and none done since the last check
 		g.gate <- struct{}{}
+		testkit.WaitFor(t, "the write", func() bool { return o.written.Load() == uint64(i+1) })
+		o.check()
 	}
-	tick.Stop()
 	testkit.WaitFor(t, "the queue to drain", o.idle)
+	o.check() // disarms the watchdog: nothing is being written
 	select {
 	case err := <-failed:
 		t.Fatalf("slow writes closed the connection: %v", err)
 	default:
 	}
-	// Stuck.
+	// Stuck, with the watchdog on its timer.
+	o.mu.Lock()
+	o.stall = stall
+	o.mu.Unlock()
 	start := time.Now()
 	if err := o.add([]byte("stuck")); err != nil {
 		t.Fatal(err)
 	}
-	err := <-failed
+	err := testkit.Recv(t, failed, "the stalled write to close the connection")
 	if elapsed := time.Since(start); !errors.Is(err, ErrTooSlow) || elapsed < stall {
 		t.Fatalf("after %v: %v, want ErrTooSlow after %v", elapsed, err, stall)
 	}

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/internal/gather"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // ownPair connects a Conn whose callers read their own replies, over a
@@ -72,13 +74,7 @@ func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
 // waitRole waits until the reader role is in state want.
 func waitRole(t *testing.T, c *Conn, want int32) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.roleAt.Load() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("reader role %d, want %d", c.roleAt.Load(), want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, fmt.Sprintf("reader role %d", want), func() bool { return c.roleAt.Load() == want })
 }
 
 // parkedCall makes a call, after which the role is parked: the reader
@@ -86,10 +82,16 @@ func waitRole(t *testing.T, c *Conn, want int32) {
 // already on a slow machine, so it calls until it sees it parked.
 func parkedCall(t *testing.T, c *Conn) { parkedCallCtx(t, t.Context(), c) }
 
-// parkedCallCtx is parkedCall with calls made with ctx.
+// parkedCallCtx is parkedCall with calls made with ctx. A ctx without a
+// deadline leaves the calls to the connection's CallTimeout.
 func parkedCallCtx(t *testing.T, ctx context.Context, c *Conn) {
 	t.Helper()
-	for range 1000 {
+	deadline := time.Now().Add(testkit.Wait)
+	for time.Now().Before(deadline) {
+		// The reader hands the role over only to a caller waiting on
+		// the poll waker, and a loaded machine's slow wakes make the
+		// next skipCalls calls wait on their channels instead.
+		c.wk.skip.Store(0)
 		if err := c.Call(ctx, "rpc.ping", nil, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +99,7 @@ func parkedCallCtx(t *testing.T, ctx context.Context, c *Conn) {
 			return
 		}
 	}
-	t.Fatal("the reader role was never parked after a call")
+	t.Fatalf("the reader role was never parked after a call in %v", testkit.Wait)
 }
 
 func TestCallerReadsOwnReply(t *testing.T) {
@@ -133,13 +135,8 @@ func TestParkedRoleEvents(t *testing.T) {
 	if err := srv.Notify(t.Context(), "note", []int{7}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case p := <-got:
-		if p != "[7]" {
-			t.Fatalf("notification params %s", p)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the notification did not arrive")
+	if p := testkit.Recv(t, got, "the notification"); p != "[7]" {
+		t.Fatalf("notification params %s", p)
 	}
 	parkedCall(t, c)
 	var s string
@@ -173,28 +170,23 @@ func TestCallerReadingCancelled(t *testing.T) {
 	m, started, _ := blockMux()
 	c, _ := ownPair(t, nil, &Options{Router: m})
 	parkedCall(t, c) // with another context first
-	// The blocked call must be the one reading. On a slow machine the park
-	// timer may give the role to a reader goroutine before the call
-	// starts: then the case is tried again.
+	// The blocked call must be the one reading. parkedForGood leaves it
+	// the role, unless the function of a park timer that fired before
+	// runs late and takes it first: then the case is tried again.
 	for attempt := 0; ; attempt++ {
 		if attempt == 10 {
 			t.Fatal("the blocked call never read for the connection")
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		parkedCallCtx(t, ctx, c)
-		parkedCallCtx(t, ctx, c)
+		parkedForGood(t, ctx, c)
 		errc := make(chan error, 1)
 		go func() { errc <- c.Call(ctx, "block", nil, nil) }()
-		<-started
+		testkit.Recv(t, started, "the blocked call to start")
 		reading := c.roleAt.Load() == roleCaller
 		cancel()
-		select {
-		case err := <-errc:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("Call returned %v, want context.Canceled", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("a cancelled call reading for the connection did not return")
+		if err := testkit.Recv(t, errc, "the cancelled call to return"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Call returned %v, want context.Canceled", err)
 		}
 		if reading {
 			break
@@ -210,22 +202,30 @@ func TestCallerReadingCancelled(t *testing.T) {
 func TestCallerReadingTimesOut(t *testing.T) {
 	m, started, _ := blockMux()
 	c, _ := ownPair(t, &Options{CallTimeout: 200 * time.Millisecond}, &Options{Router: m})
-	parkedCall(t, c)
-	errc := make(chan error, 1)
-	go func() { errc <- c.Call(context.Background(), "block", nil, nil) }()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.DeadlineExceeded) {
+	// The other calls have a deadline of their own, which CallTimeout
+	// leaves alone: on a loaded machine, one may take longer than it.
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		if attempt == 10 {
+			t.Fatal("the blocked call was never seen reading for the connection")
+		}
+		parkedForGood(t, ctx, c)
+		errc := make(chan error, 1)
+		go func() { errc <- c.Call(context.Background(), "block", nil, nil) }()
+		testkit.Recv(t, started, "the blocked call to start")
+		// Only the blocked call can hold the role, until it returns;
+		// a loaded machine may see it returned already.
+		reading := c.roleAt.Load() == roleCaller
+		if err := testkit.Recv(t, errc, "the call to end at its CallTimeout"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("got %v, want DeadlineExceeded", err)
 		}
-	case <-time.After(5 * time.Second):
-		c.Close() // ends the call, for the test to end
-		<-errc
-		t.Fatal("a call reading for the connection outlived its CallTimeout")
+		if reading {
+			break
+		}
 	}
-	<-started
 	var sum float64
-	if err := c.Call(t.Context(), "add", []int{2, 3}, &sum); err != nil || sum != 5 {
+	if err := c.Call(ctx, "add", []int{2, 3}, &sum); err != nil || sum != 5 {
 		t.Fatalf("after the interrupted read: %v %v", sum, err)
 	}
 }
@@ -280,34 +280,29 @@ func TestParkedRoleClose(t *testing.T) {
 	c, _ := ownPair(t, nil, &Options{Router: specMux()})
 	parkedCall(t, c)
 	c.Close()
-	select {
-	case <-c.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close with the role parked: the connection did not end")
-	}
+	testkit.Recv(t, c.Done(), "the end of a connection closed with the role parked")
 
 	c, srv := ownPair(t, nil, &Options{Router: specMux()})
 	parkedCall(t, c)
 	srv.CloseWith(CloseGoingAway, "bye")
-	select {
-	case <-c.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("closed by the other side with the role parked: the connection did not end")
-	}
+	testkit.Recv(t, c.Done(), "the end of a connection closed by the other side with the role parked")
 	var ce *CloseError
 	if err := c.Err(); !errors.As(err, &ce) || ce.Code != CloseGoingAway {
 		t.Fatalf("Err %v, want the other side's 1001", err)
 	}
 }
 
-// parkedForGood parks the reader role after a call and stops the timer
-// that would give it back: only what waits can get a reader now.
-func parkedForGood(t *testing.T, c *Conn) {
+// parkedForGood parks the reader role after a call made with ctx and
+// stops the timer that would give it back: only what waits can get a
+// reader now, and the function of a timer that fired before, if a loaded
+// machine runs it only now.
+func parkedForGood(t *testing.T, ctx context.Context, c *Conn) {
 	t.Helper()
 	for range 100 {
-		parkedCall(t, c)
-		c.parkTimer.Stop()
-		if c.roleAt.Load() == roleParked {
+		parkedCallCtx(t, ctx, c)
+		// Stop reports false when the timer has fired: its function may
+		// be about to take the role.
+		if c.parkTimer.Stop() && c.roleAt.Load() == roleParked {
 			return
 		}
 	}
@@ -322,7 +317,7 @@ func TestParkedRoleWaiters(t *testing.T) {
 	c, _ := ownPair(t, nil, &Options{Router: specMux()})
 	within := func(what string, f func() error) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 		defer cancel()
 		errc := make(chan error, 1)
 		go func() { errc <- f() }()
@@ -338,7 +333,7 @@ func TestParkedRoleWaiters(t *testing.T) {
 		}
 	}
 
-	parkedForGood(t, c)
+	parkedForGood(t, t.Context(), c)
 	var sum float64
 	within("Batch", func() error {
 		elems := []BatchElem{{Method: "add", Params: []int{1, 2}, Result: &sum}}
@@ -348,12 +343,12 @@ func TestParkedRoleWaiters(t *testing.T) {
 		return elems[0].Err
 	})
 
-	parkedForGood(t, c)
+	parkedForGood(t, t.Context(), c)
 	within("Ping", func() error { return c.Ping(t.Context()) })
 
 	// A call that found the role held, registered once it was parked:
 	// the steps of Call with the role taken by someone else meanwhile.
-	parkedForGood(t, c)
+	parkedForGood(t, t.Context(), c)
 	within("a call that did not take the role", func() error {
 		p := &pendingCall{ch: make(chan reply, 1)}
 		id, err := c.addPending(p, false)

@@ -58,7 +58,7 @@ func TestShareBusyConnectionsTakeTurns(t *testing.T) {
 	b := newRawPeer(t, &Options{Router: specMux(), Share: s})
 	var wg sync.WaitGroup
 	for _, p := range []*rawPeer{a, b} {
-		wg.Go(func() { pipeline(t, p, 500, 10*time.Second) })
+		wg.Go(func() { pipeline(t, p, 500, testkit.Wait) })
 	}
 	wg.Wait()
 	a.c.Close()
@@ -91,7 +91,7 @@ func TestShareBlockedHandlerGivesTurnBack(t *testing.T) {
 	}
 	a.write(`{"jsonrpc":"2.0","method":"block","id":"b"}`)
 	<-started
-	pipeline(t, b, 200, 10*time.Second)
+	pipeline(t, b, 200, testkit.Wait)
 	close(release)
 	if got := a.read(); !strings.Contains(got, `"done"`) {
 		t.Fatalf("block: %s", got)
@@ -115,7 +115,7 @@ func TestShareFullQueueGivesTurnBack(t *testing.T) {
 		}
 	})
 	testkit.WaitFor(t, "a's reader to wait for room", func() bool { return a.c.paused.Load() })
-	pipeline(t, b, 200, 10*time.Second)
+	pipeline(t, b, 200, testkit.Wait)
 }
 
 // A connection that is not busy never waits for a turn: with the only
@@ -151,7 +151,7 @@ func TestShareWaitEndsOnClose(t *testing.T) {
 	p.c.Close()
 	select {
 	case <-p.c.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("the connection did not close while its reader waited for a turn")
 	}
 }

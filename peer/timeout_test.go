@@ -58,9 +58,13 @@ func TestCallTimeoutByTimer(t *testing.T) {
 	}
 	p.write(`{"jsonrpc":"2.0","result":"late","id":` + id + `}`)
 
+	// The next call has a deadline of its own: on a loaded machine, its
+	// round trip may take longer than CallTimeout.
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
+	defer cancel()
 	var got string
 	done := make(chan error, 1)
-	go func() { done <- p.c.Call(context.Background(), "next", nil, &got) }()
+	go func() { done <- p.c.Call(ctx, "next", nil, &got) }()
 	next := requestID(t, p, "next")
 	p.write(`{"jsonrpc":"2.0","result":"mine","id":` + next + `}`)
 	if err := <-done; err != nil || got != "mine" {
@@ -210,13 +214,13 @@ func TestCallTimeoutCancellable(t *testing.T) {
 }
 
 // within returns what errc receives, failing the test if nothing comes
-// within 5 s.
+// within testkit.Wait.
 func within(t *testing.T, errc <-chan error) error {
 	t.Helper()
 	select {
 	case err := <-errc:
 		return err
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("the call did not return")
 		return nil
 	}

@@ -8,10 +8,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
@@ -47,7 +47,7 @@ func newTestServer(t *testing.T, opts *server.Options) *testServer {
 	routes.Handle("/metrics", metrics)
 	ts := httptest.NewServer(routes)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
@@ -64,7 +64,7 @@ func (ts *testServer) wsURL() string {
 // dialRaw opens a raw WebSocket to /rpc.
 func (ts *testServer) dialRaw(t *testing.T, opts *websocket.DialOptions) *websocket.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, ts.wsURL(), opts)
 	if err != nil {
@@ -101,7 +101,7 @@ func roundTrip(t *testing.T, ws *websocket.Conn, msg string) string {
 
 func write(t *testing.T, ws *websocket.Conn, msg string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
 		t.Fatalf("write: %v", err)
@@ -110,7 +110,7 @@ func write(t *testing.T, ws *websocket.Conn, msg string) {
 
 func read(t *testing.T, ws *websocket.Conn) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	_, b, err := ws.Read(ctx)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -75,7 +76,7 @@ func TestListenerLimits(t *testing.T) {
 				first = c
 			}
 			defer c.Close()
-		case <-time.After(5 * time.Second):
+		case <-time.After(testkit.Wait):
 			t.Fatalf("%d: %s not accepted", i, tt.remote)
 		}
 	}
@@ -90,7 +91,7 @@ func TestListenerLimits(t *testing.T) {
 	select {
 	case c := <-accepted:
 		defer c.Close()
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("not accepted after a connection closed")
 	}
 }
@@ -149,7 +150,7 @@ func TestListenerOverTCP(t *testing.T) {
 			c2.Close()
 			select {
 			case <-closed:
-			case <-time.After(5 * time.Second):
+			case <-time.After(testkit.Wait):
 				t.Fatal("the server did not close its end")
 			}
 			c4 := dial()
@@ -203,7 +204,7 @@ func rawGet(t *testing.T, c net.Conn, r *bufio.Reader) int {
 // readResponse reads an HTTP response from c.
 func readResponse(t *testing.T, c net.Conn) (int, string) {
 	t.Helper()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(testkit.Wait))
 	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: 10.0.0.9\r\n\r\n"); err != nil {
 		t.Fatalf("write: %v", err)
 	}

@@ -200,7 +200,7 @@ func TestShutdownWaitsForPost(t *testing.T) {
 		if r.status != 200 || r.body != `{"jsonrpc":"2.0","id":1,"result":"done"}` {
 			t.Fatalf("POST: %d %s", r.status, r.body)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("no answer to the POST")
 	}
 }
@@ -214,7 +214,7 @@ func slowPost(t *testing.T, addr, body string, sent int) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+	if err := c.SetDeadline(time.Now().Add(testkit.Wait)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = fmt.Fprintf(c, "POST /rpc HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",

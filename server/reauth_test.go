@@ -46,7 +46,7 @@ func TestJWTTransports(t *testing.T) {
 	good := hs(t, claimsFor("alice", time.Minute))
 	bad := hs(t, claimsFor("alice", -time.Minute))
 	dial := func(token string, how string) (*websocket.Conn, *http.Response, error) {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 		defer cancel()
 		opts := &websocket.DialOptions{HTTPHeader: http.Header{}}
 		url := ts.wsURL()

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -43,7 +42,7 @@ func TestRoot(t *testing.T) {
 	}
 
 	// A WebSocket at the root is a peer like one at /rpc.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/", nil)
 	if err != nil {

@@ -352,7 +352,7 @@ func TestGracefulShutdown(t *testing.T) {
 	// two; rather, a round trip proves the sleep was dispatched first.
 	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{},"id":2}`, roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`))
 
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- ts.srv.Shutdown(ctx) }()
@@ -410,7 +410,7 @@ func TestShutdownForcesAtDeadline(t *testing.T) {
 }
 
 func timeout(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/goleak"
 )
@@ -48,7 +49,7 @@ func start(t *testing.T, args ...string) (url string, stop func() error) {
 	case err := <-done:
 		cancel()
 		t.Fatalf("run: %v", err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Fatal("hub did not start")
 	}
 	stopped := false
@@ -109,7 +110,7 @@ func TestDemoHub(t *testing.T) {
 
 	// A WebSocket peer: call, publish (any peer may in demo mode), and a
 	// 1001 close when the hub stops.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/rpc", nil)
 	if err != nil {
@@ -167,7 +168,7 @@ func TestTokenFile(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("good token: %d", resp.StatusCode)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/rpc?token=alpha", nil)
 	if err != nil {
@@ -185,7 +186,7 @@ func TestBodyTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+	if err := c.SetDeadline(time.Now().Add(testkit.Wait)); err != nil {
 		t.Fatal(err)
 	}
 	// The headers and part of the body, and then nothing.

@@ -5,16 +5,16 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // dialPeer connects a peer serving router to the hub at url.
 func dialPeer(t *testing.T, url string, router peer.Router) *peer.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/rpc", nil)
 	if err != nil {
@@ -30,7 +30,7 @@ func dialPeer(t *testing.T, url string, router peer.Router) *peer.Conn {
 // Without -demo, peers may provide methods only with -allow-provide, and
 // -forward-timeout bounds the forwarded calls.
 func TestAllowProvide(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	url, _ := start(t)
 	err := dialPeer(t, url, nil).Call(ctx, "rpc.provide", []string{"svc.*"}, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -133,7 +134,7 @@ func TestDiscoverSilentNode(t *testing.T) {
 	}
 	select {
 	case <-asked:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Wait):
 		t.Error("c was not asked")
 	}
 	if took > 5*time.Second {

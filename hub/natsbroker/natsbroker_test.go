@@ -150,7 +150,7 @@ func attach(t testing.TB, n *node, srvOpts *peer.Options, user any, router peer.
 
 func (c *client) call(t *testing.T, method string, params, result any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	if err := c.Call(ctx, method, params, result); err != nil {
 		t.Fatalf("%s: %v", method, err)

@@ -102,7 +102,7 @@ func provider(name string, started chan<- struct{}, ended chan<- error) *peer.Mu
 
 func provide(t *testing.T, c *peer.Conn, methods ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	if err := c.Call(ctx, "rpc.provide", map[string]any{"methods": methods}, nil); err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestRouteToAnotherNode(t *testing.T) {
 	prov, _ := join(t, b, provider("b", started, ended), nil)
 	provide(t, prov, "svc.*")
 	caller, _ := join(t, a, nil, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	eventually(t, a, "a to know b's provider", func() bool { return a.b.Provides("svc.echo") })
 
@@ -176,7 +176,7 @@ func TestRoutePrefersLocal(t *testing.T) {
 	provide(t, pa, "svc.echo")
 	caller, _ := join(t, a, nil, nil)
 	eventually(t, a, "a to know b's provider", func() bool { return a.b.Provides("svc.echo") })
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	for range 5 {
 		var res struct{ By string }
@@ -203,7 +203,7 @@ func TestRouteProviderLost(t *testing.T) {
 	provide(t, prov, "svc.wait")
 	caller, _ := join(t, a, nil, nil)
 	eventually(t, a, "a to know b's provider", func() bool { return a.b.Provides("svc.wait") })
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 
 	errc := make(chan error, 1)
@@ -234,7 +234,7 @@ func TestPresenceAcrossNodes(t *testing.T) {
 	a, b := startRouteNode(t, url, "a", nil), startRouteNode(t, url, "b", nil)
 	changes := make(chan string, 10)
 	watcher, watcherID := join(t, a, nil, changes)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	if err := watcher.Call(ctx, "rpc.subscribe", map[string]any{"topic": "room.1", "presence": true}, nil); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestClusterPeersAndCallPeer(t *testing.T) {
 	a, b := startRouteNode(t, url, "a", nil), startRouteNode(t, url, "b", nil)
 	_, onA := join(t, a, nil, nil)
 	_, onB := join(t, b, provider("b", nil, nil), nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	var peers []hub.PeerInfo
 	eventually(t, a, "a to know b", func() bool {
@@ -324,7 +324,7 @@ func TestRouteAroundAGoneNode(t *testing.T) {
 			t.Fatalf("NATS still delivers to b: %v", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
 	start := time.Now()
 	for range 10 {

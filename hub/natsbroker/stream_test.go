@@ -55,9 +55,9 @@ func TestStreamReplaced(t *testing.T) {
 	// a publishes: it is never answered with the old epoch; once a has
 	// noticed, its publishes succeed under the new one.
 	var res publishResult
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Wait)
 	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 		err := pub.Call(ctx, "rpc.publish", []any{"r.x", "new"}, &res)
 		cancel()
 		if err == nil {

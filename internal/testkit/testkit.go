@@ -3,13 +3,15 @@
 // JSON texts.
 //
 //	testkit.WaitFor(t, "no call in flight", func() bool { return h.Stats().Routes.InFlight == 0 })
+//	testkit.WaitCount(t, "10 000 events", 10_000, rec.count)
 //	e := testkit.Recv(t, events, "the event")
 //	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":3,"id":1}`, reply)
 //
 // Every wait ends at [Wait] ([Slow] for RecvSlow, in the end-to-end
-// tests of the integration module) and fails the test there: waits watch
-// for what they expect, they do not sleep and hope. It is test support
-// only: nothing outside _test.go files imports it.
+// tests of the integration module; Wait without a step for WaitCount)
+// and fails the test there: waits watch for what they expect, they do
+// not sleep and hope. It is test support only: nothing outside _test.go
+// files imports it.
 package testkit
 
 import (
@@ -21,8 +23,10 @@ import (
 )
 
 // Wait is how long a helper waits before it fails the test: long, since
-// a loaded machine is slow, and only a failing test waits it out.
-const Wait = 10 * time.Second
+// a loaded machine is slow (two cores running the race detector and
+// other builds have taken 6.5 s to answer one publish to 1000 sockets),
+// and only a failing test waits it out.
+const Wait = 30 * time.Second
 
 // wait is Wait, but for this package's own tests of the failures.
 var wait = Wait
@@ -56,6 +60,24 @@ func WaitForEvent[E any](t testing.TB, what string, next func() <-chan E, cond f
 		case <-event:
 		case <-deadline.C:
 			t.Fatalf("waited %v for %s", wait, what)
+		}
+	}
+}
+
+// WaitCount waits until count reaches n, for work done in many steps,
+// such as thousands of events published and received: it fails the test
+// once [Wait] passes with no step made, however long the whole takes.
+func WaitCount(t testing.TB, what string, n int, count func() int) {
+	t.Helper()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	last, moved := count(), time.Now()
+	for last < n {
+		<-tick.C
+		if c := count(); c != last {
+			last, moved = c, time.Now()
+		} else if time.Since(moved) > wait {
+			t.Fatalf("waited %v for %s, at %d of %d", wait, what, last, n)
 		}
 	}
 }

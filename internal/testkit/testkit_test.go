@@ -88,6 +88,18 @@ func TestWaitFor(t *testing.T) {
 	}
 }
 
+func TestWaitCount(t *testing.T) {
+	defer func(w time.Duration) { wait = w }(wait)
+	wait = 20 * time.Millisecond
+	// A step at every check: the count takes many times wait to reach,
+	// but never stops for wait.
+	n := 0
+	WaitCount(t, "a hundred steps", 100, func() int { n++; return n })
+	if msg := fails(t, func(tb testing.TB) { WaitCount(tb, "five", 5, func() int { return 3 }) }); msg != "waited 20ms for five, at 3 of 5" {
+		t.Fatalf("failed with %q", msg)
+	}
+}
+
 func TestWaitForEvent(t *testing.T) {
 	events := make(chan struct{}, 3)
 	var n atomic.Int32
