@@ -256,18 +256,21 @@ func (d *directory) Provides(method string) bool {
 // least busy provider has the fewest calls in flight as far as this node
 // knows: the count its node last announced, or the calls this node has in
 // flight to it, whichever is more (the announced count includes this
-// node's calls of that moment). It counts the call in.
+// node's calls of that moment). Of providers as busy, it takes the one
+// with fewer of this node's calls: an announced count may be of calls
+// that have ended since, this node's own are not. It counts the call in.
 func (d *directory) choose(method string) (node, provider string, m *member) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	least := -1
+	least, leastOurs := -1, 0
 	for name, mb := range d.members {
 		for _, p := range mb.providers {
 			if !provides(p, method) {
 				continue
 			}
-			if n := max(p.InFlight, mb.ours[p.Peer]); least < 0 || n < least {
-				least, node, provider, m = n, name, p.Peer, mb
+			ours := mb.ours[p.Peer]
+			if n := max(p.InFlight, ours); least < 0 || n < least || n == least && ours < leastOurs {
+				least, leastOurs, node, provider, m = n, ours, name, p.Peer, mb
 			}
 		}
 	}
