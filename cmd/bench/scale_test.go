@@ -52,10 +52,14 @@ func TestScale(t *testing.T) {
 	if rs := c.Restart; rs.Node != 2 || rs.Peers != 50 || rs.Reconnects < rs.Peers || rs.Events == 0 || rs.Missing != 0 || rs.Dups != 0 || rs.Seconds <= 0 || rs.StoppedAfter <= 0 || rs.BackAfter < rs.StoppedAfter {
 		t.Errorf("restart: %+v", rs)
 	}
-	// The first hub has room: the second's peers go there rather than
-	// wait for theirs (all of them, unless it came back very fast).
-	if pn := c.Restart.PeersPerNode; len(pn) != 2 || pn[0]+pn[1] != 100 || pn[0] <= 50 {
-		t.Errorf("peers per hub after the restart: %v", pn)
+	// The first hub keeps its own peers, and has room for the second's:
+	// a peer that found its hub down went there rather than wait. How
+	// many did depends on how fast the second hub came back (a peer's
+	// first try comes 50 to 100 ms after the drop, and a hub may be back
+	// sooner), so only those refused are sure to have moved.
+	pn, refused := c.Restart.PeersPerNode, c.Restart.DialErrors["refused"]
+	if len(pn) != 2 || pn[0]+pn[1] != 100 || pn[0] < 50 || refused > 0 && pn[0] == 50 {
+		t.Errorf("peers per hub after the restart: %v (%d dials refused)", pn, refused)
 	}
 
 	page := filepath.Join(dir, "scale.md")
