@@ -178,20 +178,10 @@ func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address)
 	return res, nil
 }
 
-// peerAnswer is one peer's entry in the answer of an rpc.call to a user
-// or a topic.
-type peerAnswer struct {
-	Peer   PeerInfo        `json:"peer"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *peer.Error     `json:"error,omitempty"`
-}
-
-type peerAnswers struct {
-	Results []peerAnswer `json:"results"`
-}
-
 // callPeers calls a's method on every peer of a's user or topic, on every
 // node, the caller left out, all at once; it answers when the last has.
+// The answer is gathered as the peers answer, within the hub's message
+// size limit (gathered.go).
 func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 	local, remote, err := h.addressees(ctx, a)
 	if err != nil {
@@ -217,30 +207,23 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 	quiet, stop := context.WithCancel(context.Background())
 	defer stop()
 	defer context.AfterFunc(ctx, stop)()
-	out := make([]peerAnswer, n)
+	g := newGathered(n, h.o.MaxMessage-len(a.call.ID.String())-replyEnvelope)
 	var wg sync.WaitGroup
-	for i, p := range local {
-		out[i].Peer = p.Info()
-		wg.Go(func() { out[i].set(h.forwardTo(quiet, p, a)) })
+	for _, p := range local {
+		info := p.Info()
+		wg.Go(func() {
+			res, err := h.forwardTo(quiet, p, a)
+			g.add(info, res, err)
+		})
 	}
-	for j, info := range remote {
-		i := len(local) + j
-		out[i].Peer = info
-		wg.Go(func() { out[i].set(h.routeTo(quiet, d, info, a)) })
+	for _, info := range remote {
+		wg.Go(func() {
+			res, err := h.routeTo(quiet, d, info, a)
+			g.add(info, res, err)
+		})
 	}
 	wg.Wait()
-	return peerAnswers{out}, nil
-}
-
-func (pa *peerAnswer) set(res json.RawMessage, err error) {
-	switch {
-	case err != nil:
-		pa.Error = peer.ToError(err)
-	case res == nil:
-		pa.Result = json.RawMessage("null")
-	default:
-		pa.Result = res
-	}
+	return g.answer(), nil
 }
 
 // addressees returns the peers of a's user or topic: those of this hub,
