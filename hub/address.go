@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,7 +135,7 @@ func (h *Hub) callPeer(ctx context.Context, a *address) (json.RawMessage, error)
 	if d == nil {
 		return nil, errNoSuchPeer(a.peer)
 	}
-	return h.routeTo(ctx, d, PeerInfo{ID: a.peer}, a)
+	return h.routeTo(ctx, d, PeerInfo{ID: a.peer}, a, 0)
 }
 
 // forwardTo passes a's call on to p, a peer of this hub.
@@ -156,9 +157,11 @@ func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessa
 	})
 }
 
-// routeTo passes a's call on to the peer to of another node.
-func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address) (json.RawMessage, error) {
-	call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: to.ID, Node: to.Node}
+// routeTo passes a's call on to the peer to of another node. With
+// maxResult positive, a larger result is not sent back: the error is then
+// ErrTooLarge.
+func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address, maxResult int) (json.RawMessage, error) {
+	call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: to.ID, Node: to.Node, MaxResult: maxResult}
 	if !call.Notification {
 		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) } // nothing without a request in ctx
 	}
@@ -172,6 +175,9 @@ func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address)
 	h.routes.inflight.Add(1)
 	res, err := d.Route(rctx, call)
 	h.routes.inflight.Add(-1)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, h.forwardError(ctx, err, true)
 	}
@@ -197,7 +203,7 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 			_, _ = h.forwardTo(ctx, p, a)
 		}
 		for _, info := range remote {
-			_, _ = h.routeTo(ctx, d, info, a)
+			_, _ = h.routeTo(ctx, d, info, a, 0)
 		}
 		return nil, nil
 	}
@@ -218,7 +224,7 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 	}
 	for _, info := range remote {
 		wg.Go(func() {
-			res, err := h.routeTo(quiet, d, info, a)
+			res, err := h.routeTo(quiet, d, info, a, g.maxResult())
 			g.add(info, res, err)
 		})
 	}

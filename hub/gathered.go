@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 
@@ -51,6 +52,11 @@ func (g *gathered) add(who PeerInfo, res json.RawMessage, err error) {
 	key := `,"result":`
 	value := []byte(res)
 	switch {
+	case errors.Is(err, ErrTooLarge): // another node's, not sent
+		g.mu.Lock()
+		g.left++
+		g.mu.Unlock()
+		return
 	case err != nil:
 		key = `,"error":`
 		value, _ = jsonx.Marshal(peer.ToError(err)) // a code and strings; data is raw JSON
@@ -74,6 +80,12 @@ func (g *gathered) add(who PeerInfo, res json.RawMessage, err error) {
 	g.b = append(g.b, value...)
 	g.b = append(g.b, '}')
 	g.n++
+}
+
+// maxResult returns the largest result that could ever fit in the
+// answer: what another node need not send when larger.
+func (g *gathered) maxResult() int {
+	return g.room - len(`{"results":[{"peer":{"id":""},"result":}`)
 }
 
 // grow makes room for n more bytes, doubling the buffer as append would
