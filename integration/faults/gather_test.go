@@ -156,6 +156,6 @@ func procStatus(t *testing.T, pid int, field string) float64 {
 			return kb * 1024
 		}
 	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	t.Fatalf("no %s in /proc/%d/status: the hub is gone", field, pid)
 	return 0
 }
