@@ -121,4 +121,3 @@ func openStream(t *testing.T, ns *natsServer) jetstream.Stream {
 	}
 	return s
 }
-
