@@ -59,7 +59,10 @@ func (g *gathered) add(who PeerInfo, res json.RawMessage, err error) {
 		return
 	case err != nil:
 		key = `,"error":`
-		value, _ = jsonx.Marshal(peer.ToError(err)) // a code and strings; data is raw JSON
+		var merr error
+		if value, merr = jsonx.Marshal(peer.ToError(err)); merr != nil { // data that is not JSON
+			value = []byte(`{"code":-32603,"message":"Internal error: an answer that is not JSON"}`)
+		}
 	case res == nil:
 		value = []byte("null")
 	}
