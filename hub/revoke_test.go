@@ -120,3 +120,38 @@ func TestReauthorize(t *testing.T) {
 	default:
 	}
 }
+
+// An rpc.subscribe whose Policy check came before a reauthorization, and
+// whose subscription after it, asks the Policy again: nothing allowed
+// only by what was replaced slips in.
+func TestReauthorizeDuringSubscribe(t *testing.T) {
+	var narrow atomic.Bool
+	asked := make(chan struct{})
+	release := make(chan struct{})
+	var first atomic.Bool
+	rh := startHub(t, &hub.Options{Policy: func(_ context.Context, a hub.Action, target string) error {
+		refuse := narrow.Load() // decided before waiting, as a Policy reading a token would
+		if a == hub.Subscribe && first.CompareAndSwap(false, true) {
+			close(asked)
+			<-release
+		}
+		if refuse && strings.HasPrefix(target, "news.") {
+			return errors.New("no")
+		}
+		return nil
+	}})
+	c := rh.dial(t, nil)
+	errc := make(chan error, 1)
+	go func() { errc <- c.Call(context.Background(), "rpc.subscribe", []string{"news.x"}, nil) }()
+	testkit.Recv(t, asked, "the policy asked")
+	narrow.Store(true)
+	p := rh.h.Peers()[0]
+	if got, err := p.Reauthorize(hub.WithIdentity(ctx(t), p.Identity())); err != nil || !got.Empty() {
+		t.Fatalf("Reauthorize = %v, %v; want nothing held yet", got, err)
+	}
+	close(release)
+	wantError(t, testkit.Recv(t, errc, "rpc.subscribe answered"), peer.CodeUnauthorized, "")
+	if topics := p.Topics(); len(topics) != 0 {
+		t.Errorf("subscribed to %v under what was replaced", topics)
+	}
+}
