@@ -28,6 +28,18 @@ type PeerResult struct {
 	Error  *peer.Error     `json:"error,omitempty"`
 }
 
+// PeerResults is the answer of a call of several peers: one entry per
+// peer, in no particular order, as many as fit in one message of the
+// hub's. When the peers' answers together would exceed the hub's message
+// size limit, the hub leaves out those that do not fit: Truncated is then
+// true, and Asked, the number of peers called, is more than
+// len(Results).
+type PeerResults struct {
+	Results   []PeerResult `json:"results"`
+	Truncated bool         `json:"truncated,omitempty"`
+	Asked     int          `json:"asked,omitempty"` // the hub says it when Truncated; else len(Results)
+}
+
 // Decode decodes the peer's result into v (a pointer), or returns its
 // error.
 func (r PeerResult) Decode(v any) error {
@@ -69,8 +81,10 @@ func (c *Client) CallPeer(ctx context.Context, id, method string, params, result
 // client left out), at once, and returns one PeerResult for each, in no
 // particular order, once the last has answered or ctx's deadline (or the
 // hub's bound) passed: those that had not answered by then get -32003.
-// No matching peer: no result and no error.
-func (c *Client) CallPeers(ctx context.Context, to Address, method string, params any) ([]PeerResult, error) {
+// No matching peer: no result and no error. When the answers do not all
+// fit in one message of the hub's, those that do come back, with
+// Truncated set (see [PeerResults]).
+func (c *Client) CallPeers(ctx context.Context, to Address, method string, params any) (PeerResults, error) {
 	return callPeers(ctx, c, to, method, params)
 }
 
@@ -88,7 +102,7 @@ func (h *HTTPClient) CallPeer(ctx context.Context, id, method string, params, re
 }
 
 // CallPeers is [Client.CallPeers] over HTTP POST.
-func (h *HTTPClient) CallPeers(ctx context.Context, to Address, method string, params any) ([]PeerResult, error) {
+func (h *HTTPClient) CallPeers(ctx context.Context, to Address, method string, params any) (PeerResults, error) {
 	return callPeers(ctx, h, to, method, params)
 }
 
@@ -100,21 +114,22 @@ func callPeer(ctx context.Context, c caller, id, method string, params, result a
 	return c.Call(ctx, "rpc.call", p, result)
 }
 
-func callPeers(ctx context.Context, c caller, to Address, method string, params any) ([]PeerResult, error) {
+func callPeers(ctx context.Context, c caller, to Address, method string, params any) (PeerResults, error) {
 	if to.Peer != "" {
-		return nil, fmt.Errorf("client: CallPeers takes a user or a topic; CallPeer calls one peer")
+		return PeerResults{}, fmt.Errorf("client: CallPeers takes a user or a topic; CallPeer calls one peer")
 	}
 	p, err := addressed(ctx, to, method, params)
 	if err != nil {
-		return nil, err
+		return PeerResults{}, err
 	}
-	var res struct {
-		Results []PeerResult `json:"results"`
-	}
+	var res PeerResults
 	if err := c.Call(ctx, "rpc.call", p, &res); err != nil {
-		return nil, err
+		return PeerResults{}, err
 	}
-	return res.Results, nil
+	if !res.Truncated {
+		res.Asked = len(res.Results)
+	}
+	return res, nil
 }
 
 // callParams is the params of rpc.call.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,41 @@ func TestCallPeer(t *testing.T) {
 	}
 	if _, err := caller.CallPeers(ctx(t), Address{}, "work", nil); err == nil {
 		t.Fatal("CallPeers with no address: no error")
+	}
+}
+
+// When the peers' answers do not all fit in one message of the hub's,
+// CallPeers returns those that do, Truncated, and how many were asked;
+// otherwise Asked is the number of results.
+func TestCallPeersTruncated(t *testing.T) {
+	const peers = 12 // 12 x 100 KB: over the hub's 1 MiB
+	h := hubtest.Start(t, nil)
+	big := strings.Repeat("x", 100_000)
+	for range peers {
+		mux := peer.NewMux()
+		mux.HandleFunc("big", func(context.Context, *peer.Request) (any, error) { return big, nil })
+		mux.HandleFunc("small", func(context.Context, *peer.Request) (any, error) { return "ok", nil })
+		c := dial(t, h.WS(), &Options{Router: mux})
+		if _, err := c.Subscribe(ctx(t), "room.big", func(Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caller := dial(t, h.WS(), nil)
+	res, err := caller.CallPeers(ctx(t), Address{Topic: "room.big"}, "big", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || res.Asked != peers || len(res.Results) == 0 || len(res.Results) >= peers {
+		t.Fatalf("truncated %v, asked %d, %d results; want true, %d, fewer", res.Truncated, res.Asked, len(res.Results), peers)
+	}
+	for _, r := range res.Results {
+		var s string
+		if err := r.Decode(&s); err != nil || s != big {
+			t.Fatalf("a result of %d bytes: %v", len(s), err)
+		}
+	}
+	res, err = caller.CallPeers(ctx(t), Address{Topic: "room.big"}, "small", nil)
+	if err != nil || res.Truncated || res.Asked != peers || len(res.Results) != peers {
+		t.Fatalf("small answers: truncated %v, asked %d, %d results, %v", res.Truncated, res.Asked, len(res.Results), err)
 	}
 }

@@ -307,12 +307,14 @@ func ExampleClient_CallPeer() {
 	}
 	fmt.Println(answer)
 
-	// Every peer on room.7: one result each.
-	results, err := backend.CallPeers(ctx, client.Address{Topic: "room.7"}, "confirm", map[string]int{"amount": 7})
+	// Every peer on room.7: one result each, as many as fit in one
+	// message of the hub's (Truncated says some did not).
+	all, err := backend.CallPeers(ctx, client.Address{Topic: "room.7"}, "confirm", map[string]int{"amount": 7})
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, r := range results {
+	fmt.Println(all.Asked, all.Truncated)
+	for _, r := range all.Results {
 		var s string
 		fmt.Println(r.Peer.ID == me.ID, r.Decode(&s), s)
 	}
@@ -321,6 +323,7 @@ func ExampleClient_CallPeer() {
 	fmt.Println(err)
 	// Output:
 	// confirmed 42
+	// 1 false
 	// true <nil> confirmed 7
 	// jsonrpc error -32007: No such peer: no-such-peer
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,7 +145,7 @@ func (h *Hub) callPeer(ctx context.Context, a *address) (json.RawMessage, error)
 	if d == nil {
 		return nil, errNoSuchPeer(a.peer)
 	}
-	return h.routeTo(ctx, d, PeerInfo{ID: a.peer}, a)
+	return h.routeTo(ctx, d, PeerInfo{ID: a.peer}, a, 0)
 }
 
 // forwardTo passes a's call on to p, a peer of this hub.
@@ -166,9 +167,11 @@ func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessa
 	})
 }
 
-// routeTo passes a's call on to the peer to of another node.
-func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address) (json.RawMessage, error) {
-	call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: to.ID, Node: to.Node}
+// routeTo passes a's call on to the peer to of another node. With
+// maxResult positive, a larger result is not sent back: the error is then
+// ErrTooLarge.
+func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address, maxResult int) (json.RawMessage, error) {
+	call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: to.ID, Node: to.Node, MaxResult: maxResult}
 	if !call.Notification {
 		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) } // nothing without a request in ctx
 	}
@@ -182,26 +185,19 @@ func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address)
 	h.routes.inflight.Add(1)
 	res, err := d.Route(rctx, call)
 	h.routes.inflight.Add(-1)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, h.forwardError(ctx, err, true)
 	}
 	return res, nil
 }
 
-// peerAnswer is one peer's entry in the answer of an rpc.call to a user
-// or a topic.
-type peerAnswer struct {
-	Peer   PeerInfo        `json:"peer"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *peer.Error     `json:"error,omitempty"`
-}
-
-type peerAnswers struct {
-	Results []peerAnswer `json:"results"`
-}
-
 // callPeers calls a's method on every peer of a's user or topic, on every
 // node, the caller left out, all at once; it answers when the last has.
+// The answer is gathered as the peers answer, within the hub's message
+// size limit (gathered.go).
 func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 	local, remote, err := h.addressees(ctx, a)
 	if err != nil {
@@ -217,7 +213,7 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 			_, _ = h.forwardTo(ctx, p, a)
 		}
 		for _, info := range remote {
-			_, _ = h.routeTo(ctx, d, info, a)
+			_, _ = h.routeTo(ctx, d, info, a, 0)
 		}
 		return nil, nil
 	}
@@ -227,30 +223,23 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 	quiet, stop := context.WithCancel(context.Background())
 	defer stop()
 	defer context.AfterFunc(ctx, stop)()
-	out := make([]peerAnswer, n)
+	g := newGathered(n, h.o.MaxMessage-len(a.call.ID.String())-replyEnvelope)
 	var wg sync.WaitGroup
-	for i, p := range local {
-		out[i].Peer = p.Info()
-		wg.Go(func() { out[i].set(h.forwardTo(quiet, p, a)) })
+	for _, p := range local {
+		info := p.Info()
+		wg.Go(func() {
+			res, err := h.forwardTo(quiet, p, a)
+			g.add(info, res, err)
+		})
 	}
-	for j, info := range remote {
-		i := len(local) + j
-		out[i].Peer = info
-		wg.Go(func() { out[i].set(h.routeTo(quiet, d, info, a)) })
+	for _, info := range remote {
+		wg.Go(func() {
+			res, err := h.routeTo(quiet, d, info, a, g.maxResult())
+			g.add(info, res, err)
+		})
 	}
 	wg.Wait()
-	return peerAnswers{out}, nil
-}
-
-func (pa *peerAnswer) set(res json.RawMessage, err error) {
-	switch {
-	case err != nil:
-		pa.Error = peer.ToError(err)
-	case res == nil:
-		pa.Result = json.RawMessage("null")
-	default:
-		pa.Result = res
-	}
+	return g.answer(), nil
 }
 
 // addressees returns the peers of a's user or topic: those of this hub,

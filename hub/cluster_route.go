@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -85,7 +86,19 @@ type RemoteCall struct {
 	Peer         string                     // a peer's id, or "" for any provider of Method
 	Node         string                     // with Peer, the node it is connected to, if known
 	Progress     func(data json.RawMessage) // the callee's rpc.progress data; may be nil
+
+	// MaxResult, when positive, is the largest result the caller can
+	// take, in bytes: the callee's node sends back no larger one, and
+	// Route returns an error that is [ErrTooLarge] instead. A call of
+	// several peers sets it to what its answer has room for, so that no
+	// node sends what would be left out anyway.
+	MaxResult int
 }
+
+// ErrTooLarge is what [Directory.Route] returns (wrapped) when the
+// peer's result was larger than [RemoteCall.MaxResult] and so was not
+// sent back.
+var ErrTooLarge = errors.New("hub: the result is larger than the caller can take")
 
 // directory returns the hub's Broker as a Directory, or nil.
 func (h *Hub) directory() Directory {

@@ -40,9 +40,10 @@ type Options struct {
 	ForwardTimeout time.Duration
 
 	// MaxMessage caps the size of the replies the hub makes whose size
-	// its peers choose (rpc.history), in bytes: set it to the server's
-	// message size limit, so that no reply is one the other side cannot
-	// read. Default [peer.DefaultMaxMessage].
+	// its peers choose (rpc.history, and rpc.call to a user or a topic,
+	// whose answers are gathered within it), in bytes: set it to the
+	// server's message size limit, so that no reply is one the other
+	// side cannot read. Default [peer.DefaultMaxMessage].
 	MaxMessage int
 
 	// MaxForwards caps the forwarded calls in flight to one provider.

@@ -48,6 +48,9 @@ export type Address = { peer: string; user?: never; topic?: never } | { user: st
 /** PeerAnswer is one peer's answer to a call of a user or a topic. */
 export type PeerAnswer<R = unknown> = { peer: PeerInfo; result: R; error?: undefined } | { peer: PeerInfo; error: RPCError; result?: undefined };
 
+/** PeerAnswers is the answer of a call of a user or a topic: one entry per peer, as many as fit in one message of the hub's size limit; truncated says some were left out, asked is the number of peers called (the length when not truncated). */
+export type PeerAnswers<R = unknown> = PeerAnswer<R>[] & { truncated: boolean; asked: number };
+
 /** OpenRPCDocument is what rpc.discover returns (OpenRPC 1.x). */
 export interface OpenRPCDocument {
   openrpc: string;
@@ -410,11 +413,11 @@ export declare class Client<API extends object = Untyped> extends EventTarget {
   /** Calls method on one peer, by id or {peer}, and resolves to its result (rpc.call); -32007 when no such peer is connected. */
   callPeer<R = any>(to: string | { peer: string }, method: string, params?: Params, options?: CallOptions): Promise<R>;
   /** Calls method on every peer of a user or a topic (this client left out) and resolves to one answer per peer. */
-  callPeer<R = any>(to: { user: string; peer?: never; topic?: never } | { topic: string; peer?: never; user?: never }, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswer<R>[]>;
+  callPeer<R = any>(to: { user: string; peer?: never; topic?: never } | { topic: string; peer?: never; user?: never }, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswers<R>>;
   /** callPeer({user}, ...). */
-  callUser<R = any>(user: string, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswer<R>[]>;
+  callUser<R = any>(user: string, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswers<R>>;
   /** callPeer({topic}, ...). */
-  callTopic<R = any>(topic: string, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswer<R>[]>;
+  callTopic<R = any>(topic: string, method: string, params?: Params, options?: CallOptions): Promise<PeerAnswers<R>>;
   /** Serves method for the hub; returns a function that unregisters it. */
   register<P = any, R = unknown>(method: string, handler: Handler<P, R>): () => void;
   /** Sends text as one message, unchecked (it need not be JSON). Throws a DisconnectedError unless open. */

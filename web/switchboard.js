@@ -326,7 +326,10 @@ export class Client extends EventTarget {
    * before answering). For a user or a topic it resolves, once every peer
    * has answered or the timeout passed, to one entry per peer (this client
    * left out): {peer, result} or {peer, error}, the error an RPCError
-   * (-32003 for a peer that did not answer in time). options are call's:
+   * (-32003 for a peer that did not answer in time). The array's
+   * truncated is true when the hub left out the entries that did not fit
+   * in one message of its size limit, and its asked is the number of
+   * peers called (its length when not truncated). options are call's:
    * the timeout also bounds the call at the hub, a little before it passes
    * here; signal cancels it at the peers; onProgress gets the rpc.progress
    * data of one peer (the hub passes on none from a user's or a topic's).
@@ -343,9 +346,14 @@ export class Client extends EventTarget {
     if (timeout > 0 && timeout < Infinity) p.timeout = Math.max(1, Math.floor(timeout * 0.95));
     const res = await this.call("rpc.call", p, options);
     if (given[0] === "peer") return res;
-    return res.results.map((r) =>
+    const answers = res.results.map((r) =>
       r.error ? { peer: r.peer, error: new RPCError(r.error.code, r.error.message, r.error.data) } : r,
     );
+    // The hub answers in one message within its size limit, leaving out
+    // the entries that do not fit: it then says so, and how many it asked.
+    answers.truncated = res.truncated === true;
+    answers.asked = answers.truncated ? res.asked : answers.length;
+    return answers;
   }
 
   /** callUser is callPeer({user}, ...): every peer of one identity. */

@@ -29,7 +29,8 @@ Examples:
 }
 
 // callPeers calls method on o.to through the hub and prints the answer:
-// one peer's result, or a line per peer.
+// one peer's result, or a line per peer, and on stderr how many peers'
+// answers the hub left out, if it did.
 func (o *cli) callPeers(ctx context.Context, c caller, method string, params any) error {
 	n := 0
 	for _, s := range []string{o.to.Peer, o.to.User, o.to.Topic} {
@@ -65,7 +66,9 @@ func (o *cli) callPeers(ctx context.Context, c caller, method string, params any
 		return o.printJSON(res)
 	}
 	var all struct {
-		Results []json.RawMessage `json:"results"`
+		Results   []json.RawMessage `json:"results"`
+		Truncated bool              `json:"truncated"`
+		Asked     int               `json:"asked"`
 	}
 	if err := json.Unmarshal(res, &all); err != nil {
 		return fmt.Errorf("rpc.call answered %s: %w", res, err)
@@ -78,6 +81,12 @@ func (o *cli) callPeers(ctx context.Context, c caller, method string, params any
 		_ = json.Unmarshal(r, &e)
 		failed = failed || e.Error != nil
 		fmt.Fprintf(o.stdout, "%s\n", r)
+	}
+	if all.Truncated {
+		// The lines printed are all there is: say so where a script
+		// reading them looks for trouble.
+		fmt.Fprintf(o.stderr, "rpc: %d of %d peers' answers left out: they did not fit in one message of the hub's\n",
+			all.Asked-len(all.Results), all.Asked)
 	}
 	if failed {
 		return errRPCFailed

@@ -92,3 +92,29 @@ func TestServeAddressed(t *testing.T) {
 	rpc(t, "", "call", "-peer", id, h.HTTP(), "draft").check(t, 0, `"my draft"`+"\n")
 	rpc(t, "", "call", "-topic", "room.7", h.HTTP(), "draft").check(t, 0, `{"peer":{"id":"`+id+`"},"result":"my draft"}`+"\n")
 }
+
+// When the peers' answers do not all fit in one message of the hub's, rpc
+// call -topic prints those that came and says on stderr how many did not.
+func TestCallPeersTruncated(t *testing.T) {
+	const peers = 12 // 12 x 100 KB: over the hub's 1 MiB
+	h := hubtest.Start(t, nil)
+	big := strings.Repeat("x", 100_000)
+	for range peers {
+		mux := peer.NewMux()
+		mux.HandleFunc("big", func(context.Context, *peer.Request) (any, error) { return big, nil })
+		c, err := client.Dial(t.Context(), h.WS(), &client.Options{Router: mux})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Subscribe(t.Context(), "room.big", func(client.Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rpc(t, "", "call", "-topic", "room.big", h.HTTP(), "big")
+	lines := strings.Count(r.stdout, "\n")
+	if r.code != 0 || lines == 0 || lines >= peers ||
+		!strings.Contains(r.stderr, fmt.Sprintf("%d of %d peers' answers left out", peers-lines, peers)) {
+		t.Fatalf("exit %d, %d lines, stderr %q", r.code, lines, r.stderr)
+	}
+}

@@ -38,8 +38,10 @@ than on the hub (rpc.call): the one with that id ("rpc whoami" prints a
 peer's own), or every peer of a user or of a topic. -peer prints the
 peer's result; -user and -topic print one line per peer that answered,
 {"peer": {...}, "result": ...} or {"peer": {...}, "error": {...}}, and
-exit with status 1 when one answered an error. -timeout bounds the call
-at the hub too: a peer that did not answer in time gets -32003.
+exit with status 1 when one answered an error. The hub answers in one
+message of its size limit: the answers that did not fit are left out,
+and stderr says how many. -timeout bounds the call at the hub too: a
+peer that did not answer in time gets -32003.
   rpc call -peer 0b7c...e1 http://127.0.0.1:8080/rpc confirm '{"amount": 42}'
   rpc call -topic room.7 ws://127.0.0.1:8080/rpc draft
 `,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -37,6 +38,7 @@ type callRequest struct {
 	Peer    string          `json:"peer,omitempty"`
 	From    string          `json:"from"`                 // the calling node
 	Timeout int64           `json:"timeout_ms,omitempty"` // what is left of the caller's time
+	Max     int             `json:"max_result,omitempty"` // hub.RemoteCall.MaxResult
 }
 
 // callReply is one message back to the caller of a callRequest.
@@ -46,6 +48,7 @@ type callReply struct {
 	Progress json.RawMessage `json:"progress,omitempty"`
 	Result   json.RawMessage `json:"result,omitempty"`
 	Error    *peer.Error     `json:"error,omitempty"`
+	TooLarge int             `json:"too_large,omitempty"` // the result's size, over callRequest.Max: not sent
 }
 
 var (
@@ -68,7 +71,7 @@ func (d *directory) Route(ctx context.Context, call hub.RemoteCall) (json.RawMes
 // route sends call to one node and waits for its answer. nodeGone
 // reports that NATS knew no subscriber to the node's subject.
 func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawMessage, _ error, nodeGone bool) {
-	req := callRequest{Method: call.Method, Params: call.Params, Notify: call.Notification, Peer: call.Peer, From: d.b.node}
+	req := callRequest{Method: call.Method, Params: call.Params, Notify: call.Notification, Peer: call.Peer, From: d.b.node, Max: call.MaxResult}
 	if deadline, ok := ctx.Deadline(); ok {
 		req.Timeout = max(1, time.Until(deadline).Milliseconds())
 	}
@@ -144,6 +147,8 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 				if call.Progress != nil {
 					call.Progress(r.Progress)
 				}
+			case r.TooLarge > 0:
+				return nil, fmt.Errorf("%w: %d bytes", hub.ErrTooLarge, r.TooLarge), false
 			case r.Error != nil:
 				return nil, r.Error, false
 			default:
@@ -261,6 +266,10 @@ func (d *directory) onCall(msg *nats.Msg) {
 		if res == nil {
 			res = json.RawMessage("null")
 		}
+		if req.Max > 0 && len(res) > req.Max {
+			d.reply(msg.Reply, callReply{TooLarge: len(res)}) // it would be left out
+			return
+		}
 		d.reply(msg.Reply, callReply{Result: res})
 	})
 	if !served {
@@ -300,11 +309,19 @@ func (d *directory) serve(reply string, cancel context.CancelFunc, fn func()) bo
 	return true
 }
 
+// reply sends r on subject. An answer larger than NATS carries (its
+// max_payload, 1 MB by default, while a peer's may be as large as the
+// hub's message size limit) is replaced by an error saying so: NATS would
+// refuse it, and the caller would wait for nothing until its timeout.
 func (d *directory) reply(subject string, r callReply) {
 	if subject == "" {
 		return
 	}
 	b, _ := jsonx.Marshal(r)
+	if limit := d.b.nc.MaxPayload(); int64(len(b)) > limit && r.Progress == nil {
+		b, _ = jsonx.Marshal(callReply{Error: peer.Errorf(peer.CodeInternalError,
+			"Internal error: the answer of %d bytes is over what the cluster carries (%d bytes)", len(b), limit)})
+	}
 	_ = d.b.nc.Publish(subject, b)
 }
 

@@ -90,10 +90,11 @@ func TestAddressAcrossNodes(t *testing.T) {
 		var results []client.PeerResult
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			var err error
-			if results, err = c.CallPeers(ctx, client.Address{User: "token-1"}, "where", nil); err != nil {
+			all, err := c.CallPeers(ctx, client.Address{User: "token-1"}, "where", nil)
+			if err != nil {
 				t.Fatal(err)
 			}
+			results = all.Results
 			if len(results) == 3 || time.Now().After(deadline) {
 				break
 			}

@@ -197,12 +197,12 @@ func TestCallAUser(t *testing.T) {
 	caller := dialTarget(t, h.WebSocketURL(), "caller", &client.Options{Token: "caller-secret"})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	results, err := caller.c.CallPeers(ctx, client.Address{User: "token-1"}, "confirm", map[string]int{"amount": 3})
+	all, err := caller.c.CallPeers(ctx, client.Address{User: "token-1"}, "confirm", map[string]int{"amount": 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, r := range results {
+	for _, r := range all.Results {
 		var s string
 		if err := r.Decode(&s); err != nil || r.Peer.User != "token-1" {
 			t.Fatalf("entry %+v: %v", r, err)
@@ -216,9 +216,9 @@ func TestCallAUser(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// alice calls her own user: her other tab answers, not she.
-	results, err = alice[0].c.CallPeers(ctx, client.Address{User: "token-1"}, "confirm", map[string]int{"amount": 1})
-	if err != nil || len(results) != 1 || results[0].Peer.ID != alice[1].id {
-		t.Fatalf("alice's own user: %+v, %v", results, err)
+	all, err = alice[0].c.CallPeers(ctx, client.Address{User: "token-1"}, "confirm", map[string]int{"amount": 1})
+	if err != nil || len(all.Results) != 1 || all.Results[0].Peer.ID != alice[1].id {
+		t.Fatalf("alice's own user: %+v, %v", all, err)
 	}
 }
 

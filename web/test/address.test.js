@@ -50,10 +50,25 @@ test("callUser and callTopic resolve to one answer per peer, errors as RPCErrors
   assert.equal(got[1].error.code, ErrorCode.Timeout);
   assert.deepEqual(got[2], { peer: { id: "c" }, result: null });
 
+  assert.equal(got.truncated, false);
+  assert.equal(got.asked, 3);
+
   const q = client.callUser("alice", "draft");
   const req2 = await reply(peer, { results: [] });
   assert.equal(req2.params.user, "alice");
-  assert.deepEqual(await q, []);
+  const none = await q;
+  assert.deepEqual([...none], []);
+  assert.equal(none.asked, 0);
+});
+
+test("callTopic says when the hub left answers out, and how many peers it asked", async (t) => {
+  const { client, peer } = await open(t);
+  const p = client.callTopic("room.big", "state");
+  await reply(peer, { results: [{ peer: { id: "a" }, result: "x" }], truncated: true, asked: 2000 });
+  const got = await p;
+  assert.equal(got.length, 1);
+  assert.equal(got.truncated, true);
+  assert.equal(got.asked, 2000);
 });
 
 test("callPeer wants exactly one address, and sends nothing otherwise", async (t) => {

@@ -117,6 +117,15 @@ func (h *Hub) WebSocketURL() string { return "ws://" + h.addr + "/rpc" }
 // Log returns everything the process (every run of it) wrote.
 func (h *Hub) Log() string { return h.log.String() }
 
+// Pid returns the process id of the running process, 0 when it is not
+// running: for limits (prlimit) and what the kernel counts (/proc).
+func (h *Hub) Pid() int {
+	if !h.Running() {
+		return 0
+	}
+	return h.cmd.Process.Pid
+}
+
 // Running reports whether the process is running.
 func (h *Hub) Running() bool {
 	if h.cmd == nil {

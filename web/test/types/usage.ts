@@ -92,6 +92,7 @@ async function addressed() {
     if (a.error) console.log(a.peer.id, a.error.code);
     else console.log(a.peer.id, a.result.toUpperCase());
   }
+  if (all.truncated) console.log(`${all.asked - all.length} answers left out`);
   const users = await rpc.callPeer({ user: "alice" }, "draft", undefined, { signal: AbortSignal.timeout(100) });
   await rpc.callUser("alice", "draft");
   // @ts-expect-error: one address at a time
