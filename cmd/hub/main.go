@@ -189,9 +189,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}
 	if set != nil { // the config file's rules, in demo mode too
 		hubOpts.Policy = set.Policy
-		opts.Authorize = set.Authorize
 	}
 	c.routes.apply(hubOpts)
+	// A token's grants hold whatever decides for the others: the rules,
+	// the demo's "anyone may do anything", or the default policy.
+	hubOpts.Policy = grantsFirst(hubOpts.Policy)
+	opts.Authorize = func(ctx context.Context, method string) error { return hubOpts.Policy(ctx, hub.Call, method) }
 	cl, err := c.cluster.join(ctx, hubOpts, log)
 	if err != nil {
 		return err
