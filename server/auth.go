@@ -84,7 +84,13 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, post bool)
 	if s.o.Authenticate == nil {
 		return nil, true
 	}
-	identity, err := s.o.Authenticate(r)
+	return s.authenticateWith(s.o.Authenticate, w, r, post)
+}
+
+// authenticateWith is authenticate with auth in place of
+// Options.Authenticate.
+func (s *Server) authenticateWith(auth func(*http.Request) (any, error), w http.ResponseWriter, r *http.Request, post bool) (identity any, ok bool) {
+	identity, err := auth(r)
 	if err == nil {
 		return identity, true
 	}

@@ -29,23 +29,40 @@ func envName(flagName string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// fileConfig is what a config file says beyond the flags.
+// fileConfig is what a config file says beyond the flags, and what the
+// environment holds that the hub ignores.
 type fileConfig struct {
 	rules    []rules.Rule
 	hasRules bool
+	ignored  []ignoredVar
 }
+
+// ignoredVar is a SWITCHBOARD_ environment variable that sets nothing:
+// an empty one, or one that names no flag. The hub logs each at start and
+// check-config prints them.
+type ignoredVar struct{ name, reason string }
 
 // applyConfig sets the flags of fs not given on the command line from the
 // environment and from the config file, if any (-config, or
 // SWITCHBOARD_CONFIG). fs has been parsed.
+//
+// An empty value, in the environment or the file, counts as unset: the
+// next source down holds. "SWITCHBOARD_JWT_AUDIENCE=", which a template
+// writes when its variable is unset, must not clear the audience the file
+// requires, nor an empty SWITCHBOARD_ADDR bind every interface.
 func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 	onCommandLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
 	fromEnv := map[string]bool{}
+	fc := &fileConfig{ignored: unknownVars(fs)}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		v, ok := os.LookupEnv(envName(f.Name))
 		if !ok || onCommandLine[f.Name] || err != nil {
+			return
+		}
+		if strings.TrimSpace(v) == "" {
+			fc.ignored = append(fc.ignored, ignoredVar{envName(f.Name), "empty: counts as unset"})
 			return
 		}
 		fromEnv[f.Name] = true
@@ -56,7 +73,6 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	fc := &fileConfig{}
 	path := fs.Lookup("config").Value.String()
 	if path == "" {
 		return fc, nil
@@ -65,12 +81,13 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	values, fc, err := parseConfig(data, fs)
+	values, file, err := parseConfig(data, fs)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%w", path, err)
 	}
+	fc.rules, fc.hasRules = file.rules, file.hasRules
 	for _, kv := range values {
-		if onCommandLine[kv.name] || fromEnv[kv.name] {
+		if onCommandLine[kv.name] || fromEnv[kv.name] || strings.TrimSpace(kv.value) == "" {
 			continue
 		}
 		if err := fs.Set(kv.name, kv.value); err != nil {
@@ -78,6 +95,29 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 		}
 	}
 	return fc, nil
+}
+
+// unknownVars lists the SWITCHBOARD_ environment variables that name no
+// flag, each with the one it most likely meant.
+func unknownVars(fs *flag.FlagSet) []ignoredVar {
+	var out []ignoredVar
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) {
+			continue
+		}
+		flagName := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, envPrefix), "_", "-"))
+		if fs.Lookup(flagName) != nil && envName(flagName) == name {
+			continue
+		}
+		reason := "names no setting of the hub"
+		if s := suggest(flagName, fs); s != "" {
+			reason += fmt.Sprintf(" (did you mean %s?)", envName(s))
+		}
+		out = append(out, ignoredVar{name, reason})
+	}
+	slices.SortFunc(out, func(a, b ignoredVar) int { return strings.Compare(a.name, b.name) })
+	return out
 }
 
 type keyValue struct {
@@ -123,7 +163,11 @@ func parseConfig(data []byte, fs *flag.FlagSet) ([]keyValue, *fileConfig, error)
 			continue
 		}
 		if k.Value == "config" || fs.Lookup(k.Value) == nil {
-			return nil, nil, fmt.Errorf("%d: unknown key %q%s", k.Line, k.Value, suggest(k.Value, fs))
+			hint := ""
+			if s := suggest(k.Value, fs); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return nil, nil, fmt.Errorf("%d: unknown key %q%s", k.Line, k.Value, hint)
 		}
 		var value string
 		switch v.Kind {
@@ -175,7 +219,7 @@ func parseRules(n *yaml.Node) ([]rules.Rule, error) {
 	return out, nil
 }
 
-// suggest names the flag a mistyped key most likely meant.
+// suggest returns the flag a mistyped key most likely meant, or "".
 func suggest(key string, fs *flag.FlagSet) string {
 	best, bestDist := "", 3
 	fs.VisitAll(func(f *flag.Flag) {
@@ -183,10 +227,7 @@ func suggest(key string, fs *flag.FlagSet) string {
 			best, bestDist = f.Name, d
 		}
 	})
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 func editDistance(a, b string) int {

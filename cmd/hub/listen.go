@@ -51,7 +51,7 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 		c.trustedProxies = p
 		return err
 	})
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, where -token-file applies to it)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, only to a token of -token-file, never to a JSON Web Token)")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/: CPU, heap, allocations, goroutines) on -metrics-addr, which it needs")
 }
 
@@ -134,7 +134,7 @@ func (c *listenConfig) hideMetrics(h http.Handler) http.Handler {
 // set, and Go's profiles with -pprof, until stop is called. guard puts the
 // Host check in front of every path of that listener; it asks for no
 // token (see the -metrics-addr flag).
-func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler, func(*http.Request) bool) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
+func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
 	if c.metricsAddr == "" {
 		if c.pprof {
 			return nil, errors.New("-pprof needs -metrics-addr: profiles are not served on -addr")
@@ -156,7 +156,7 @@ func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler, fun
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	hs := &http.Server{Handler: guard(mux, server.Open), ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
+	hs := &http.Server{Handler: guard(mux), ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
 	log.Info("metrics listening", zap.String("addr", ln.Addr().String()))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
 		log.Warn("-metrics-addr is beyond loopback: anyone who reaches it can read the metrics")

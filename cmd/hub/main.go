@@ -130,8 +130,28 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if err := c.identity.load(fs); err != nil {
 		return nil, err
 	}
+	if err := c.failClosed(fs); err != nil {
+		return nil, err
+	}
 	c.flags = fs
 	return &c, nil
+}
+
+// failClosed refuses settings that would open the hub by accident: an
+// empty -addr (every interface), and anonymous set to false, on the
+// command line, in the environment or in the file, with no way for a peer
+// to authenticate, which would let every peer in.
+func (c *config) failClosed(fs *flag.FlagSet) error {
+	if strings.TrimSpace(c.addr) == "" {
+		return errors.New("-addr is empty: name the address to listen on (\":8080\" for every interface)")
+	}
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "anonymous" })
+	if set && !c.identity.anonymous && c.tokenFile == "" && !c.identity.usesJWT() {
+		return errors.New("anonymous is false, but none of -token-file, -jwt-key and -jwks is set: no peer could authenticate, " +
+			"and the hub would let every peer in; set one of them (an empty SWITCHBOARD_ variable counts as unset)")
+	}
+	return nil
 }
 
 // run runs the hub until ctx ends, then shuts it down. ready, if set, is
@@ -146,6 +166,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do about it on exit
+	for _, v := range c.identity.file.ignored {
+		log.Warn("environment variable ignored", zap.String("name", v.name), zap.String("reason", v.reason))
+	}
 	defer startHeapFloor(c.minHeapMB << 20)()
 
 	opts := &server.Options{
@@ -212,10 +235,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		}
 		opts.Ready = cl.broker.Ready
 	}
-	opts.Authenticate, opts.Reauthenticate, err = c.identity.authenticate(ctx, c.tokenFile, log)
+	acc, err := c.identity.authenticate(ctx, c.tokenFile, log)
 	if err != nil {
 		return err
 	}
+	opts.Authenticate, opts.Reauthenticate = acc.authenticate, acc.reauthenticate
 	metrics := prom.New()
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
@@ -231,7 +255,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
-		Handler:           srv.Guard(c.listen.hideMetrics(routes), openPath),
+		Handler:           srv.Guard(c.listen.hideMetrics(routes), openPath, acc.operator),
 		ReadHeaderTimeout: c.listen.headerTimeout,
 		IdleTimeout:       c.listen.idleTimeout,
 		ErrorLog:          httpErrorLog(log),
@@ -242,7 +266,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	metrics.WatchListener(ln)
-	stopMetrics, err := c.listen.serveMetrics(routes, srv.Guard, log)
+	stopMetrics, err := c.listen.serveMetrics(routes, func(h http.Handler) http.Handler { return srv.Guard(h, nil, nil) }, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -304,7 +328,8 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 // openPath says which requests on -addr need no token when the hub
 // requires one: the health probes, and the playground's files, which hold
 // nothing of the hub's. Every other path not served by the server itself
-// (/metrics, and any added later) needs one.
+// (/metrics, and any added later) needs the operator's token (see
+// access.operator).
 func openPath(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/healthz", "/readyz":
