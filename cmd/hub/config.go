@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -260,7 +260,7 @@ func printConfig(w io.Writer, fs *flag.FlagSet, fc *fileConfig) error {
 			return
 		}
 		k := &yaml.Node{Kind: yaml.ScalarNode, Value: f.Name}
-		v := &yaml.Node{Kind: yaml.ScalarNode, Value: redact(f.Name, f.Value.String())}
+		v := &yaml.Node{Kind: yaml.ScalarNode, Value: redactFlag(f.Name, f.Value.String())}
 		root.Content = append(root.Content, k, v)
 	})
 	if fc.hasRules {
@@ -278,26 +278,18 @@ func printConfig(w io.Writer, fs *flag.FlagSet, fc *fileConfig) error {
 	return enc.Close()
 }
 
-// redact hides secrets: the value of a flag named for one (a password, a
-// secret, a token itself rather than its file), and the password of a
-// URL ("nats://user:pass@host").
-func redact(name, value string) string {
+// redactFlag hides secrets: the value of a flag named for one (a
+// password, a secret, a token itself rather than its file), and those of
+// every URL in a value ("nats://user:pass@host", "nats://token@host",
+// "https://login.example/jwks?token=...").
+func redactFlag(name, value string) string {
 	if value == "" {
 		return value
 	}
 	for _, s := range []string{"password", "secret", "-token"} {
 		if strings.HasSuffix(name, s) || name == strings.TrimPrefix(s, "-") {
-			return "REDACTED"
+			return redact.Mark
 		}
 	}
-	parts := strings.Split(value, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "REDACTED")
-				parts[i] = u.String()
-			}
-		}
-	}
-	return strings.Join(parts, ",")
+	return redact.Text(value)
 }

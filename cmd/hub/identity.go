@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
 )
@@ -187,7 +188,7 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	}
 	if c.identity.jwks != "" {
 		if u, err := url.Parse(c.identity.jwks); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-			return fmt.Errorf("-jwks %q is no http(s) URL", c.identity.jwks)
+			return fmt.Errorf("-jwks %q is no http(s) URL", redact.URL(c.identity.jwks))
 		}
 	}
 	if _, err := c.identity.ruleSet(); err != nil {

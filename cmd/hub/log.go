@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -65,7 +66,7 @@ func isTerminal(w io.Writer) bool {
 func httpErrorLog(log *zap.Logger) *stdlog.Logger {
 	log = log.Named("http")
 	return stdlog.New(writerFunc(func(p []byte) (int, error) {
-		msg := strings.TrimSpace(string(p))
+		msg := redact.Text(strings.TrimSpace(string(p)))
 		if strings.HasPrefix(msg, "http: TLS handshake error") {
 			log.Debug("TLS handshake failed", zap.String("error", msg))
 		} else {

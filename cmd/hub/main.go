@@ -34,6 +34,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
@@ -53,7 +54,7 @@ func main() {
 	}
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "hub:", err)
+			fmt.Fprintln(os.Stderr, "hub:", redact.Text(err.Error()))
 		}
 		os.Exit(2)
 	}
