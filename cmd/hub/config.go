@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -77,7 +78,7 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 	if path == "" {
 		return fc, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +119,35 @@ func unknownVars(fs *flag.FlagSet) []ignoredVar {
 	}
 	slices.SortFunc(out, func(a, b ignoredVar) int { return strings.Compare(a.name, b.name) })
 	return out
+}
+
+// The bounds of a config file, which the hub and check-config share by
+// loading a file the same way: its size, checked before it is parsed, and
+// its rules, checked before aliases are expanded and rules compiled. A
+// YAML alias lets a few bytes stand for a long list; each (action,
+// pattern) pair is an entry the hub holds and looks through when it
+// decides.
+const (
+	maxConfigBytes  = 1 << 20 // 1 MiB
+	maxRules        = 10_000
+	maxRulePatterns = 100_000 // pairs of an action and a pattern, over all rules, aliases expanded
+)
+
+// readConfigFile reads a config file of at most maxConfigBytes.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes (1 MiB), the most a config file may hold", path, maxConfigBytes)
+	}
+	return data, nil
 }
 
 type keyValue struct {
@@ -196,16 +226,26 @@ func parseRules(n *yaml.Node) ([]rules.Rule, error) {
 	if n.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%d: rules is a list", n.Line)
 	}
+	if len(n.Content) > maxRules {
+		return nil, fmt.Errorf("%d: %d rules, more than the %d a config file may hold", n.Line, len(n.Content), maxRules)
+	}
 	known := []string{"allow", "to", "who"}
 	out := make([]rules.Rule, 0, len(n.Content))
+	patterns := 0
 	for _, r := range n.Content {
 		if r.Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("%d: a rule is a mapping of allow, to and who", r.Line)
 		}
-		for i := 0; i < len(r.Content); i += 2 {
-			if k := r.Content[i]; !slices.Contains(known, k.Value) {
+		lens := map[string]int{}
+		for i := 0; i+1 < len(r.Content); i += 2 {
+			k := r.Content[i]
+			if !slices.Contains(known, k.Value) {
 				return nil, fmt.Errorf("%d: unknown key %q in a rule (want allow, to, who)", k.Line, k.Value)
 			}
+			lens[k.Value] = listLen(r.Content[i+1])
+		}
+		if patterns += lens["allow"] * lens["to"]; patterns > maxRulePatterns {
+			return nil, fmt.Errorf("%d: the rules so far make more than %d pairs of an action and a pattern (aliases expanded), the most a config file may hold", r.Line, maxRulePatterns)
 		}
 		var rule rules.Rule
 		if err := r.Decode(&rule); err != nil {
@@ -217,6 +257,18 @@ func parseRules(n *yaml.Node) ([]rules.Rule, error) {
 		out = append(out, rule)
 	}
 	return out, nil
+}
+
+// listLen returns the number of elements of a list, following an alias,
+// without expanding anything: 1 for what is not a list.
+func listLen(n *yaml.Node) int {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.SequenceNode {
+		return 1
+	}
+	return len(n.Content)
 }
 
 // suggest returns the flag a mistyped key most likely meant, or "".
@@ -263,19 +315,45 @@ func printConfig(w io.Writer, fs *flag.FlagSet, fc *fileConfig) error {
 		v := &yaml.Node{Kind: yaml.ScalarNode, Value: redactFlag(f.Name, f.Value.String())}
 		root.Content = append(root.Content, k, v)
 	})
-	if fc.hasRules {
-		var rs yaml.Node
-		if err := rs.Encode(fc.rules); err != nil {
-			return err
-		}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "rules"}, &rs)
-	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(&root); err != nil {
 		return err
 	}
-	return enc.Close()
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	if !fc.hasRules {
+		return nil
+	}
+	return printRules(w, fc.rules)
+}
+
+// printRules writes the rules list one rule at a time, so that what it
+// holds is one rule's YAML, not the whole list's.
+func printRules(w io.Writer, rs []rules.Rule) error {
+	if len(rs) == 0 {
+		_, err := io.WriteString(w, "rules: []\n")
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("rules:\n")
+	var one bytes.Buffer
+	for i := range rs {
+		one.Reset()
+		enc := yaml.NewEncoder(&one)
+		enc.SetIndent(2)
+		if err := enc.Encode(rs[i : i+1]); err != nil {
+			return err
+		}
+		if err := enc.Close(); err != nil {
+			return err
+		}
+		for line := range strings.Lines(one.String()) {
+			bw.WriteString("  " + line)
+		}
+	}
+	return bw.Flush()
 }
 
 // redactFlag hides secrets: the value of a flag named for one (a
