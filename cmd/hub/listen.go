@@ -51,7 +51,7 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 		c.trustedProxies = p
 		return err
 	})
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, only to a token of -token-file, never to a JSON Web Token)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication, to a Host of -hosts or any IP address (default: on -addr, only to a token of -token-file, never to a JSON Web Token)")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/: CPU, heap, allocations, goroutines) on -metrics-addr, which it needs")
 }
 
@@ -132,8 +132,8 @@ func (c *listenConfig) hideMetrics(h http.Handler) http.Handler {
 
 // serveMetrics serves /metrics, /healthz and /readyz of h on -metrics-addr, if
 // set, and Go's profiles with -pprof, until stop is called. guard puts the
-// Host check in front of every path of that listener; it asks for no
-// token (see the -metrics-addr flag).
+// Host check in front of every path of that listener, which a request by
+// IP address passes; it asks for no token (see the -metrics-addr flag).
 func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
 	if c.metricsAddr == "" {
 		if c.pprof {

@@ -99,7 +99,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
 	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser: example.com, *.example.com, https://app.example.com; a port must be named when the origin has one: localhost:3000, *.example.com:* (default: same origin only)")
-	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry (default: any; on loopback, localhost and IPs only)")
+	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry, with * patterns, IP addresses and CIDRs (10.0.0.0/8); the health probes pass whatever their Host (default: any; on loopback, localhost and IPs only)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request (and /metrics, unless -metrics-addr) needs one")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: json, console, or auto (console on a terminal, json otherwise)")
@@ -256,7 +256,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
-		Handler:           srv.Guard(c.listen.hideMetrics(routes), openPath, acc.operator),
+		Handler:           srv.Guard(c.listen.hideMetrics(routes), &server.GuardOptions{Operator: acc.operator, Open: openPath}),
 		ReadHeaderTimeout: c.listen.headerTimeout,
 		IdleTimeout:       c.listen.idleTimeout,
 		ErrorLog:          httpErrorLog(log),
@@ -267,7 +267,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	metrics.WatchListener(ln)
-	stopMetrics, err := c.listen.serveMetrics(routes, func(h http.Handler) http.Handler { return srv.Guard(h, nil, nil) }, log)
+	stopMetrics, err := c.listen.serveMetrics(routes, func(h http.Handler) http.Handler {
+		return srv.Guard(h, &server.GuardOptions{ByAddress: true}) // no token there; Prometheus scrapes by address
+	}, log)
 	if err != nil {
 		ln.Close()
 		return err
