@@ -14,12 +14,15 @@
 //
 // SIGINT or SIGTERM shuts it down gracefully: new connections are refused,
 // calls in flight finish (up to -shutdown-timeout), WebSockets close with
-// 1001, and the command exits 0.
+// 1001, and the command exits 0. SIGHUP reloads the configuration (the
+// rules, the token file, the JWT key or JWKS, the TLS certificate) without
+// dropping a connection; see reload.go.
 package main
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,7 +36,6 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
-	"github.com/switchboard-rpc/switchboard/hub/rules"
 	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
@@ -205,20 +207,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}}
 	if c.demo {
 		demo.Register(mux)
-		hubOpts.Policy = rules.Demo().Policy
 	}
-	set, err := c.identity.ruleSet()
+	// What a reload replaces: the policy, authentication, the certificate.
+	lv, err := newLive(ctx, c, args, log)
 	if err != nil {
 		return err
 	}
-	if set != nil { // the config file's rules, in demo mode too
-		hubOpts.Policy = set.Policy
-	}
+	defer lv.close()
+	hubOpts.Policy, opts.Authorize = lv.policy, lv.authorize
+	var operator func(*http.Request) (any, error)
+	opts.Authenticate, opts.Reauthenticate, operator = lv.serverAuth()
 	c.routes.apply(hubOpts)
-	// A token's grants hold whatever decides for the others: the rules,
-	// the demo's "anyone may do anything", or the default policy.
-	hubOpts.Policy = grantsFirst(hubOpts.Policy)
-	opts.Authorize = func(ctx context.Context, method string) error { return hubOpts.Policy(ctx, hub.Call, method) }
 	cl, err := c.cluster.join(ctx, hubOpts, log)
 	if err != nil {
 		return err
@@ -236,11 +235,6 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		}
 		opts.Ready = cl.broker.Ready
 	}
-	acc, err := c.identity.authenticate(ctx, c.tokenFile, log)
-	if err != nil {
-		return err
-	}
-	opts.Authenticate, opts.Reauthenticate = acc.authenticate, acc.reauthenticate
 	metrics := prom.New()
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
@@ -256,13 +250,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
-		Handler:           srv.Guard(c.listen.hideMetrics(routes), &server.GuardOptions{Operator: acc.operator, Open: openPath}),
+		Handler:           srv.Guard(c.listen.hideMetrics(routes), &server.GuardOptions{Operator: operator, Open: openPath}),
 		ReadHeaderTimeout: c.listen.headerTimeout,
 		IdleTimeout:       c.listen.idleTimeout,
 		ErrorLog:          httpErrorLog(log),
 	}
 
-	ln, err := c.listen.listen(c.addr, log)
+	var certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if lv.cur.Load().cert != nil {
+		certificate = lv.certificate
+	}
+	ln, err := c.listen.listen(c.addr, certificate, log)
 	if err != nil {
 		return err
 	}
@@ -274,8 +272,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		ln.Close()
 		return err
 	}
+	// SIGHUP reloads (see reload.go), from now until run returns.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); lv.watch(wctx, hup, log) }()
+	defer func() { stopWatch(); <-watched; signal.Stop(hup) }()
+
 	log.Info("hub listening", zap.String("addr", ln.Addr().String()), zap.Bool("demo", c.demo),
-		zap.Bool("auth", opts.Authenticate != nil), zap.Bool("jwt", c.identity.usesJWT()), zap.Bool("rules", set != nil),
+		zap.Bool("auth", opts.Authenticate != nil), zap.Bool("jwt", c.identity.usesJWT()), zap.Bool("rules", c.identity.file.hasRules),
 		zap.Bool("tls", c.listen.tlsCert != ""))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && opts.Authenticate == nil {
 		log.Warn("listening beyond loopback without -token-file: anyone who reaches this address can call the hub")
