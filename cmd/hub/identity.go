@@ -170,7 +170,7 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := newLogger(c.logLevel, c.logFormat, io.Discard); err != nil {
+	if _, _, err := newLogger(c.logLevel, c.logFormat, io.Discard); err != nil {
 		return err
 	}
 	for _, v := range c.identity.file.ignored {

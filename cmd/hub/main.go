@@ -164,7 +164,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(c.logLevel, c.logFormat, stderr)
+	log, level, err := newLogger(c.logLevel, c.logFormat, stderr)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		demo.Register(mux)
 	}
 	// What a reload replaces: the policy, authentication, the certificate.
-	lv, err := newLive(ctx, c, args, log)
+	lv, err := newLive(ctx, c, args, level, log)
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,14 @@ import (
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // On SIGHUP the hub reads its configuration again, as at start (the same
 // command line, the environment, the config file), and replaces what it
 // can while it runs: the rules, the token file, the JWT key, JWKS URL,
-// audience and issuer, -anonymous, -allow-provide and the TLS certificate.
+// audience and issuer, -anonymous, -allow-provide, the TLS certificate and
+// -log-level.
 // Connections, subscriptions and history stay. A configuration that does
 // not load (a broken file, a missing key, a certificate that does not
 // parse) is refused with a log line, and the running one stays. Settings
@@ -31,7 +33,7 @@ import (
 
 // reloadableFlags are the flags a reload applies.
 var reloadableFlags = []string{"config", "token-file", "jwt-key", "jwks", "jwt-audience", "jwt-issuer",
-	"anonymous", "allow-provide", "tls-cert", "tls-key"}
+	"anonymous", "allow-provide", "tls-cert", "tls-key", "log-level"}
 
 // state is what a reload replaces: built from a config at start and on
 // each SIGHUP.
@@ -79,20 +81,21 @@ func newState(ctx context.Context, c *config, demo bool, log *zap.Logger) (*stat
 // are what the server and the hub are given: they ask the state of the
 // moment. It is safe for concurrent use.
 type live struct {
-	cur  atomic.Pointer[state]
-	demo bool
-	args []string // the command line, read again on reload
+	cur   atomic.Pointer[state]
+	demo  bool
+	args  []string        // the command line, read again on reload
+	level zap.AtomicLevel // the logger's
 
 	mu   sync.Mutex // serializes reloads
 	conf *config    // the configuration cur was built from
 }
 
-func newLive(ctx context.Context, c *config, args []string, log *zap.Logger) (*live, error) {
+func newLive(ctx context.Context, c *config, args []string, level zap.AtomicLevel, log *zap.Logger) (*live, error) {
 	st, err := newState(ctx, c, c.demo, log)
 	if err != nil {
 		return nil, err
 	}
-	lv := &live{demo: c.demo, args: args, conf: c}
+	lv := &live{demo: c.demo, args: args, level: level, conf: c}
 	lv.cur.Store(st)
 	return lv, nil
 }
@@ -163,6 +166,10 @@ func (lv *live) reload(ctx context.Context, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	level, err := zapcore.ParseLevel(c.logLevel)
+	if err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
 	old := lv.cur.Load()
 	st, err := newState(ctx, c, lv.demo, log)
 	if err != nil {
@@ -183,6 +190,7 @@ func (lv *live) reload(ctx context.Context, log *zap.Logger) error {
 	}
 	lv.cur.Store(st)
 	old.stop()
+	lv.level.SetLevel(level)
 	restart := changedFlags(lv.conf.flags, c.flags)
 	lv.conf = c
 	log.Info("configuration reloaded", zap.Bool("rules", c.identity.file.hasRules), zap.Bool("jwt", c.identity.usesJWT()),

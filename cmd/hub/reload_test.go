@@ -119,12 +119,13 @@ func TestReload(t *testing.T) {
 		t.Errorf("news.weekend after a broken reload: %v, want -32001", err)
 	}
 
-	// A rotated key and a setting that needs a restart.
+	// A rotated key, the log level, and a setting that needs a restart.
+	badUpgrade(t, ctx, p.Addr(t, "hub listening"), signJWT(t, "alice", nil))
 	newKey := []byte("the rotated HMAC secret, 32 bytes or more")
 	if err := os.WriteFile(keyFile, newKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	write(rules("sports.>") + "max-batch: 7\n")
+	write(rules("sports.>") + "max-batch: 7\nlog-level: debug\n")
 	p.Signal(t, syscall.SIGHUP)
 	p.WaitLog(t, `"msg":"configuration reloaded"`, 2)
 	p.WaitLog(t, `"msg":"reload: these settings need a restart and keep their running values","settings":["max-batch"]`, 1)
@@ -141,10 +142,33 @@ func TestReload(t *testing.T) {
 	if id := whoami(alice); id != aliceID {
 		t.Errorf("alice's connection changed with the rotation: %s, then %s", aliceID, id)
 	}
+	badUpgrade(t, ctx, p.Addr(t, "hub listening"), rotated) // logged at debug only
+	p.WaitLog(t, `"level":"debug","ts"`, 1)
 
 	log := p.Stop(t) // SIGTERM: a graceful drain, status 0
 	if !strings.Contains(log, `"msg":"hub stopped"`) {
 		t.Errorf("no graceful stop:\n%s", log)
+	}
+	if n := strings.Count(log, `"msg":"websocket upgrade failed"`); n != 1 {
+		t.Errorf("%d upgrade failures logged, want 1: the one after -log-level debug", n)
+	}
+}
+
+// badUpgrade sends a WebSocket upgrade with token and without a key, which
+// the hub refuses after authentication, logging it at debug.
+func badUpgrade(t *testing.T, ctx context.Context, addr, token string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/rpc", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("an upgrade without a key: %d, want 400", resp.StatusCode)
 	}
 }
 
