@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
+	"go.uber.org/zap"
 )
 
 // TestReload: SIGHUP reads the config file again. Changed rules refuse
@@ -230,4 +232,51 @@ func mustRead(t *testing.T, file string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestReloadRefusesModeChanges: a reload that would turn authentication,
+// JSON Web Tokens or TLS on or off is refused, and the running state
+// stays; one that keeps them reloads.
+func TestReloadRefusesModeChanges(t *testing.T) {
+	key := writeKey(t)
+	tokens, _ := writeTokens(t, 1)
+	cert := hubtest.NewCert(t)
+	for _, tt := range []struct {
+		name, from, to, want string
+	}{
+		{"authentication off", "jwt-key: " + key, "demo: true", "turning authentication on or off needs a restart"},
+		{"authentication on", "demo: true", "token-file: " + tokens, "turning authentication on or off needs a restart"},
+		{"JWTs on", "token-file: " + tokens, "token-file: " + tokens + "\njwt-key: " + key, "turning JSON Web Tokens on or off needs a restart"},
+		{"TLS on", "demo: true", "tls-cert: " + cert.CertFile + "\ntls-key: " + cert.KeyFile, "turning TLS on or off needs a restart"},
+		{"keys kept", "jwt-key: " + key, "jwt-key: " + key + "\ntoken-file: " + tokens, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeFile(t, "hub.yaml", tt.from+"\n")
+			args := []string{"-config", file}
+			c, err := parseFlags(args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := zap.NewNop()
+			lv, err := newLive(t.Context(), c, args, zap.NewAtomicLevel(), log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lv.close()
+			before := lv.cur.Load()
+			if err := os.WriteFile(file, []byte(tt.to+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err = lv.reload(t.Context(), log)
+			if tt.want == "" {
+				if err != nil || lv.cur.Load() == before {
+					t.Errorf("reload: %v, state replaced: %v", err, lv.cur.Load() != before)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.want || lv.cur.Load() != before {
+				t.Errorf("reload: %v, want %q and the running state kept", err, tt.want)
+			}
+		})
+	}
 }
