@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -43,15 +44,23 @@ func (s *Server) originAllowed(r *http.Request) bool {
 
 // hostAllowed checks the Host header against AllowedHosts, or, when none
 // are set and the request came in on a loopback address, against the
-// names that can only mean this machine (the DNS rebinding defence).
+// names that can only mean this machine (the DNS rebinding defence). The
+// health probes pass whatever their Host: they tell only whether the
+// server is alive and ready, and probes address a server by its IP.
 func (s *Server) hostAllowed(r *http.Request) bool {
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	if isProbe(r) {
+		return true
 	}
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	host := requestHost(r)
 	if len(s.o.AllowedHosts) > 0 {
+		ip, ipErr := netip.ParseAddr(host)
 		for _, pattern := range s.o.AllowedHosts {
+			if p, ok := ipPattern(pattern); ok {
+				if ipErr == nil && p.Contains(ip.Unmap()) {
+					return true
+				}
+				continue
+			}
 			if ok, _ := path.Match(strings.ToLower(pattern), host); ok {
 				return true
 			}
@@ -63,6 +72,43 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 		return true
 	}
 	return host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil
+}
+
+// hostIsIP reports whether r's Host header is an IP address, with or
+// without a port. No DNS rebinding sends one: a page that re-binds its
+// name to the server's address has its browser send that name.
+func hostIsIP(r *http.Request) bool {
+	_, err := netip.ParseAddr(requestHost(r))
+	return err == nil
+}
+
+// requestHost returns r's Host without its port, brackets and final dot,
+// in lower case.
+func requestHost(r *http.Request) string {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+}
+
+// ipPattern reads an AllowedHosts entry that is an IP address or a CIDR
+// ("10.0.0.0/8", "[::1]"): the network it names.
+func ipPattern(pattern string) (netip.Prefix, bool) {
+	pattern = strings.Trim(pattern, "[]")
+	if p, err := netip.ParsePrefix(pattern); err == nil {
+		return p.Masked(), true
+	}
+	if a, err := netip.ParseAddr(pattern); err == nil {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), true
+	}
+	return netip.Prefix{}, false
+}
+
+// isProbe reports whether r asks for a health probe: /healthz or /readyz.
+func isProbe(r *http.Request) bool {
+	return r.URL.Path == "/healthz" || r.URL.Path == "/readyz"
 }
 
 func isLoopback(a net.Addr) bool {
@@ -84,7 +130,13 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, post bool)
 	if s.o.Authenticate == nil {
 		return nil, true
 	}
-	identity, err := s.o.Authenticate(r)
+	return s.authenticateWith(s.o.Authenticate, w, r, post)
+}
+
+// authenticateWith is authenticate with auth in place of
+// Options.Authenticate.
+func (s *Server) authenticateWith(auth func(*http.Request) (any, error), w http.ResponseWriter, r *http.Request, post bool) (identity any, ok bool) {
+	identity, err := auth(r)
 	if err == nil {
 		return identity, true
 	}

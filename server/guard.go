@@ -5,29 +5,28 @@ import "net/http"
 // Guard returns h behind the checks that every path of a hub's listeners
 // needs, whatever serves it: the Host check of Options.AllowedHosts (the
 // DNS rebinding defence: a refused host gets 403, counted and logged as
-// the server's own refusals are), then, when Options.Authenticate is set
-// and open does not exempt the request, authentication (401, or 403 for
-// ErrForbidden): a request that Authenticate lets in without an identity
-// (an anonymous peer) gets 401 too, for these paths are the operator's.
+// the server's own refusals are; the health probes pass it), then what g
+// asks. A nil g asks nothing more.
 //
 // Wrap a whole mux, not its handlers one by one, so that a handler added
-// to it later is covered too. The server's own paths need no exemption
-// for the token: a JSON-RPC request is authenticated once, by the server,
-// which answers a refused POST with a JSON-RPC error body; open exempts
-// what must be reachable without a token, such as health probes. A nil
-// open exempts nothing; Guard(h, Open) checks only the Host.
-func (s *Server) Guard(h http.Handler, open func(*http.Request) bool) http.Handler {
+// to it later is covered too. The server's own paths need no exemption:
+// a JSON-RPC request (at /rpc, or a POST or upgrade at /) is
+// authenticated once, by the server, with Options.Authenticate.
+func (s *Server) Guard(h http.Handler, g *GuardOptions) http.Handler {
+	if g == nil {
+		g = &GuardOptions{}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.hostAllowed(r) {
+		if !s.hostAllowed(r) && (!g.ByAddress || !hostIsIP(r)) {
 			s.refuse(w, r, http.StatusForbidden, refusedHost, "host not allowed")
 			return
 		}
-		if s.o.Authenticate != nil && !s.selfAuthenticated(r) && (open == nil || !open(r)) {
-			id, ok := s.authenticate(w, r, false)
+		if g.Operator != nil && !s.selfAuthenticated(r) && (g.Open == nil || !g.Open(r)) {
+			id, ok := s.authenticateWith(g.Operator, w, r, false)
 			if !ok {
 				return
 			}
-			if id == nil { // an anonymous peer: JSON-RPC is open to it, the operator's paths are not
+			if id == nil {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 				s.refuse(w, r, http.StatusUnauthorized, refusedAuth, "a token is needed")
 				return
@@ -37,8 +36,33 @@ func (s *Server) Guard(h http.Handler, open func(*http.Request) bool) http.Handl
 	})
 }
 
-// Open exempts every request from Guard's authentication.
-func Open(*http.Request) bool { return true }
+// GuardOptions says what [Server.Guard] asks of a request beyond the Host
+// check.
+type GuardOptions struct {
+	// Operator authenticates the requests Open does not exempt, as
+	// Options.Authenticate would (401, or 403 for ErrForbidden; a request
+	// it lets in without an identity gets 401 too). Nil: no
+	// authentication.
+	//
+	// The paths behind Guard (metrics, profiles) are the operator's, not
+	// the end users': Operator is not Options.Authenticate but what
+	// accepts the operator's own credentials, such as a static token, so
+	// that a JSON Web Token a login system issued to any user opens none
+	// of them. When no such credential exists, an Operator that refuses
+	// every request (ErrForbidden) keeps them closed.
+	Operator func(*http.Request) (any, error)
+
+	// Open exempts requests from Operator: what must be reachable without
+	// a token, such as the files of a page. Nil exempts nothing.
+	Open func(*http.Request) bool
+
+	// ByAddress lets a request whose Host is an IP address pass the Host
+	// check whatever AllowedHosts says: for a listener scraped by address,
+	// such as a metrics listener. No DNS rebinding sends an IP address: a
+	// page that re-binds its name to the server's address has the browser
+	// send that name.
+	ByAddress bool
+}
 
 // selfAuthenticated reports whether the server authenticates r itself:
 // JSON-RPC at /rpc or at / (a POST or a WebSocket upgrade).

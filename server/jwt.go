@@ -19,6 +19,7 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 )
@@ -109,7 +110,7 @@ func NewJWT(ctx context.Context, o *JWTOptions) (*JWT, error) {
 			RateLimitWaitMax: 5 * time.Second,
 			RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
 				return func(_ context.Context, err error) {
-					log.Warn("jwks fetch failed", zap.String("url", u), zap.Error(err))
+					log.Warn("jwks fetch failed", zap.String("url", redact.URL(u)), zap.String("error", redact.Text(err.Error())))
 				}
 			},
 		})

@@ -69,11 +69,15 @@ type Options struct {
 	// origin only. "*" allows any origin.
 	AllowedOrigins []string
 
-	// AllowedHosts lists the host names the Host header may carry. Empty
-	// means any host, except on a loopback listener, where only
-	// "localhost", names under ".localhost" and IP addresses are allowed:
-	// that stops DNS rebinding attacks on a hub running on a developer's
-	// machine. A refused host gets 403.
+	// AllowedHosts lists the host names the Host header may carry, as
+	// path.Match patterns ("*.example.com"), IP addresses and CIDRs
+	// ("10.0.0.0/8": a Host that is an IP address in it). Empty means any
+	// host, except on a loopback listener, where only "localhost", names
+	// under ".localhost" and IP addresses are allowed: that stops DNS
+	// rebinding attacks on a hub running on a developer's machine. A
+	// refused host gets 403. The health probes (/healthz, /readyz) pass
+	// whatever their Host: they tell nothing else, and probes address a
+	// server by its IP.
 	AllowedHosts []string
 
 	// TrustedProxies lists the networks of the reverse proxies in front

@@ -254,28 +254,28 @@ func TestHostRefusedOnLoopback(t *testing.T) {
 		{"evil.com:8080", false},
 		{"localhost.evil.com", false},
 	} {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/healthz", nil)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/", nil)
 		req.Host = tt.host
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if want := map[bool]int{true: 200, false: 403}[tt.ok]; resp.StatusCode != want {
-			t.Errorf("Host %s: status %d, want %d", tt.host, resp.StatusCode, want)
+		if refused := resp.StatusCode == 403; refused == tt.ok {
+			t.Errorf("Host %s: status %d (allowed: %v)", tt.host, resp.StatusCode, tt.ok)
 		}
 	}
 	ts2 := newTestServer(t, &server.Options{AllowedHosts: []string{"hub.example.com"}})
-	for host, want := range map[string]int{"hub.example.com": 200, "localhost": 403} {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts2.URL+"/healthz", nil)
+	for host, ok := range map[string]bool{"hub.example.com": true, "localhost": false} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts2.URL+"/", nil)
 		req.Host = host
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("AllowedHosts, Host %s: status %d, want %d", host, resp.StatusCode, want)
+		if refused := resp.StatusCode == 403; refused == ok {
+			t.Errorf("AllowedHosts, Host %s: status %d (allowed: %v)", host, resp.StatusCode, ok)
 		}
 	}
 }

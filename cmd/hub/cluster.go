@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.uber.org/zap"
 )
 
@@ -136,10 +137,10 @@ func (cl *cluster) start(ctx context.Context, timeout time.Duration, log *zap.Lo
 		return err
 	}
 	if err := cl.broker.Ready(); err != nil {
-		log.Warn("cluster not joined yet: serving this node's own events until the link is up", zap.String("nats", cl.urls), zap.Error(err))
+		log.Warn("cluster not joined yet: serving this node's own events until the link is up", zap.String("nats", redact.Text(cl.urls)), zap.String("error", redact.Text(err.Error())))
 		return nil
 	}
-	log.Info("joined cluster", zap.String("nats", cl.urls), zap.Bool("jetstream", cl.jetStream)) // log names the node
+	log.Info("joined cluster", zap.String("nats", redact.Text(cl.urls)), zap.Bool("jetstream", cl.jetStream)) // log names the node
 	return nil
 }
 
@@ -183,7 +184,7 @@ func (cl *cluster) startServer(c *clusterFlags, log *zap.Logger) error {
 		return fmt.Errorf("embedded NATS: not listening on %s within 5s", c.listen)
 	}
 	cl.server = s
-	log.Info("embedded NATS listening", zap.String("url", s.ClientURL()), zap.Bool("jetstream", c.jetStream))
+	log.Info("embedded NATS listening", zap.String("url", redact.URL(s.ClientURL())), zap.Bool("jetstream", c.jetStream))
 	return nil
 }
 

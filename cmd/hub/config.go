@@ -1,17 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -29,23 +30,40 @@ func envName(flagName string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// fileConfig is what a config file says beyond the flags.
+// fileConfig is what a config file says beyond the flags, and what the
+// environment holds that the hub ignores.
 type fileConfig struct {
 	rules    []rules.Rule
 	hasRules bool
+	ignored  []ignoredVar
 }
+
+// ignoredVar is a SWITCHBOARD_ environment variable that sets nothing:
+// an empty one, or one that names no flag. The hub logs each at start and
+// check-config prints them.
+type ignoredVar struct{ name, reason string }
 
 // applyConfig sets the flags of fs not given on the command line from the
 // environment and from the config file, if any (-config, or
 // SWITCHBOARD_CONFIG). fs has been parsed.
+//
+// An empty value, in the environment or the file, counts as unset: the
+// next source down holds. "SWITCHBOARD_JWT_AUDIENCE=", which a template
+// writes when its variable is unset, must not clear the audience the file
+// requires, nor an empty SWITCHBOARD_ADDR bind every interface.
 func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 	onCommandLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
 	fromEnv := map[string]bool{}
+	fc := &fileConfig{ignored: unknownVars(fs)}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		v, ok := os.LookupEnv(envName(f.Name))
 		if !ok || onCommandLine[f.Name] || err != nil {
+			return
+		}
+		if strings.TrimSpace(v) == "" {
+			fc.ignored = append(fc.ignored, ignoredVar{envName(f.Name), "empty: counts as unset"})
 			return
 		}
 		fromEnv[f.Name] = true
@@ -56,21 +74,21 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	fc := &fileConfig{}
 	path := fs.Lookup("config").Value.String()
 	if path == "" {
 		return fc, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
 		return nil, err
 	}
-	values, fc, err := parseConfig(data, fs)
+	values, file, err := parseConfig(data, fs)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%w", path, err)
 	}
+	fc.rules, fc.hasRules = file.rules, file.hasRules
 	for _, kv := range values {
-		if onCommandLine[kv.name] || fromEnv[kv.name] {
+		if onCommandLine[kv.name] || fromEnv[kv.name] || strings.TrimSpace(kv.value) == "" {
 			continue
 		}
 		if err := fs.Set(kv.name, kv.value); err != nil {
@@ -78,6 +96,58 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 		}
 	}
 	return fc, nil
+}
+
+// unknownVars lists the SWITCHBOARD_ environment variables that name no
+// flag, each with the one it most likely meant.
+func unknownVars(fs *flag.FlagSet) []ignoredVar {
+	var out []ignoredVar
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) {
+			continue
+		}
+		flagName := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, envPrefix), "_", "-"))
+		if fs.Lookup(flagName) != nil && envName(flagName) == name {
+			continue
+		}
+		reason := "names no setting of the hub"
+		if s := suggest(flagName, fs); s != "" {
+			reason += fmt.Sprintf(" (did you mean %s?)", envName(s))
+		}
+		out = append(out, ignoredVar{name, reason})
+	}
+	slices.SortFunc(out, func(a, b ignoredVar) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// The bounds of a config file, which the hub and check-config share by
+// loading a file the same way: its size, checked before it is parsed, and
+// its rules, checked before aliases are expanded and rules compiled. A
+// YAML alias lets a few bytes stand for a long list; each (action,
+// pattern) pair is an entry the hub holds and looks through when it
+// decides.
+const (
+	maxConfigBytes  = 1 << 20 // 1 MiB
+	maxRules        = 10_000
+	maxRulePatterns = 100_000 // pairs of an action and a pattern, over all rules, aliases expanded
+)
+
+// readConfigFile reads a config file of at most maxConfigBytes.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes (1 MiB), the most a config file may hold", path, maxConfigBytes)
+	}
+	return data, nil
 }
 
 type keyValue struct {
@@ -123,7 +193,11 @@ func parseConfig(data []byte, fs *flag.FlagSet) ([]keyValue, *fileConfig, error)
 			continue
 		}
 		if k.Value == "config" || fs.Lookup(k.Value) == nil {
-			return nil, nil, fmt.Errorf("%d: unknown key %q%s", k.Line, k.Value, suggest(k.Value, fs))
+			hint := ""
+			if s := suggest(k.Value, fs); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return nil, nil, fmt.Errorf("%d: unknown key %q%s", k.Line, k.Value, hint)
 		}
 		var value string
 		switch v.Kind {
@@ -152,16 +226,26 @@ func parseRules(n *yaml.Node) ([]rules.Rule, error) {
 	if n.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%d: rules is a list", n.Line)
 	}
+	if len(n.Content) > maxRules {
+		return nil, fmt.Errorf("%d: %d rules, more than the %d a config file may hold", n.Line, len(n.Content), maxRules)
+	}
 	known := []string{"allow", "to", "who"}
 	out := make([]rules.Rule, 0, len(n.Content))
+	patterns := 0
 	for _, r := range n.Content {
 		if r.Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("%d: a rule is a mapping of allow, to and who", r.Line)
 		}
-		for i := 0; i < len(r.Content); i += 2 {
-			if k := r.Content[i]; !slices.Contains(known, k.Value) {
+		lens := map[string]int{}
+		for i := 0; i+1 < len(r.Content); i += 2 {
+			k := r.Content[i]
+			if !slices.Contains(known, k.Value) {
 				return nil, fmt.Errorf("%d: unknown key %q in a rule (want allow, to, who)", k.Line, k.Value)
 			}
+			lens[k.Value] = listLen(r.Content[i+1])
+		}
+		if patterns += lens["allow"] * lens["to"]; patterns > maxRulePatterns {
+			return nil, fmt.Errorf("%d: the rules so far make more than %d pairs of an action and a pattern (aliases expanded), the most a config file may hold", r.Line, maxRulePatterns)
 		}
 		var rule rules.Rule
 		if err := r.Decode(&rule); err != nil {
@@ -175,7 +259,19 @@ func parseRules(n *yaml.Node) ([]rules.Rule, error) {
 	return out, nil
 }
 
-// suggest names the flag a mistyped key most likely meant.
+// listLen returns the number of elements of a list, following an alias,
+// without expanding anything: 1 for what is not a list.
+func listLen(n *yaml.Node) int {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.SequenceNode {
+		return 1
+	}
+	return len(n.Content)
+}
+
+// suggest returns the flag a mistyped key most likely meant, or "".
 func suggest(key string, fs *flag.FlagSet) string {
 	best, bestDist := "", 3
 	fs.VisitAll(func(f *flag.Flag) {
@@ -183,10 +279,7 @@ func suggest(key string, fs *flag.FlagSet) string {
 			best, bestDist = f.Name, d
 		}
 	})
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 func editDistance(a, b string) int {
@@ -219,44 +312,62 @@ func printConfig(w io.Writer, fs *flag.FlagSet, fc *fileConfig) error {
 			return
 		}
 		k := &yaml.Node{Kind: yaml.ScalarNode, Value: f.Name}
-		v := &yaml.Node{Kind: yaml.ScalarNode, Value: redact(f.Name, f.Value.String())}
+		v := &yaml.Node{Kind: yaml.ScalarNode, Value: redactFlag(f.Name, f.Value.String())}
 		root.Content = append(root.Content, k, v)
 	})
-	if fc.hasRules {
-		var rs yaml.Node
-		if err := rs.Encode(fc.rules); err != nil {
-			return err
-		}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "rules"}, &rs)
-	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(&root); err != nil {
 		return err
 	}
-	return enc.Close()
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	if !fc.hasRules {
+		return nil
+	}
+	return printRules(w, fc.rules)
 }
 
-// redact hides secrets: the value of a flag named for one (a password, a
-// secret, a token itself rather than its file), and the password of a
-// URL ("nats://user:pass@host").
-func redact(name, value string) string {
+// printRules writes the rules list one rule at a time, so that what it
+// holds is one rule's YAML, not the whole list's.
+func printRules(w io.Writer, rs []rules.Rule) error {
+	if len(rs) == 0 {
+		_, err := io.WriteString(w, "rules: []\n")
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("rules:\n")
+	var one bytes.Buffer
+	for i := range rs {
+		one.Reset()
+		enc := yaml.NewEncoder(&one)
+		enc.SetIndent(2)
+		if err := enc.Encode(rs[i : i+1]); err != nil {
+			return err
+		}
+		if err := enc.Close(); err != nil {
+			return err
+		}
+		for line := range strings.Lines(one.String()) {
+			bw.WriteString("  " + line)
+		}
+	}
+	return bw.Flush()
+}
+
+// redactFlag hides secrets: the value of a flag named for one (a
+// password, a secret, a token itself rather than its file), and those of
+// every URL in a value ("nats://user:pass@host", "nats://token@host",
+// "https://login.example/jwks?token=...").
+func redactFlag(name, value string) string {
 	if value == "" {
 		return value
 	}
 	for _, s := range []string{"password", "secret", "-token"} {
 		if strings.HasSuffix(name, s) || name == strings.TrimPrefix(s, "-") {
-			return "REDACTED"
+			return redact.Mark
 		}
 	}
-	parts := strings.Split(value, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "REDACTED")
-				parts[i] = u.String()
-			}
-		}
-	}
-	return strings.Join(parts, ",")
+	return redact.Text(value)
 }

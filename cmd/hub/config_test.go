@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -174,5 +175,62 @@ func TestRunWithConfig(t *testing.T) {
 	resp, _ = httpDo(t, "GET", url+"/metrics", "", "")
 	if resp.StatusCode != 401 {
 		t.Errorf("anonymous /metrics: %d", resp.StatusCode)
+	}
+}
+
+// TestConfigBounds: a config file is bounded in size, in rules, and in
+// what its aliases expand to, the same for the hub and check-config, which
+// load it the same way; at the bounds, both take it.
+func TestConfigBounds(t *testing.T) {
+	// aliased returns a file of n rules, each an alias of one list of
+	// 975 patterns: 180 KB for n = 2,150, which would make 10 million
+	// pairs of an action and a pattern.
+	aliased := func(n int, actions string) string {
+		var b strings.Builder
+		b.WriteString("rules:\n  - {allow: [subscribe], to: &big [")
+		for i := range 975 {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "t%d", i)
+		}
+		b.WriteString("], who: anyone}\n")
+		for range n {
+			b.WriteString("  - {allow: [" + actions + "], to: *big, who: anyone}\n")
+		}
+		return b.String()
+	}
+	var many strings.Builder
+	many.WriteString("rules:\n")
+	for i := range maxRules + 1 {
+		fmt.Fprintf(&many, "  - {allow: [call], to: [m%d], who: anyone}\n", i)
+	}
+	for _, tt := range []struct{ name, content, want string }{
+		{"size", "# " + strings.Repeat("x", maxConfigBytes) + "\n", "more than 1048576 bytes (1 MiB), the most a config file may hold"},
+		{"rules", many.String(), fmt.Sprintf("%d rules, more than the %d a config file may hold", maxRules+1, maxRules)},
+		{"aliases", aliased(2150, "subscribe, publish, provide, call, address"), ":23: the rules so far make more than 100000 pairs"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeFile(t, "hub.yaml", tt.content)
+			if err := checkConfig([]string{file}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("check-config: %v, want %q", err, tt.want)
+			}
+			if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-config", file}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("hub: %v, want %q", err, tt.want)
+			}
+		})
+	}
+	// 102 aliases of 975 patterns: 99,450 pairs, within the bound.
+	file := writeFile(t, "hub.yaml", aliased(101, "subscribe"))
+	var out bytes.Buffer
+	if err := checkConfig([]string{file}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "      - t974\n"); n != 102 {
+		t.Errorf("check-config printed %d rules with the aliased list, want 102", n)
+	}
+	url, _ := start(t, "-config", file)
+	if resp, _ := httpDo(t, "GET", url+"/healthz", "", ""); resp.StatusCode != 200 {
+		t.Errorf("the hub at the bound: /healthz %d", resp.StatusCode)
 	}
 }

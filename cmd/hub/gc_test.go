@@ -36,6 +36,7 @@ func TestHeapFloorPercent(t *testing.T) {
 func TestHeapFloor(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	const floor = 16 << 20
+	runtime.GC() // the live heap the floor starts from is this test's, not what an earlier test held
 	f := newHeapFloor(floor)
 	tuned := make(chan int, 64)
 	f.onTune = func(p int) {

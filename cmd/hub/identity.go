@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 
+	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
 )
@@ -53,31 +55,64 @@ func (f *identityFlags) ruleSet() (*rules.Set, error) {
 	return rules.Compile(f.file.rules)
 }
 
+// grantsFirst returns the policy that gives a peer whose token carries
+// grants (the "switchboard" claim) what they grant, and any other what p
+// allows (nil: hub.DefaultPolicy). A rule set decides so itself; the demo
+// and the default policy know nothing of tokens, so without this a token
+// granted only "add" would call every method of the demo.
+func grantsFirst(p hub.Policy) hub.Policy {
+	if p == nil {
+		p = hub.DefaultPolicy
+	}
+	grants, err := rules.Compile(nil) // no rules: only grants allow anything
+	if err != nil {
+		panic(err)
+	}
+	return func(ctx context.Context, a hub.Action, target string) error {
+		if id, ok := hub.Identity(ctx).(*rules.Identity); ok && id.Token().Grants != nil {
+			return grants.Policy(ctx, a, target)
+		}
+		return p(ctx, a, target)
+	}
+}
+
 func (f *identityFlags) usesJWT() bool { return f.jwtKey != "" || f.jwks != "" }
 
-// authenticate returns the server's Authenticate and Reauthenticate for a
-// token file and JSON Web Tokens, nil when neither is set. A request with
-// a token from the file is that token's; any other must carry a JWT.
-func (f *identityFlags) authenticate(ctx context.Context, tokenFile string, log *zap.Logger) (
-	func(*http.Request) (any, error), func(context.Context, string) (*rules.Token, error), error,
-) {
+// access is how the hub tells who sent a request.
+type access struct {
+	// authenticate is the server's Authenticate: a token of the token
+	// file, else a JSON Web Token; nil when neither is set.
+	authenticate func(*http.Request) (any, error)
+	// reauthenticate verifies the JWTs of rpc.auth; nil without JWTs.
+	reauthenticate func(context.Context, string) (*rules.Token, error)
+	// operator guards the operator's paths on -addr (/metrics): only a
+	// token of the token file opens them, never a JWT, which a login
+	// system issues to any user. With JWTs and no token file nothing
+	// opens them; with no authentication at all, nil: they are open, as
+	// the whole hub is.
+	operator func(*http.Request) (any, error)
+}
+
+// authenticate returns how the hub tells who a request is from: a request
+// with a token from the file is that token's; any other must carry a JWT.
+func (f *identityFlags) authenticate(ctx context.Context, tokenFile string, log *zap.Logger) (*access, error) {
 	var static func(*http.Request) (any, error)
 	if tokenFile != "" {
 		tokens, err := readTokens(tokenFile)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		static = server.TokenAuth(tokens)
 	}
 	if !f.usesJWT() {
-		return f.orAnonymous(static), nil, nil
+		return &access{authenticate: f.orAnonymous(static), operator: static}, nil
 	}
 	j, err := f.verifier(ctx, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if static == nil {
-		return f.orAnonymous(j.Authenticate), j.Verify, nil
+		return &access{authenticate: f.orAnonymous(j.Authenticate), reauthenticate: j.Verify, operator: noOperator}, nil
 	}
 	both := func(r *http.Request) (any, error) {
 		if id, err := static(r); err == nil {
@@ -85,7 +120,16 @@ func (f *identityFlags) authenticate(ctx context.Context, tokenFile string, log 
 		}
 		return j.Authenticate(r)
 	}
-	return f.orAnonymous(both), j.Verify, nil
+	return &access{authenticate: f.orAnonymous(both), reauthenticate: j.Verify, operator: static}, nil
+}
+
+// noOperator refuses every request to the operator's paths: a hub with
+// JSON Web Tokens and no token file has no operator's token to accept.
+func noOperator(r *http.Request) (any, error) {
+	if server.BearerToken(r) == "" {
+		return nil, fmt.Errorf("%w: no token", server.ErrUnauthorized)
+	}
+	return nil, fmt.Errorf("%w: only a token of -token-file opens this path, and none is set (serve /metrics on -metrics-addr instead)", server.ErrForbidden)
 }
 
 // orAnonymous lets requests without a token past auth, with -anonymous.
@@ -126,8 +170,11 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := newLogger(c.logLevel, c.logFormat, io.Discard); err != nil {
+	if _, _, err := newLogger(c.logLevel, c.logFormat, io.Discard); err != nil {
 		return err
+	}
+	for _, v := range c.identity.file.ignored {
+		fmt.Fprintf(stderr, "hub: warning: %s ignored: %s\n", v.name, v.reason)
 	}
 	if c.tokenFile != "" {
 		if _, err := readTokens(c.tokenFile); err != nil {
@@ -141,7 +188,7 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	}
 	if c.identity.jwks != "" {
 		if u, err := url.Parse(c.identity.jwks); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-			return fmt.Errorf("-jwks %q is no http(s) URL", c.identity.jwks)
+			return fmt.Errorf("-jwks %q is no http(s) URL", redact.URL(c.identity.jwks))
 		}
 	}
 	if _, err := c.identity.ruleSet(); err != nil {

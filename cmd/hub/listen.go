@@ -51,16 +51,16 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 		c.trustedProxies = p
 		return err
 	})
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication (default: on -addr, where -token-file applies to it)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication, to a Host of -hosts or any IP address (default: on -addr, only to a token of -token-file, never to a JSON Web Token)")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/: CPU, heap, allocations, goroutines) on -metrics-addr, which it needs")
 }
 
-// listen listens on addr with the connection limits, and TLS when a
-// certificate is given.
-func (c *listenConfig) listen(addr string, log *zap.Logger) (*server.Listener, error) {
-	cfg, err := c.tlsConfig()
-	if err != nil {
-		return nil, err
+// listen listens on addr with the connection limits, and TLS when
+// certificate is not nil: it gives the certificate of each handshake.
+func (c *listenConfig) listen(addr string, certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error), log *zap.Logger) (*server.Listener, error) {
+	var cfg *tls.Config
+	if certificate != nil {
+		cfg = tlsConfig(certificate)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -93,11 +93,9 @@ func parsePrefixes(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// tlsConfig loads the certificate; nil without -tls-cert and -tls-key.
-// Only HTTP/1.1 is offered: a WebSocket upgrade needs it, and a browser
-// that had an HTTP/2 connection to the hub would try to open its
-// WebSockets over that.
-func (c *listenConfig) tlsConfig() (*tls.Config, error) {
+// loadCert loads the certificate of -tls-cert and -tls-key; nil without
+// them.
+func (c *listenConfig) loadCert() (*tls.Certificate, error) {
 	if c.tlsCert == "" && c.tlsKey == "" {
 		return nil, nil
 	}
@@ -108,11 +106,20 @@ func (c *listenConfig) tlsConfig() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load TLS certificate: %w", err)
 	}
+	return &cert, nil
+}
+
+// tlsConfig is the TLS configuration of the listener: certificate gives
+// the certificate of each handshake, so that a reload can replace it.
+// Only HTTP/1.1 is offered: a WebSocket upgrade needs it, and a browser
+// that had an HTTP/2 connection to the hub would try to open its
+// WebSockets over that.
+func tlsConfig(certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
 	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"http/1.1"},
-	}, nil
+		GetCertificate: certificate,
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"http/1.1"},
+	}
 }
 
 // hideMetrics answers /metrics on the main listener with 404 when
@@ -132,9 +139,9 @@ func (c *listenConfig) hideMetrics(h http.Handler) http.Handler {
 
 // serveMetrics serves /metrics, /healthz and /readyz of h on -metrics-addr, if
 // set, and Go's profiles with -pprof, until stop is called. guard puts the
-// Host check in front of every path of that listener; it asks for no
-// token (see the -metrics-addr flag).
-func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler, func(*http.Request) bool) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
+// Host check in front of every path of that listener, which a request by
+// IP address passes; it asks for no token (see the -metrics-addr flag).
+func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
 	if c.metricsAddr == "" {
 		if c.pprof {
 			return nil, errors.New("-pprof needs -metrics-addr: profiles are not served on -addr")
@@ -156,7 +163,7 @@ func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler, fun
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	hs := &http.Server{Handler: guard(mux, server.Open), ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
+	hs := &http.Server{Handler: guard(mux), ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
 	log.Info("metrics listening", zap.String("addr", ln.Addr().String()))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
 		log.Warn("-metrics-addr is beyond loopback: anyone who reaches it can read the metrics")

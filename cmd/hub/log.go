@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -18,11 +19,12 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 // newLogger returns the hub's logger, writing to w at level and up, in
 // format: "json" (one object per line, timestamps in UTC, for log
 // collectors), "console" (aligned columns, local time, for people), or
-// "auto": console when w is a terminal, json otherwise.
-func newLogger(level, format string, w io.Writer) (*zap.Logger, error) {
-	lvl, err := zapcore.ParseLevel(level)
+// "auto": console when w is a terminal, json otherwise. The level it
+// returns changes the logger's while it runs (a reload sets it).
+func newLogger(level, format string, w io.Writer) (*zap.Logger, zap.AtomicLevel, error) {
+	lvl, err := zap.ParseAtomicLevel(level)
 	if err != nil {
-		return nil, err
+		return nil, lvl, err
 	}
 	if format == "auto" {
 		format = "json"
@@ -43,10 +45,10 @@ func newLogger(level, format string, w io.Writer) (*zap.Logger, error) {
 		ec.EncodeTime = zapcore.TimeEncoderOfLayout(timeLayout)
 		enc = zapcore.NewConsoleEncoder(ec)
 	default:
-		return nil, fmt.Errorf("unknown log format %q (want auto, json or console)", format)
+		return nil, lvl, fmt.Errorf("unknown log format %q (want auto, json or console)", format)
 	}
 	out := zapcore.Lock(zapcore.AddSync(w))
-	return zap.New(zapcore.NewCore(enc, out, lvl), zap.ErrorOutput(out)), nil
+	return zap.New(zapcore.NewCore(enc, out, lvl), zap.ErrorOutput(out)), lvl, nil
 }
 
 // isTerminal reports whether w is a terminal (a character device).
@@ -65,7 +67,7 @@ func isTerminal(w io.Writer) bool {
 func httpErrorLog(log *zap.Logger) *stdlog.Logger {
 	log = log.Named("http")
 	return stdlog.New(writerFunc(func(p []byte) (int, error) {
-		msg := strings.TrimSpace(string(p))
+		msg := redact.Text(strings.TrimSpace(string(p)))
 		if strings.HasPrefix(msg, "http: TLS handshake error") {
 			log.Debug("TLS handshake failed", zap.String("error", msg))
 		} else {

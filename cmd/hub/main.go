@@ -14,12 +14,15 @@
 //
 // SIGINT or SIGTERM shuts it down gracefully: new connections are refused,
 // calls in flight finish (up to -shutdown-timeout), WebSockets close with
-// 1001, and the command exits 0.
+// 1001, and the command exits 0. SIGHUP reloads the configuration (the
+// rules, the token file, the JWT key or JWKS, the TLS certificate) without
+// dropping a connection; see reload.go.
 package main
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,7 +36,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
-	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
@@ -53,7 +56,7 @@ func main() {
 	}
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "hub:", err)
+			fmt.Fprintln(os.Stderr, "hub:", redact.Text(err.Error()))
 		}
 		os.Exit(2)
 	}
@@ -98,7 +101,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
 	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser: example.com, *.example.com, https://app.example.com; a port must be named when the origin has one: localhost:3000, *.example.com:* (default: same origin only)")
-	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry (default: any; on loopback, localhost and IPs only)")
+	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry, with * patterns, IP addresses and CIDRs (10.0.0.0/8); the health probes pass whatever their Host (default: any; on loopback, localhost and IPs only)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request (and /metrics, unless -metrics-addr) needs one")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: json, console, or auto (console on a terminal, json otherwise)")
@@ -130,8 +133,28 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if err := c.identity.load(fs); err != nil {
 		return nil, err
 	}
+	if err := c.failClosed(fs); err != nil {
+		return nil, err
+	}
 	c.flags = fs
 	return &c, nil
+}
+
+// failClosed refuses settings that would open the hub by accident: an
+// empty -addr (every interface), and anonymous set to false, on the
+// command line, in the environment or in the file, with no way for a peer
+// to authenticate, which would let every peer in.
+func (c *config) failClosed(fs *flag.FlagSet) error {
+	if strings.TrimSpace(c.addr) == "" {
+		return errors.New("-addr is empty: name the address to listen on (\":8080\" for every interface)")
+	}
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "anonymous" })
+	if set && !c.identity.anonymous && c.tokenFile == "" && !c.identity.usesJWT() {
+		return errors.New("anonymous is false, but none of -token-file, -jwt-key and -jwks is set: no peer could authenticate, " +
+			"and the hub would let every peer in; set one of them (an empty SWITCHBOARD_ variable counts as unset)")
+	}
+	return nil
 }
 
 // run runs the hub until ctx ends, then shuts it down. ready, if set, is
@@ -141,11 +164,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(c.logLevel, c.logFormat, stderr)
+	log, level, err := newLogger(c.logLevel, c.logFormat, stderr)
 	if err != nil {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do about it on exit
+	for _, v := range c.identity.file.ignored {
+		log.Warn("environment variable ignored", zap.String("name", v.name), zap.String("reason", v.reason))
+	}
 	defer startHeapFloor(c.minHeapMB << 20)()
 
 	opts := &server.Options{
@@ -181,16 +207,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	}}
 	if c.demo {
 		demo.Register(mux)
-		hubOpts.Policy = rules.Demo().Policy
 	}
-	set, err := c.identity.ruleSet()
+	// What a reload replaces: the policy, authentication, the certificate.
+	lv, err := newLive(ctx, c, args, level, log)
 	if err != nil {
 		return err
 	}
-	if set != nil { // the config file's rules, in demo mode too
-		hubOpts.Policy = set.Policy
-		opts.Authorize = set.Authorize
-	}
+	defer lv.close()
+	hubOpts.Policy, opts.Authorize = lv.policy, lv.authorize
+	var operator func(*http.Request) (any, error)
+	opts.Authenticate, opts.Reauthenticate, operator = lv.serverAuth()
 	c.routes.apply(hubOpts)
 	cl, err := c.cluster.join(ctx, hubOpts, log)
 	if err != nil {
@@ -209,10 +235,6 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		}
 		opts.Ready = cl.broker.Ready
 	}
-	opts.Authenticate, opts.Reauthenticate, err = c.identity.authenticate(ctx, c.tokenFile, log)
-	if err != nil {
-		return err
-	}
 	metrics := prom.New()
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
@@ -228,24 +250,38 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// server bounds POST bodies itself (-body-timeout). IdleTimeout only
 	// applies between requests; hijacking a WebSocket clears deadlines.
 	hs := &http.Server{
-		Handler:           srv.Guard(c.listen.hideMetrics(routes), openPath),
+		Handler:           srv.Guard(c.listen.hideMetrics(routes), &server.GuardOptions{Operator: operator, Open: openPath}),
 		ReadHeaderTimeout: c.listen.headerTimeout,
 		IdleTimeout:       c.listen.idleTimeout,
 		ErrorLog:          httpErrorLog(log),
 	}
 
-	ln, err := c.listen.listen(c.addr, log)
+	var certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if lv.cur.Load().cert != nil {
+		certificate = lv.certificate
+	}
+	ln, err := c.listen.listen(c.addr, certificate, log)
 	if err != nil {
 		return err
 	}
 	metrics.WatchListener(ln)
-	stopMetrics, err := c.listen.serveMetrics(routes, srv.Guard, log)
+	stopMetrics, err := c.listen.serveMetrics(routes, func(h http.Handler) http.Handler {
+		return srv.Guard(h, &server.GuardOptions{ByAddress: true}) // no token there; Prometheus scrapes by address
+	}, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	// SIGHUP reloads (see reload.go), from now until run returns.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); lv.watch(wctx, hup, log) }()
+	defer func() { stopWatch(); <-watched; signal.Stop(hup) }()
+
 	log.Info("hub listening", zap.String("addr", ln.Addr().String()), zap.Bool("demo", c.demo),
-		zap.Bool("auth", opts.Authenticate != nil), zap.Bool("jwt", c.identity.usesJWT()), zap.Bool("rules", set != nil),
+		zap.Bool("auth", opts.Authenticate != nil), zap.Bool("jwt", c.identity.usesJWT()), zap.Bool("rules", c.identity.file.hasRules),
 		zap.Bool("tls", c.listen.tlsCert != ""))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && opts.Authenticate == nil {
 		log.Warn("listening beyond loopback without -token-file: anyone who reaches this address can call the hub")
@@ -301,7 +337,8 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 // openPath says which requests on -addr need no token when the hub
 // requires one: the health probes, and the playground's files, which hold
 // nothing of the hub's. Every other path not served by the server itself
-// (/metrics, and any added later) needs one.
+// (/metrics, and any added later) needs the operator's token (see
+// access.operator).
 func openPath(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/healthz", "/readyz":

@@ -81,3 +81,40 @@ func rawRequest(t *testing.T, addr, path, auth string) (int, string) {
 	t.Helper()
 	return hostRequest(t, addr, addr, path, auth)
 }
+
+// TestMetricsNotForUsers: on -addr, /metrics is the operator's: a token of
+// -token-file opens it, a JSON Web Token never does, whatever it says and
+// whoever it names; with JWTs and no token file, nothing opens it there.
+func TestMetricsNotForUsers(t *testing.T) {
+	key := writeKey(t)
+	file, tokens := writeTokens(t, 1)
+	user := "Bearer " + signJWT(t, "alice", nil)
+	backend := "Bearer " + signJWT(t, "orders", map[string]any{"role": "backend", "switchboard": map[string]any{"subscribe": []string{">"}, "call": []string{"*"}}})
+	for _, tt := range []struct {
+		name string
+		args []string
+		want map[string]int // Authorization: status
+	}{
+		{"jwt and token file", []string{"-jwt-key", key, "-token-file", file},
+			map[string]int{"": 401, user: 401, backend: 401, "Bearer " + tokens[0]: 200}},
+		{"jwt only", []string{"-jwt-key", key},
+			map[string]int{"": 401, user: 403, backend: 403}},
+		{"jwt only, anonymous", []string{"-jwt-key", key, "-anonymous"},
+			map[string]int{"": 401, user: 403}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			url, _ := start(t, tt.args...)
+			addr := strings.TrimPrefix(url, "http://")
+			for auth, want := range tt.want {
+				status, body := rawRequest(t, addr, "/metrics", auth)
+				if status != want || (status != 200 && strings.Contains(body, "switchboard_")) {
+					t.Errorf("/metrics with %.20q: %d, want %d", auth, status, want)
+				}
+			}
+			// The same tokens still call the hub.
+			if body := postAs(t, url, strings.TrimPrefix(user, "Bearer "), `{"jsonrpc":"2.0","method":"rpc.ping","id":1}`); strings.Contains(body, "error") {
+				t.Errorf("rpc.ping with the JWT: %s", body)
+			}
+		})
+	}
+}

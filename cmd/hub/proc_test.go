@@ -124,3 +124,33 @@ func (p *proc) Addr(t *testing.T, msg string) string {
 		}
 	}
 }
+
+// WaitLog waits until the hub has written want at least n times, and
+// fails the test if it ends or 20 seconds pass first.
+func (p *proc) WaitLog(t *testing.T, want string, n int) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		p.mu.Lock()
+		text, changed := p.stderr.String(), p.changed
+		p.mu.Unlock()
+		if strings.Count(text, want) >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-p.eof:
+			t.Fatalf("the hub ended before writing %q %d times:\n%s", want, n, p.Log())
+		case <-deadline:
+			t.Fatalf("no %q (%d times) within 20s:\n%s", want, n, p.Log())
+		}
+	}
+}
+
+// Signal sends sig to the hub.
+func (p *proc) Signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}

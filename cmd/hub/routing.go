@@ -21,13 +21,11 @@ func (r *routeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.maxForwards, "max-forwards", hub.DefaultMaxForwards, "most forwarded `calls` waiting for one provider (more wait for one to end, up to -forward-timeout)")
 }
 
-// apply sets the hub options of the flags.
+// apply sets the hub options of the flags. -allow-provide is the
+// policy's (see newState).
 func (r *routeFlags) apply(o *hub.Options) {
 	o.ForwardTimeout = r.forwardTimeout
 	o.MaxForwards = r.maxForwards
-	if r.allowProvide && o.Policy == nil {
-		o.Policy = allowProvide
-	}
 }
 
 // allowProvide is the default policy, except that any peer may provide

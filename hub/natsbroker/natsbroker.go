@@ -50,6 +50,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.uber.org/zap"
 )
 
@@ -205,7 +206,7 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 	}
 	nc, err := nats.Connect(opts.URLs, append(nopts, opts.NATS...)...)
 	if err != nil {
-		return nil, fmt.Errorf("natsbroker: connect to %s: %w", opts.URLs, err)
+		return nil, fmt.Errorf("natsbroker: connect to %s: %w", redact.Text(opts.URLs), err)
 	}
 	b.nc = nc
 	if nc.IsConnected() {
@@ -368,7 +369,7 @@ func (b *Broker) Ready() error {
 // up and down log the link's transitions, once each.
 func (b *Broker) up(nc *nats.Conn, msg string) {
 	if b.connected.CompareAndSwap(false, true) {
-		b.log.Info(msg, zap.String("url", nc.ConnectedUrlRedacted()))
+		b.log.Info(msg, zap.String("url", redact.URL(nc.ConnectedUrl())))
 		b.interrupted()
 		if b.jetStream {
 			// The stream may be another one now: check it before

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.uber.org/zap"
 )
 
@@ -133,7 +134,7 @@ func (b *Broker) openStream(ctx context.Context, o *Options) error {
 		case <-ctx.Done():
 			t.Stop()
 			if !b.nc.IsConnected() {
-				return fmt.Errorf("natsbroker: NATS unreachable at %s: %w", o.URLs, ctx.Err())
+				return fmt.Errorf("natsbroker: NATS unreachable at %s: %w", redact.Text(o.URLs), ctx.Err())
 			}
 			return fmt.Errorf("natsbroker: open stream %s: %w", o.Stream, err)
 		case <-t.C:
