@@ -111,7 +111,7 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 	}
 	if call.Notification {
 		if err := d.b.nc.Publish(subject, body); err != nil {
-			return nil, errProviderLost, false
+			return nil, d.unsent(err, len(body)), false
 		}
 		return nil, nil, false
 	}
@@ -119,7 +119,7 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 	inbox, replies := d.await()
 	defer d.forget(inbox)
 	if err := d.b.nc.PublishRequest(subject, inbox, body); err != nil {
-		return nil, errProviderLost, false
+		return nil, d.unsent(err, len(body)), false
 	}
 
 	said := 0 // nodes that said they do not have call.Peer
@@ -181,6 +181,19 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 type pendingCall struct {
 	replies chan *nats.Msg
 	quit    chan struct{} // closed when the call stops waiting
+}
+
+// unsent is the error of a call that could not be sent to another node:
+// params larger than NATS carries (its max_payload, 1 MB by default, while
+// a peer's message may be as large as the hub's message size limit) are
+// the caller's to shrink, -32602, which no retry mends; anything else
+// means the link is down, and the call did not reach its provider.
+func (d *directory) unsent(err error, size int) error {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return peer.Errorf(peer.CodeInvalidParams,
+			"Invalid params: the call of %d bytes is over what the cluster carries (%d bytes)", size, d.b.nc.MaxPayload())
+	}
+	return errProviderLost
 }
 
 // await registers a call and returns the subject its answers come on and
