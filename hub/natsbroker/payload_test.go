@@ -25,8 +25,10 @@ func TestCallOverNATSPayload(t *testing.T) {
 
 	big := []string{strings.Repeat("x", 2<<20)}
 	for name, call := range map[string]func() error{
-		"provided":  func() error { return caller.Call(ctx, "svc.echo", big, nil) },
-		"addressed": func() error { return caller.Call(ctx, "rpc.call", map[string]any{"peer": bob.ID(), "method": "svc.echo", "params": big}, nil) },
+		"provided": func() error { return caller.Call(ctx, "svc.echo", big, nil) },
+		"addressed": func() error {
+			return caller.Call(ctx, "rpc.call", map[string]any{"peer": bob.ID(), "method": "svc.echo", "params": big}, nil)
+		},
 	} {
 		err := call()
 		wantCode(t, err, peer.CodeInvalidParams)
