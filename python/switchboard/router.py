@@ -114,7 +114,22 @@ class Method:
             for v in values:
                 if not _fits(v, hint):
                     raise RPCError(INVALID_PARAMS, "Invalid params", f"{name}: want {_hint_name(hint)}")
-        return list(b.args), dict(b.kwargs)
+        # By name wherever possible, so that a Request parameter may stand
+        # anywhere; positionally before a *args.
+        var_pos = any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in self._params)
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for name, value in b.arguments.items():
+            kind = self._sig.parameters[name].kind
+            if kind == inspect.Parameter.VAR_POSITIONAL:
+                args.extend(value)
+            elif kind == inspect.Parameter.VAR_KEYWORD:
+                kwargs.update(value)
+            elif kind == inspect.Parameter.POSITIONAL_ONLY or (var_pos and kind == inspect.Parameter.POSITIONAL_OR_KEYWORD):
+                args.append(value)
+            else:
+                kwargs[name] = value
+        return args, kwargs
 
     def describe(self) -> dict[str, Any]:
         """describe returns the method's OpenRPC method object."""

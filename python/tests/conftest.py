@@ -37,7 +37,7 @@ def make_hub() -> Iterator[Callable[..., Hub]]:
         h.stop()
 
 
-def run(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+def run(fn: Callable[..., Awaitable[Any]], debug: bool = True) -> Callable[..., Any]:
     """run runs an async test in a new event loop in debug mode, and fails
     it if a task is left behind or a ResourceWarning was raised."""
 
@@ -51,8 +51,14 @@ def run(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
 
         with warnings.catch_warnings():
             warnings.simplefilter("error", ResourceWarning)
-            r = asyncio.run(main(), debug=True)
+            r = asyncio.run(main(), debug=debug)
             gc.collect()
         return r
 
     return wrapper
+
+
+def run_fast(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+    """run_fast is run without asyncio's debug mode, for tests that count
+    calls per second."""
+    return run(fn, debug=False)

@@ -1,0 +1,126 @@
+"""Calls, notifications, batches, errors, progress and cancellation,
+against a real demo hub."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+import switchboard
+from switchboard import BatchElem, RPCError
+from conftest import run, run_fast
+
+
+@run
+async def test_spec_examples(hub):
+    async with switchboard.connect(hub.ws) as c:
+        assert await c.call("subtract", [42, 23]) == 19
+        assert await c.call("subtract", [23, 42]) == -19
+        assert await c.call("subtract", {"subtrahend": 23, "minuend": 42}) == 19
+        assert await c.call("subtract", {"minuend": 42, "subtrahend": 23}) == 19
+        await c.notify("update", [1, 2, 3, 4, 5])
+        await c.notify("foobar")
+        with pytest.raises(RPCError) as e:
+            await c.call("foobar")
+        assert e.value.code == switchboard.METHOD_NOT_FOUND
+        with pytest.raises(RPCError) as e:
+            await c.call("subtract", ["x"])
+        assert e.value.code == switchboard.INVALID_PARAMS
+
+
+@run
+async def test_batch(hub):
+    async with switchboard.connect(hub.ws) as c:
+        rs = await c.batch([
+            BatchElem("sum", [1, 2, 4]),
+            BatchElem("notify_hello", [7], notify=True),
+            BatchElem("subtract", [42, 23]),
+            BatchElem("foo.get", {"name": "myself"}),
+            BatchElem("get_data"),
+        ])
+        assert [r.result for r in rs] == [7, None, 19, None, ["hello", 5]]
+        assert rs[3].error is not None and rs[3].error.code == -32601
+        with pytest.raises(RPCError):
+            rs[3].value()
+        # Over the hub's batch limit: one error for the whole batch.
+        rs = await c.batch([BatchElem("add", [1, 1])] * 1001)
+        assert all(r.error is not None and r.error.code == -32600 for r in rs)
+
+
+@run
+async def test_big_numbers_exact(hub):
+    async with switchboard.connect(hub.ws) as c:
+        big = [2**70, -(2**80) + 1, 123456789012345678901234567890]
+        assert await c.call("echo", big) == big
+        # ids beyond 64 bits are matched exactly too
+        c._conn._next_id = 2**65 + 1  # type: ignore[union-attr]
+        assert await c.call("add", [1, 2]) == 3
+        assert await asyncio.gather(*(c.call("add", [i, 1]) for i in range(10))) == list(range(1, 11))
+
+
+@run
+async def test_progress_callback_and_iterator(hub):
+    async with switchboard.connect(hub.ws) as c:
+        notes = []
+        assert await c.call("sleep", {"ms": 350}, on_progress=notes.append) == {"slept": 350}
+        assert len(notes) >= 2, notes
+        call = c.start_call("sleep", {"ms": 350})
+        seen = [n async for n in call]
+        assert len(seen) >= 2
+        assert await call == {"slept": 350}
+
+
+@run
+async def test_cancel_and_timeout_send_rpc_cancel(hub):
+    async with switchboard.connect(hub.ws) as c:
+        t0 = time.monotonic()
+        task = asyncio.create_task(c.call("sleep", {"ms": 60000}))
+        call = c.start_call("sleep", {"ms": 60000})
+        async for _ in call:  # the hub is running it: cancel it now
+            call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(TimeoutError):
+            await c.call("sleep", {"ms": 60000}, timeout=0.2)
+        # The hub cancelled them: a call that takes a slot per call still
+        # answers at once, and the connection is up.
+        assert await c.call("add", [1, 2]) == 3
+        assert time.monotonic() - t0 < 30
+
+
+@run_fast
+async def test_pipelined_burst(hub):
+    async with switchboard.connect(hub.ws) as c:
+        n = 10_000
+        t0 = time.perf_counter()
+        got = await asyncio.gather(*(c.call("add", [i, 1]) for i in range(n)))
+        dt = time.perf_counter() - t0
+        assert got == [i + 1 for i in range(n)]
+        print(f"\n{n} pipelined calls in {dt:.2f}s: {n / dt:.0f} calls/s")
+
+
+@run_fast
+async def test_sequential_rate(hub):
+    async with switchboard.connect(hub.ws) as c:
+        lat = []
+        for i in range(2000):
+            t0 = time.perf_counter()
+            await c.call("add", [i, 1])
+            lat.append(time.perf_counter() - t0)
+        lat.sort()
+        print(f"\nsequential: {len(lat) / sum(lat):.0f} calls/s, p50 {lat[len(lat) // 2] * 1e6:.0f} us")
+
+
+@run
+async def test_fail_fast_and_closed(hub):
+    c = await switchboard.connect(hub.ws)
+    await c.close()
+    with pytest.raises(switchboard.ClientClosed):
+        await c.call("add", [1, 2])
+    assert c.state is switchboard.State.CLOSED
+    await c.close()  # twice is fine
