@@ -10,7 +10,6 @@ from typing import Any, Awaitable, Callable, Iterator
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 from hubproc import Hub  # noqa: E402
