@@ -71,7 +71,7 @@ py-test:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/rpc
 	rm -rf bin/pyenv && $(PYTHON) -m venv --system-site-packages bin/pyenv
 	bin/pyenv/bin/pip install -q --no-deps --no-build-isolation --no-index ./python
-	cd python && $(PYTHON) -m mypy --strict switchboard
+	cd python && $(PYTHON) -m mypy --strict switchboard examples
 	cd python/tests && SWITCHBOARD_HUB=$(CURDIR)/bin/hub SWITCHBOARD_RPC=$(CURDIR)/bin/rpc \
 		../../bin/pyenv/bin/python -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir .. .
 
