@@ -124,3 +124,51 @@ async def test_fail_fast_and_closed(hub):
         await c.call("add", [1, 2])
     assert c.state is switchboard.State.CLOSED
     await c.close()  # twice is fine
+
+
+@run
+async def test_close_leaves_no_task_or_socket(hub):
+    import gc
+    import os
+
+    from helpers import Proxy
+
+    def fds() -> list[str]:
+        out = []
+        for f in os.listdir("/proc/self/fd"):
+            try:
+                out.append(os.readlink(f"/proc/self/fd/{f}"))
+            except OSError:
+                pass
+        return sorted(out)
+
+    before = fds()
+    proxy = await Proxy(hub.addr).start()
+    r = switchboard.Router()
+    r.add("ok", lambda: True)
+    back = asyncio.Event()
+
+    def on_state(s: switchboard.State, err: BaseException | None) -> None:
+        if s is switchboard.State.DISCONNECTED:
+            back.clear()
+        elif s is switchboard.State.CONNECTED:
+            back.set()
+
+    c = await switchboard.connect(proxy.ws, router=r, ping_interval=0.05, min_backoff=0.01, on_state=on_state)
+    await c.subscribe("x.>", handler=lambda ev: None)
+    await c.provide("py.ok", lambda: True)
+    call = c.start_call("sleep", {"ms": 60000})
+    back.clear()
+    proxy.cut()  # close must end the reconnected client's tasks too
+    await asyncio.wait_for(back.wait(), 20)
+    assert await c.call("add", [1, 2]) == 3
+    with pytest.raises(switchboard.ConnectionLost):
+        await call  # in flight when the connection dropped
+    call2 = c.start_call("sleep", {"ms": 60000})
+    await c.close()
+    with pytest.raises(switchboard.ClientClosed):
+        await call2
+    await proxy.close()
+    gc.collect()
+    assert fds() == before
+    # run() checks that no task is left, and turns ResourceWarnings into errors
