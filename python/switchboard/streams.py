@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Union
 
 if TYPE_CHECKING:
-    from .client import Client
+    from .subscribe import SubscribeMixin
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Subscription:
     published meanwhile; each event comes once, in order. Iteration ends
     when the subscription is unsubscribed or the client closes."""
 
-    def __init__(self, client: Client, pattern: str, max_events: int, on_presence: PresenceFn | None, since: Position | None) -> None:
+    def __init__(self, client: SubscribeMixin, pattern: str, max_events: int, on_presence: PresenceFn | None, since: Position | None) -> None:
         self._c = client
         self.pattern = pattern
         self._max = max_events
