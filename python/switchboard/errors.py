@@ -94,13 +94,15 @@ class StatusError(SwitchboardError):
     """StatusError is an HTTP answer other than the one expected: a refused
     WebSocket handshake or a POST answered with another status. A 401 or
     403 is the protocol's -32001 (code); retry_after is the Retry-After
-    header in seconds (0 when absent), as a full hub sends with 503."""
+    header in seconds (0 when absent), as a full hub sends with 503;
+    error is the JSON-RPC error the body held, if any."""
 
-    def __init__(self, status: int, body: str = "", retry_after: float = 0.0) -> None:
+    def __init__(self, status: int, body: str = "", retry_after: float = 0.0, error: RPCError | None = None) -> None:
         self.status = status
         self.body = body
         self.retry_after = retry_after
-        self.code: int | None = UNAUTHORIZED if status in (401, 403) else None
+        self.error = error
+        self.code: int | None = error.code if error else UNAUTHORIZED if status in (401, 403) else None
         detail = f": {body}" if body else ""
         super().__init__(f"HTTP {status}{detail}")
 

@@ -53,10 +53,8 @@ class HTTPClient:
                 err = _wire.loads(text).get("error")
             except (ValueError, AttributeError):
                 err = None
-            se = StatusError(e.code, text.strip()[:200], retry_after(e.headers.get("Retry-After")))
-            if err is not None:
-                raise RPCError.from_json(err) from se
-            raise se from None
+            rpc_err = RPCError.from_json(err) if err is not None else None
+            raise StatusError(e.code, text.strip()[:200], retry_after(e.headers.get("Retry-After")), rpc_err) from None
         if len(data) > self._max:
             raise RPCError(INTERNAL_ERROR, f"response over {self._max} bytes")
         return _wire.loads(data)
@@ -68,7 +66,8 @@ class HTTPClient:
 
     def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         """call POSTs one request and returns its result; a JSON-RPC error
-        is raised as RPCError, another HTTP status as StatusError."""
+        is raised as RPCError, an HTTP status other than 200 as StatusError
+        (a 401 with code -32001)."""
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": self._id()}
         params = check_params(params)
         if params is not None:

@@ -147,3 +147,11 @@ def test_sync_facade(hub):
         rs = c.batch([switchboard.BatchElem("add", [1, 1])])
         assert rs[0].result == 2
     assert not [t for t in threading.enumerate() if t.name == "switchboard"]
+
+
+def test_http_client_unauthorized(jwt_hub):
+    with pytest.raises(StatusError) as e:
+        HTTPClient(jwt_hub.http).call("add", [1, 2])
+    assert e.value.status == 401 and e.value.code == switchboard.UNAUTHORIZED
+    hc = HTTPClient(jwt_hub.http, token=jwt(KEY, {"sub": "carol", "exp": now() + 60}))
+    assert hc.whoami().user == "carol"

@@ -144,3 +144,21 @@ async def test_failover_to_the_next_hub(make_hub):
         await asyncio.wait_for(up.wait(), 30)
         assert c.url == h2.ws
         assert await c.call("add", [2, 3]) == 5
+
+
+@run
+async def test_slow_reader_is_told_it_missed_events(hub):
+    async with switchboard.connect(hub.ws, event_buffer=2) as c:
+        sub = await c.subscribe("fast.>")
+        last = 0
+        for i in range(5):
+            last = await c.publish("fast.x", i)
+        # The reader took nothing meanwhile: two were kept, the rest dropped.
+        await c.call("rpc.ping")  # the events came before this answer
+        got = [await sub.get(20) for _ in range(2)]
+        assert [e.data for e in got] == [0, 1] and last == 1
+        assert sub.dropped == 3
+        await c.publish("fast.x", 5)
+        missed = await sub.get(20)
+        assert missed.missed
+        assert (await sub.get(20)).data == 5
