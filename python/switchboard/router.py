@@ -67,7 +67,8 @@ class Method:
         self._request_param: str | None = None
         self._params: list[inspect.Parameter] = []
         for p in sig.parameters.values():
-            if hints.get(p.name) is Request:
+            raw = p.annotation
+            if hints.get(p.name) is Request or (isinstance(raw, str) and raw.split(".")[-1] == "Request"):
                 self._request_param = p.name
             else:
                 self._params.append(p)

@@ -172,3 +172,22 @@ async def test_close_leaves_no_task_or_socket(hub):
     gc.collect()
     assert fds() == before
     # run() checks that no task is left, and turns ResourceWarnings into errors
+
+
+@run
+async def test_calls_while_disconnected(make_hub):
+    h = make_hub("-demo")
+    down = asyncio.Event()
+
+    def on_state(s: switchboard.State, err: BaseException | None) -> None:
+        if s is switchboard.State.DISCONNECTED:
+            down.set()
+
+    async with switchboard.connect(h.ws, on_state=on_state, min_backoff=60, max_backoff=60) as c:
+        await asyncio.to_thread(h.kill)
+        await asyncio.wait_for(down.wait(), 20)
+        with pytest.raises(switchboard.Disconnected):
+            await c.call("add", [1, 2], fail_fast=True)
+        with pytest.raises(TimeoutError):  # waits for a connection, within its timeout
+            await c.call("add", [1, 2], timeout=0.1)
+        assert c.state is switchboard.State.DISCONNECTED

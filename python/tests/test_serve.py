@@ -85,6 +85,14 @@ def test_router_describes_from_signatures_and_docstrings():
         """Adds them all."""
         return sum(params)
 
+    class Local(TypedDict):  # not resolvable from the module: no checks, still served
+        x: int
+
+    def local(req: Request, v: Local) -> str:
+        return req.method
+
+    r.add("local", local, description="Described here.\n\nNot by a docstring.")
+
     doc = r.describe()
     assert doc["openrpc"].startswith("1.")
     m = {x["name"]: x for x in doc["methods"]}
@@ -101,6 +109,9 @@ def test_router_describes_from_signatures_and_docstrings():
         "properties": {"id": {"type": "string"}, "amount": {"type": "integer"}},
         "required": ["amount", "id"],
     }
+    assert (m["local"]["summary"], m["local"]["description"]) == ("Described here.", "Not by a docstring.")
+    assert [p["name"] for p in m["local"]["params"]] == ["v"]
+    assert asyncio.run(r.lookup("local").invoke(Request("local", [{"x": 1}]))) == "local"
     assert m["total"]["paramStructure"] == "by-position"
     assert m["total"]["params"] == [{"name": "params", "schema": {"type": "number"}}]
     with pytest.raises(ValueError):
