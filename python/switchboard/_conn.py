@@ -208,8 +208,13 @@ class Conn:
         err: BaseException | None = None
         try:
             recv = self.ws.recv
+            slots = self._slots
             while True:
-                self._receive(await recv())
+                for work in self._receive(await recv()):
+                    # Beyond max_in_flight calls being served, read on only
+                    # when one ends: the hub then holds the rest.
+                    await slots.acquire()
+                    self.spawn(self._in_slot(work))
         except _wire.ConnectionClosed as e:
             err = e
         except asyncio.CancelledError:
@@ -251,20 +256,25 @@ class Conn:
         except Exception:
             pass
 
-    def _receive(self, text: str | bytes) -> None:
+    async def _in_slot(self, work: Any) -> None:
+        try:
+            await work
+        finally:
+            self._slots.release()
+
+    def _receive(self, text: str | bytes) -> list[Any]:
+        """_receive handles a message and returns the coroutines that serve
+        the calls in it (a batch's as one)."""
         try:
             msg = _wire.loads(text)
         except ValueError:
             log.debug("switchboard: unparsable message dropped")
-            return
+            return []
         if isinstance(msg, list):
             replies = [r for r in (self._one(m, batch=True) for m in msg) if r is not None]
-            if replies:
-                self.spawn(self._gather_batch(replies))
-            return
+            return [self._gather_batch(replies)] if replies else []
         r = self._one(msg, batch=False)
-        if r is not None:
-            self.spawn(r)
+        return [r] if r is not None else []
 
     async def _gather_batch(self, replies: list[Any]) -> None:
         out = [x for x in await asyncio.gather(*replies) if x is not None]
@@ -342,25 +352,24 @@ class Conn:
 
         req = Request(method, params, id_, not has_id, send_progress)
         key = _wire.dumps(id_) if has_id else ""
-        async with self._slots:
-            task = asyncio.current_task()
-            if has_id and task is not None:
-                self._serving[key] = task
+        task = asyncio.current_task()
+        if has_id and task is not None:
+            self._serving[key] = task
+        try:
+            result: Any = None
+            error: RPCError | None = None
             try:
-                result: Any = None
-                error: RPCError | None = None
-                try:
-                    result = await run_handler(h, req)
-                except RPCError as e:
-                    error = e
-                if not has_id:
-                    if error is not None:
-                        log.debug("switchboard: notification %s failed: %s", method, error)
-                    return None
-                return await self._answer(id_, result, error, batch)
-            finally:
-                if has_id and self._serving.get(key) is task:
-                    del self._serving[key]
+                result = await run_handler(h, req)
+            except RPCError as e:
+                error = e
+            if not has_id:
+                if error is not None:
+                    log.debug("switchboard: notification %s failed: %s", method, error)
+                return None
+            return await self._answer(id_, result, error, batch)
+        finally:
+            if has_id and self._serving.get(key) is task:
+                del self._serving[key]
 
     async def _answer(self, id_: Any, result: Any, error: RPCError | None, batch: bool) -> Any:
         r: dict[str, Any] = {"jsonrpc": "2.0", "id": id_}

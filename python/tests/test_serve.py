@@ -196,3 +196,30 @@ async def test_whoami_and_addressed_calls(hub):
         rs = await backend.call_topic("room.7", "nope")
         assert rs[0].error is not None and rs[0].error.code == switchboard.METHOD_NOT_FOUND
         assert await backend.call_user("nobody", "confirm", [1]) == []
+
+
+@run
+async def test_max_in_flight_bounds_the_calls_served(hub):
+    running = 0
+    most = 0
+    two = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold(n: int) -> int:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        if running == 2:
+            two.set()
+        await release.wait()
+        running -= 1
+        return n
+
+    async with switchboard.connect(hub.ws, max_in_flight=2) as worker, switchboard.connect(hub.ws) as caller:
+        await worker.provide("hold", hold)
+        calls = [asyncio.create_task(caller.call("hold", [i])) for i in range(5)]
+        await asyncio.wait_for(two.wait(), 20)
+        assert await caller.call("add", [1, 1]) == 2  # the hub still answers others meanwhile
+        release.set()
+        assert await asyncio.gather(*calls) == list(range(5))
+        assert most == 2
