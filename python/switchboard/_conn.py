@@ -224,6 +224,17 @@ class Conn:
             err = e
         lost = self._lost(err)
         await self._finish(lost)
+        await self._closed()
+
+    async def _closed(self) -> None:
+        """_closed waits for the WebSocket library to finish closing, so
+        that none of its tasks outlives the connection."""
+        task = getattr(self.ws, "close_connection_task", None)  # the legacy implementation's
+        try:
+            async with asyncio.timeout(10):
+                await (asyncio.shield(task) if task is not None else self.ws.wait_closed())
+        except Exception as e:
+            log.debug("switchboard: closing the WebSocket: %s", e)
 
     def _lost(self, e: BaseException | None) -> ConnectionLost:
         if not self.done.done():
