@@ -155,3 +155,38 @@ def test_http_client_unauthorized(jwt_hub):
     assert e.value.status == 401 and e.value.code == switchboard.UNAUTHORIZED
     hc = HTTPClient(jwt_hub.http, token=jwt(KEY, {"sub": "carol", "exp": now() + 60}))
     assert hc.whoami().user == "carol"
+
+
+@run
+async def test_refused_refresh_is_reported_then_reconnects(jwt_hub):
+    calls = 0
+    refused = asyncio.Event()
+    back = asyncio.Event()
+    seen: list[tuple[State, str]] = []
+
+    lost = False
+
+    def token() -> str:  # a plain function will do too
+        nonlocal calls
+        calls += 1
+        if calls > 1 and not lost:  # down until the hub has closed at exp
+            raise RuntimeError("the identity provider is down")
+        return jwt(KEY, {"sub": "dave", "exp": now() + 2})
+
+    def on_state(s: State, err: BaseException | None) -> None:
+        nonlocal lost
+        seen.append((s, type(err).__name__))
+        if s is State.DISCONNECTED:
+            lost = True
+        if isinstance(err, switchboard.TokenRefused):
+            refused.set()
+        if s is State.CONNECTED and refused.is_set() and err is None:
+            back.set()
+
+    async with switchboard.connect(jwt_hub.ws, token=token, on_state=on_state, min_backoff=0.05) as c:
+        await asyncio.wait_for(refused.wait(), 20)
+        # The old token expired (4001); the next connection got a new one.
+        await asyncio.wait_for(back.wait(), 20)
+        assert (await c.whoami()).user == "dave"
+    assert (State.CONNECTED, "TokenRefused") in seen
+    assert any(s is State.DISCONNECTED and e == "ConnectionLost" for s, e in seen)
