@@ -143,6 +143,7 @@ class Client(PeersMixin, ProvideMixin, SubscribeMixin):
                 await self._reprovide(conn)
             except BaseException:
                 await conn.close()
+                await asyncio.gather(reader, return_exceptions=True)
                 raise
         self._tok = tok
         self._exp = token_expiry(tok) if tok and not isinstance(self._o.token, str) else None
@@ -304,7 +305,9 @@ class Client(PeersMixin, ProvideMixin, SubscribeMixin):
         ff = self._o.fail_fast if fail_fast is None else fail_fast
         while True:
             if self._closed:
-                raise ClientClosed("client closed") from (self._err if not isinstance(self._err, ClientClosed) else None)
+                if isinstance(self._err, ClientClosed):
+                    raise ClientClosed(str(self._err)) from self._err.__cause__
+                raise ClientClosed(f"client closed: {self._err}") from self._err
             c = self._conn
             if c is not None and not c.closed:
                 return c
