@@ -101,13 +101,21 @@ class Conn:
         self._next_id += 1
         return i
 
+    def lost_error(self) -> ConnectionLost:
+        """lost_error returns a new ConnectionLost saying why the
+        connection ended (a new one for each caller, so that tracebacks do
+        not pile up on one)."""
+        lost = self.done.result()
+        return ConnectionLost(str(lost), lost.close_code, lost.reason)
+
     async def send(self, msg: Any) -> None:
         if self.done.done():
-            raise self.done.result()
+            raise self.lost_error()
         try:
             await self.ws.send(_wire.dumps(msg))
         except _wire.ConnectionClosed as e:
-            raise self._lost(e) from e
+            self._lost(e)
+            raise self.lost_error() from e
 
     async def call(self, method: str, params: Any, on_progress: ProgressFn | None = None) -> Any:
         """call sends a request and waits for its answer. Cancelling the
@@ -222,8 +230,8 @@ class Conn:
         except Exception as e:  # a bug of ours: end the connection, not the loop
             log.exception("switchboard: reader failed")
             err = e
-        lost = self._lost(err)
-        await self._finish(lost)
+        self._lost(err)
+        await self._finish()
         await self._closed()
 
     async def _closed(self) -> None:
@@ -247,10 +255,10 @@ class Conn:
             self.done.set_result(lost)
         return self.done.result()
 
-    async def _finish(self, lost: ConnectionLost) -> None:
+    async def _finish(self) -> None:
         for p in list(self._pending.values()):
             if not p.fut.done():
-                p.fut.set_exception(lost)
+                p.fut.set_exception(self.lost_error())
         self._pending.clear()
         for t in list(self._serving.values()):
             t.cancel()
