@@ -51,6 +51,7 @@ lint:
 
 unit:
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run 'Cost$$' ./peer # the exact cost bounds, which the race detector blurs
 	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
 
 ## web-test: the browser client's tests, with Node's own runner (run
@@ -92,7 +93,8 @@ fuzz-short:
 # its deadline and its workers, golang/go#75804, fixed in Go 1.27), which
 # in CI failed FuzzConn twice in a row; a count sets no deadline.
 FUZZ_TARGETS := ./peer:FuzzRespond:100000 ./peer:FuzzConn:6000 ./peer:FuzzBind:150000 \
-	./hub:FuzzTopic:150000 ./hub:FuzzMatch:150000 ./hub/rules:FuzzAllow:20000
+	./hub:FuzzTopic:150000 ./hub:FuzzMatch:150000 ./hub/rules:FuzzAllow:20000 \
+	./internal/ident:FuzzWord:200000
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -97,6 +97,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 		user:     c.o.Router,
 		events:   peer.HandlerFunc(c.onEvent),
 		presence: peer.HandlerFunc(c.onPresence),
+		revoked:  peer.HandlerFunc(c.onRevoked),
 		prov:     &c.prov,
 	}
 	c.ctx, c.stop = context.WithCancel(context.Background())
@@ -394,7 +395,7 @@ func (c *Client) shutdown(cause error) {
 	c.stop()
 	c.smu.Lock()
 	for s := range c.subs {
-		s.end()
+		s.end(c.Err())
 	}
 	clear(c.subs)
 	c.smu.Unlock()
@@ -418,6 +419,7 @@ type router struct {
 	user     peer.Router
 	events   peer.Handler
 	presence peer.Handler // rpc.join and rpc.leave, the same way
+	revoked  peer.Handler // rpc.revoked, on a goroutine: it calls OnRevoked
 	prov     *provisions
 }
 
@@ -427,6 +429,8 @@ func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 		return r.events, peer.Inline
 	case "rpc.join", "rpc.leave":
 		return r.presence, peer.Inline
+	case "rpc.revoked":
+		return r.revoked, peer.Concurrent
 	}
 	var h peer.Handler
 	mode := peer.Concurrent

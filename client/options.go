@@ -109,6 +109,15 @@ type Options struct {
 	// its Close; while it runs, later changes wait to be reported.
 	OnState func(s State, err error)
 
+	// OnRevoked, if set, is called when the hub has ended subscriptions
+	// or provided methods that the client's authorization no longer
+	// allows (rpc.revoked: a refreshed token with narrower grants). By
+	// then the client has ended those subscriptions (their Err wraps
+	// ErrRevoked; they are not subscribed again after a reconnection)
+	// and dropped those provisions. It is called on a goroutine of the
+	// connection's, and may call the client.
+	OnRevoked func(Revoked)
+
 	// Conn holds the limits of the connection, with the meanings and
 	// defaults of [peer.Options]: MaxMessage (a larger message closes the
 	// connection with 1009, and the client reconnects), MaxInFlight (the

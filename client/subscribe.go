@@ -55,6 +55,7 @@ type Subscription struct {
 	mu       sync.Mutex
 	queue    []item
 	ended    bool
+	err      error // why it ended, for Err
 	gap      bool // events were lost: a Missed event goes before the next
 	dropping bool // events are being dropped; logged once per episode
 	dropped  int64
@@ -209,7 +210,7 @@ func (c *Client) remove(s *Subscription) bool {
 		return false
 	}
 	delete(c.subs, s)
-	s.end()
+	s.end(nil)
 	for o := range c.subs {
 		if o.pattern == s.pattern {
 			return false
@@ -218,15 +219,32 @@ func (c *Client) remove(s *Subscription) bool {
 	return true
 }
 
-// end stops s's goroutine; the handler in progress, if any, finishes.
-func (s *Subscription) end() {
+// end stops s's goroutine, for the reason err (nil: Unsubscribe); the
+// handler in progress, if any, finishes.
+func (s *Subscription) end(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
 		s.ended = true
+		s.err = err
 		s.queue = nil
 		close(s.quit)
 	}
+}
+
+// Done returns a channel that is closed when the subscription ends: by
+// Unsubscribe or Close, the client's Close, or the hub revoking it. Err
+// then says why.
+func (s *Subscription) Done() <-chan struct{} { return s.quit }
+
+// Err returns nil while the subscription lasts and after Unsubscribe;
+// once the hub has revoked it (a refreshed token no longer allows the
+// pattern; see Options.OnRevoked), an error wrapping ErrRevoked; once the
+// client is closed, an error wrapping ErrClosed.
+func (s *Subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 func (s *Subscription) loop() {

@@ -27,20 +27,28 @@ type (
 	addressHandler struct{ h *Hub }
 )
 
+// whoami is the result of rpc.whoami: the caller as presence shows it,
+// and its user's word in topics and rules (UserWord).
+type whoami struct {
+	PeerInfo
+	UserWord string `json:"userWord,omitempty"`
+}
+
 // ServeRPC answers rpc.whoami with how presence shows the caller. Over
 // HTTP POST the caller is the request: it gets an id of its own.
 func (w whoamiHandler) ServeRPC(ctx context.Context, _ *peer.Request) (any, error) {
+	info := PeerInfo{ID: uuid.NewString(), User: userOf(Identity(ctx)), Node: w.h.node()}
 	if p := w.h.PeerFromContext(ctx); p != nil {
-		return p.Info(), nil
+		info = p.Info()
 	}
-	return PeerInfo{ID: uuid.NewString(), User: userOf(Identity(ctx)), Node: w.h.node()}, nil
+	return whoami{info, UserWord(info.User)}, nil
 }
 
 // address is what an rpc.call asks: whom (exactly one of peer, user and
 // topic), what, and for how long.
 type address struct {
 	peer, user, topic string
-	target            string // what the Policy sees: "peer.<id>", "user.<identity>" or "topic.<topic>"
+	target            string // what the Policy sees: "peer.<id>", "user.<identity>" or "topic.<topic>", id and identity as UserWord writes them
 	call              peer.Request
 	timeout           time.Duration // for Forward: not positive means no bound
 }
@@ -73,9 +81,11 @@ func (h *Hub) readAddress(params json.RawMessage) (*address, error) {
 	case given != 1:
 		return nil, invalidParams("exactly one address, not empty: " + addressUsage)
 	case p.Peer != "":
-		a.peer, a.target = p.Peer, "peer."+p.Peer
+		// The caller's strings are names, never patterns: one word
+		// each, escaped (UserWord; a UUID stays as it is).
+		a.peer, a.target = p.Peer, "peer."+UserWord(p.Peer)
 	case p.User != "":
-		a.user, a.target = p.User, "user."+p.User
+		a.user, a.target = p.User, "user."+UserWord(p.User)
 	default:
 		if err := h.checkTopic(p.Topic, false); err != nil {
 			return nil, err

@@ -76,9 +76,11 @@
 // the path of forwarded calls, with the same answers of the hub's own,
 // and -32007 for a peer that is nowhere; a user or a topic is answered
 // with one entry per peer. The Policy's [Address] action decides who may
-// address whom; [DefaultPolicy] lets no one. docs/routing.md describes it.
+// address whom, seeing "user.<identity>" and "peer.<id>" with the identity
+// and the id escaped into one word ([UserWord]); [DefaultPolicy] lets no
+// one. docs/routing.md describes it.
 //
-//	rpc.whoami  (none)                                              -> {"id": ..., "user": ..., "node": ...}
+//	rpc.whoami  (none)                                              -> {"id": ..., "user": ..., "node": ..., "userWord": ...}
 //	rpc.call    {"peer": id, "method": m, "params": p, "timeout": ms} -> the peer's answer
 //	rpc.call    {"user": u} or {"topic": t}, with the same           -> {"results": [{"peer": {...}, "result" or "error"}, ...]}
 //

@@ -205,6 +205,7 @@ type Peer struct {
 	rs    replayState
 
 	prov provision // the methods it provides (route.go)
+	auth reauth    // for Reauthorize (revoke.go)
 }
 
 // ID returns the peer's id, unique in the hub (a UUID unless the server

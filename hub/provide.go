@@ -33,13 +33,20 @@ func (ph provideHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range methods {
-		if err := h.allow(ctx, Provide, m); err != nil {
+	for {
+		gen := p.auth.gen.Load()
+		for _, m := range methods {
+			if err := h.allow(ctx, Provide, m); err != nil {
+				return nil, err
+			}
+		}
+		err := h.provide(p, methods, gen)
+		if err == nil {
+			break
+		}
+		if err != errReauthorized {
 			return nil, err
 		}
-	}
-	if err := h.provide(p, methods); err != nil {
-		return nil, err
 	}
 	h.changed()
 	return methodsResult{methods}, nil
@@ -109,13 +116,18 @@ func methodParams(params json.RawMessage, maxLen int) ([]string, error) {
 	return out, nil
 }
 
-// provide adds p's names and patterns, which must be valid.
-func (h *Hub) provide(p *Peer, methods []string) error {
+// provide adds p's names and patterns, which must be valid. It returns
+// errReauthorized, and adds nothing, when p was reauthorized since gen
+// was read (see reauth.gen).
+func (h *Hub) provide(p *Peer, methods []string, gen uint64) error {
 	r := &h.routes
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p.prov.left {
 		return fmt.Errorf("hub: peer %s left: %w", p.id, peer.ErrClosed)
+	}
+	if p.auth.gen.Load() != gen {
+		return errReauthorized
 	}
 	added := 0
 	for _, m := range methods {

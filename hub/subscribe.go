@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -17,6 +18,7 @@ type subscribeRequest struct {
 	topics   []string
 	since    *Position
 	presence bool
+	gen      uint64 // p.auth.gen when the Policy was asked
 }
 
 // subscribeResult is the result of rpc.subscribe.
@@ -36,22 +38,34 @@ func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range sr.topics {
-		if err := h.allow(ctx, Subscribe, t); err != nil {
-			return nil, err
-		}
-		if sr.presence {
-			if err := h.allow(ctx, Presence, t); err != nil {
+	for {
+		sr.gen = p.auth.gen.Load()
+		for _, t := range sr.topics {
+			if err := h.allow(ctx, Subscribe, t); err != nil {
 				return nil, err
 			}
+			if sr.presence {
+				if err := h.allow(ctx, Presence, t); err != nil {
+					return nil, err
+				}
+			}
+		}
+		res, err := h.subscribeFrom(p, &sr)
+		if err != errReauthorized {
+			return res, err
 		}
 	}
-	return h.subscribeFrom(p, sr)
 }
 
+// errReauthorized is what adding a subscription or a provided method
+// returns when the peer was reauthorized after the Policy was asked: it
+// is to be asked again (see reauth.gen).
+var errReauthorized = errors.New("hub: reauthorized meanwhile")
+
 // subscribeFrom subscribes p to the patterns of sr and, with sr.since,
-// starts their replays.
-func (h *Hub) subscribeFrom(p *Peer, sr subscribeRequest) (subscribeResult, error) {
+// starts their replays. It returns errReauthorized, and subscribes
+// nothing, when p was reauthorized since sr.gen was read.
+func (h *Hub) subscribeFrom(p *Peer, sr *subscribeRequest) (subscribeResult, error) {
 	epoch := h.ep.Load().name
 	res := subscribeResult{Topics: sr.topics, Epoch: epoch}
 	// Whether everything after since is held is asked before the
@@ -79,6 +93,10 @@ func (h *Hub) subscribeFrom(p *Peer, sr subscribeRequest) (subscribeResult, erro
 	}
 
 	h.mu.Lock()
+	if p.auth.gen.Load() != sr.gen {
+		h.mu.Unlock()
+		return res, errReauthorized
+	}
 	if err := h.subscribeLocked(p, sr.topics, sr.presence); err != nil {
 		h.mu.Unlock()
 		return res, err
@@ -145,7 +163,16 @@ func (h *Hub) topicRequest(ctx context.Context, req *peer.Request) (*Peer, []str
 func (h *Hub) subscribe(p *Peer, patterns []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.subscribeLocked(p, patterns, false)
+	if err := h.subscribeLocked(p, patterns, false); err != nil {
+		return err
+	}
+	if p.auth.own == nil {
+		p.auth.own = make(map[string]struct{})
+	}
+	for _, t := range patterns {
+		p.auth.own[t] = struct{}{}
+	}
+	return nil
 }
 
 // subscribeLocked is subscribe with h.mu held; watch asks for presence
@@ -192,6 +219,7 @@ func (h *Hub) unsubscribe(p *Peer, patterns []string) []string {
 			h.unwatchLocked(p, t)
 			h.nsubs--
 			delete(p.subs, t)
+			delete(p.auth.own, t)
 			removed = append(removed, t)
 		}
 	}

@@ -87,11 +87,16 @@ func expire(conn *peer.Conn, id *rules.Identity) {
 type authResult struct {
 	User    string `json:"user"`
 	Expires *int64 `json:"expires"`
+	// Revoked is what the new token no longer allows, which ended (the
+	// rpc.revoked notification before this result said so too).
+	Revoked *hub.Revoked `json:"revoked,omitempty"`
 }
 
 // serveAuth answers rpc.auth {"token": "<JWT>"}: the token must be valid
 // and of the connection's subject; it then replaces the connection's
-// token, its grants and its expiry.
+// token, its grants and its expiry. The peer's subscriptions and provided
+// methods are then judged by the new grants: those no longer allowed end
+// (hub.Peer.Reauthorize), and the peer is told with rpc.revoked.
 func (s *Server) serveAuth(ctx context.Context, req *peer.Request) (any, error) {
 	var p struct {
 		Token string `json:"token"`
@@ -118,6 +123,15 @@ func (s *Server) serveAuth(ctx context.Context, req *peer.Request) (any, error) 
 	if !t.Expires.IsZero() {
 		sec := t.Expires.Unix()
 		res.Expires = &sec
+	}
+	if p := s.hub.PeerFromContext(ctx); p != nil {
+		r, err := p.Reauthorize(ctx)
+		if err != nil {
+			return nil, err // the connection is closing
+		}
+		if !r.Empty() {
+			res.Revoked = &r
+		}
 	}
 	return res, nil
 }

@@ -78,6 +78,31 @@ export class TimeoutError extends Error {
   }
 }
 
+/** RevokedError is why a subscription ended when the hub revoked it: the
+ * client's authorization (a refreshed token with narrower grants) no longer
+ * allows its pattern. topic is the pattern. */
+export class RevokedError extends Error {
+  constructor(topic) {
+    super(`subscription to ${topic} revoked by the hub: no longer allowed`);
+    this.name = "RevokedError";
+    this.topic = topic;
+  }
+}
+
+/** RevokedEvent ("revoked") reports that the hub ended subscriptions and
+ * provided methods the client's authorization no longer allows
+ * (rpc.revoked, after a token refresh with narrower grants): topics are
+ * the patterns of the subscriptions ended, methods the provided methods
+ * dropped. The client has ended and dropped them already. */
+export class RevokedEvent extends Event {
+  constructor({ topics, methods } = {}) {
+    super("revoked");
+    const strings = (a) => (Array.isArray(a) ? a.filter((x) => typeof x === "string") : []);
+    this.topics = strings(topics);
+    this.methods = strings(methods);
+  }
+}
+
 /** StateEvent ("state") reports a change of the connection's state. url is
  * the hub's URL: the one dialed, open, or lost. */
 export class StateEvent extends Event {

@@ -104,6 +104,12 @@ export class Provided {
     return this.#map.size > 0 ? { method: "rpc.provide", params: { methods: [...this.#map.keys()] } } : undefined;
   }
 
+  // revoke drops the provisions of the methods the hub revoked: it
+  // forwards their calls no more.
+  revoke(methods) {
+    for (const m of methods) this.#map.delete(m);
+  }
+
   clear() {
     this.#map.clear();
   }

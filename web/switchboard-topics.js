@@ -5,7 +5,7 @@
 // answered, and the rules by which it takes each event once and in order,
 // across its start and reconnections. Part of switchboard.js.
 
-import { ClosedError, ConnectionError } from "./switchboard-errors.js";
+import { ClosedError, ConnectionError, RevokedError } from "./switchboard-errors.js";
 
 // How many positions a handler shared by subscriptions remembers, so as to
 // take an event replayed for each of them once.
@@ -26,6 +26,25 @@ export function matches(pattern, topic) {
     if (i >= t.length || (p[i] !== "*" && p[i] !== t[i])) return false;
   }
   return p.length === t.length;
+}
+
+/**
+ * userWord returns an identity (a token's subject, the user of whoami())
+ * escaped into one topic word, as the hub puts it into topics, rules
+ * ({user}) and rpc.call addresses: letters, digits, "_" and "-" stay, every
+ * other byte of its UTF-8 becomes ":" and two lower-case hex digits, so
+ * that an identity is a name, never a pattern. "user." +
+ * userWord("john.doe@example.com") is "user.john:2edoe:40example:2ecom".
+ */
+export function userWord(identity) {
+  if (typeof identity !== "string") throw new TypeError("userWord: want a string");
+  if (/^[A-Za-z0-9_-]*$/.test(identity)) return identity;
+  let out = "";
+  for (const b of new TextEncoder().encode(identity)) {
+    const c = String.fromCharCode(b);
+    out += /[A-Za-z0-9_-]/.test(c) ? c : ":" + b.toString(16).padStart(2, "0");
+  }
+  return out;
 }
 
 /** MissedEvent is what a subscription's handler gets, in place of an
@@ -52,9 +71,17 @@ export class Subscription {
     this.handler = feed.handler;
   }
 
-  /** active is true until unsubscribe, or the client's close. */
+  /** active is true until unsubscribe, the client's close, or the hub
+   * revoking the subscription. */
   get active() {
     return this.#feed.active;
+  }
+
+  /** error is why the subscription ended when it did not end by
+   * unsubscribe(): a RevokedError when the hub revoked it (it is not
+   * subscribed again), a ClosedError when the client closed. */
+  get error() {
+    return this.#feed.error;
   }
 
   /**
@@ -210,10 +237,26 @@ export class Topics {
     }
   }
 
+  // revoke ends the subscriptions to the patterns the hub revoked, with
+  // a RevokedError each; the hub has unsubscribed them already.
+  revoke(names) {
+    for (const name of names) {
+      const pattern = this.#patterns.get(name);
+      if (!pattern) continue;
+      this.#patterns.delete(name);
+      pattern.onHub = false;
+      for (const feed of pattern.feeds) {
+        feed.end(new RevokedError(name));
+        if (--feed.shared.n === 0) this.#shared.delete(feed.handler);
+      }
+      pattern.feeds.clear();
+    }
+  }
+
   // close ends every subscription: the client is closed.
   close() {
     for (const pattern of this.#patterns.values()) {
-      for (const feed of pattern.feeds) feed.end();
+      for (const feed of pattern.feeds) feed.end(new ClosedError());
       pattern.feeds.clear();
     }
     this.#patterns.clear();
@@ -277,7 +320,8 @@ class Shared {
 // one after head, when it is after the last it took; events without a
 // position (a hub that gives none) as they come.
 class Feed {
-  active = true; // until unsubscribe or the client's close
+  active = true; // until unsubscribe, the client's close or a revocation
+  error; // why it ended, unless by unsubscribe
   known = false; // its rpc.subscribe answer is in, on this connection
   head = 0; // the stream's position at that answer
   pos; // {epoch, seq} of the last event taken, or where it started; null: none
@@ -304,7 +348,8 @@ class Feed {
     return this.active ? this.#topics.drop(this) : Promise.resolve();
   }
 
-  end() {
+  end(error) {
+    if (this.active && error !== undefined) this.error = error;
     this.active = false;
   }
 

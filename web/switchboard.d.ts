@@ -38,7 +38,7 @@ export interface SystemAPI {
   "rpc.presence": Method<{ topic: string }, { peers: PeerInfo[] }>;
   "rpc.provide": Method<{ methods: string[] } | string[], { methods: string[] }>;
   "rpc.unprovide": Method<{ methods: string[] } | string[], { methods: string[] }>;
-  "rpc.whoami": Method<undefined, PeerInfo>;
+  "rpc.whoami": Method<undefined, WhoAmI>;
   "rpc.call": Method<Address & { method: string; params?: Params; timeout?: number }, any>;
 }
 
@@ -128,6 +128,14 @@ export declare class TimeoutError extends Error {
   timeout: number;
 }
 
+/** Why a subscription ended when the hub revoked it: the client's authorization (a refreshed token with narrower grants) no longer allows its pattern. */
+export declare class RevokedError extends Error {
+  constructor(topic: string);
+  readonly name: "RevokedError";
+  /** The subscription's pattern. */
+  topic: string;
+}
+
 /** The states of a Client's connection. "closed" is final. */
 export type State = "connecting" | "open" | "disconnected" | "closed";
 
@@ -160,6 +168,21 @@ export declare class ClientErrorEvent extends Event {
   readonly error: unknown;
   /** Where it happened, such as "subscriber of chat.*". */
   readonly context: string;
+}
+
+/**
+ * RevokedEvent ("revoked") reports that the hub ended subscriptions and provided methods that the client's
+ * authorization no longer allows (rpc.revoked, after a token refresh with narrower grants). The client has
+ * ended those subscriptions (their error is a RevokedError) and dropped those provisions already; neither
+ * comes back after a reconnection.
+ */
+export declare class RevokedEvent extends Event {
+  constructor(params?: { topics?: string[]; methods?: string[] });
+  readonly type: "revoked";
+  /** The patterns of the subscriptions ended. */
+  readonly topics: string[];
+  /** The provided methods (names or patterns) dropped. */
+  readonly methods: string[];
 }
 
 /** An event published on a topic, as the hub delivers it (rpc.event). */
@@ -209,6 +232,12 @@ export interface PeerInfo {
   user?: string;
   /** In a cluster of hubs, the node the peer is connected to. */
   node?: string;
+}
+
+/** How the hub shows this client (rpc.whoami). */
+export interface WhoAmI extends PeerInfo {
+  /** The word of user in topics and rules, as userWord() writes it; absent without a user. */
+  userWord?: string;
 }
 
 /** A peer joining (rpc.join) or leaving (rpc.leave) a subscription's pattern. */
@@ -322,8 +351,10 @@ export declare class Subscription<T = any> {
   /** The pattern subscribed to. */
   readonly topic: string;
   readonly handler: Subscriber<T>;
-  /** True until unsubscribe(), or the client's close(). */
+  /** True until unsubscribe(), the client's close(), or the hub revoking it. */
   readonly active: boolean;
+  /** Why it ended, unless by unsubscribe(): a RevokedError when the hub revoked it, a ClosedError when the client closed. */
+  readonly error: RevokedError | ClosedError | undefined;
   /** The position of the last event it took, or before any, of its start: save it to resume later (options.since). Undefined until the hub has answered. */
   readonly position: Position | undefined;
   /** Stops the deliveries at once and, unless another subscription has the same pattern, tells the hub. */
@@ -375,7 +406,7 @@ export declare class Client<API extends object = Untyped> extends EventTarget {
   /** The peers that an event published on topic would reach (rpc.presence). */
   presence(topic: string, options?: CallOptions): Promise<PeerInfo[]>;
   /** How the hub shows this client (rpc.whoami): the id other peers call it by. */
-  whoami(options?: CallOptions): Promise<PeerInfo>;
+  whoami(options?: CallOptions): Promise<WhoAmI>;
   /** Calls method on one peer, by id or {peer}, and resolves to its result (rpc.call); -32007 when no such peer is connected. */
   callPeer<R = any>(to: string | { peer: string }, method: string, params?: Params, options?: CallOptions): Promise<R>;
   /** Calls method on every peer of a user or a topic (this client left out) and resolves to one answer per peer. */
@@ -393,9 +424,11 @@ export declare class Client<API extends object = Untyped> extends EventTarget {
 
   addEventListener(type: "state", listener: (event: StateEvent) => void, options?: boolean | AddEventListenerOptions): void;
   addEventListener(type: "error", listener: (event: ClientErrorEvent) => void, options?: boolean | AddEventListenerOptions): void;
+  addEventListener(type: "revoked", listener: (event: RevokedEvent) => void, options?: boolean | AddEventListenerOptions): void;
   addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | AddEventListenerOptions): void;
   removeEventListener(type: "state", listener: (event: StateEvent) => void, options?: boolean | EventListenerOptions): void;
   removeEventListener(type: "error", listener: (event: ClientErrorEvent) => void, options?: boolean | EventListenerOptions): void;
+  removeEventListener(type: "revoked", listener: (event: RevokedEvent) => void, options?: boolean | EventListenerOptions): void;
   removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | EventListenerOptions): void;
 }
 
@@ -405,6 +438,13 @@ export declare class Client<API extends object = Untyped> extends EventTarget {
  * the client and rejects with a ConnectionError saying why (for each URL).
  */
 export declare function connect<API extends object = Untyped>(url: string | URL | readonly (string | URL)[], options?: ClientOptions): Promise<Client<API>>;
+
+/**
+ * userWord returns an identity escaped into one topic word, as the hub puts it into topics, rules ({user}) and
+ * rpc.call addresses: letters, digits, "_" and "-" stay, every other byte of its UTF-8 becomes ":" and two
+ * lower-case hex digits ("john.doe@example.com" -> "john:2edoe:40example:2ecom", "*" -> ":2a").
+ */
+export declare function userWord(identity: string): string;
 
 /** matches reports whether topic matches a subscription pattern ("*" one word, a final ">" one or more). */
 export declare function matches(pattern: string, topic: string): boolean;

@@ -27,7 +27,7 @@
 // Client owns one of each part and wires them together; a part knows only
 // what it is given.
 
-import { ClientErrorEvent, ClosedError, ConnectionError, DisconnectedError, RPCError, describeClose } from "./switchboard-errors.js";
+import { ClientErrorEvent, ClosedError, ConnectionError, DisconnectedError, RPCError, RevokedEvent, describeClose } from "./switchboard-errors.js";
 import { bigNumbersSupported, bigReviver, numberIdSources, response } from "./switchboard-json.js";
 import { Calls } from "./switchboard-calls.js";
 import { Connection } from "./switchboard-connection.js";
@@ -43,11 +43,13 @@ export {
   ConnectionLostError,
   ClosedError,
   TimeoutError,
+  RevokedError,
   StateEvent,
   ClientErrorEvent,
+  RevokedEvent,
 } from "./switchboard-errors.js";
 export { bigNumbersSupported } from "./switchboard-json.js";
-export { Subscription, MissedEvent, matches } from "./switchboard-topics.js";
+export { Subscription, MissedEvent, matches, userWord } from "./switchboard-topics.js";
 export { Provision } from "./switchboard-provide.js";
 
 const defaults = {
@@ -309,8 +311,9 @@ export class Client extends EventTarget {
     return peers;
   }
 
-  /** whoami resolves to how the hub shows this client ({id, user, node}):
-   * the id other peers address it by (rpc.whoami). */
+  /** whoami resolves to how the hub shows this client ({id, user, node,
+   * userWord}): the id other peers address it by, and the word of its user
+   * in topics (rpc.whoami; see userWord). */
   whoami(options) {
     return this.call("rpc.whoami", undefined, options);
   }
@@ -469,6 +472,14 @@ export class Client extends EventTarget {
       case "rpc.cancel":
         this.#handlers.cancel(p?.id);
         return undefined;
+      case "rpc.revoked": {
+        // The hub ended them: they end here too, then the page is told.
+        const ev = new RevokedEvent(p);
+        this.#topics.revoke(ev.topics);
+        this.#provided.revoke(ev.methods);
+        this.dispatchEvent(ev);
+        return isCall ? Promise.resolve(response(id, { result: null })) : undefined;
+      }
       case "rpc.ping":
         return isCall ? Promise.resolve(response(id, { result: {} })) : undefined;
       case "rpc.discover":

@@ -14,12 +14,18 @@
 //	    who: role=backend       # a token claim "role" with the value "backend"
 //
 // who is "anyone", "authenticated" (any identity), or "claim=value" (a
-// token whose claim has that value, or holds it in a list). Patterns are
-// dot-separated words: "*" stands for one word, ">" (last) for one or
-// more, and "{user}" for the peer's identity. A pattern covers what a peer
-// asks for word by word, so "user.{user}.>" lets alice subscribe to
-// "user.alice.inbox" and to "user.alice.>", and nobody to "user.*.inbox".
-// What no rule allows is refused with -32001.
+// token whose claim has that value, or holds it in a list); the claim may
+// be a dotted path into nested claims ("realm_access.roles=admin").
+// Patterns are dot-separated words: "*" stands for one word, ">" (last)
+// for one or more, and "{user}" for the peer's identity. A pattern covers
+// what a peer asks for word by word, so "user.{user}.>" lets alice
+// subscribe to "user.alice.inbox" and to "user.alice.>", and nobody to
+// "user.*.inbox". What no rule allows is refused with -32001.
+//
+// An identity is a name, never a pattern: {user} is the identity escaped
+// into one word by [hub.UserWord] ("john.doe@example.com" is
+// "john:2edoe:40example:2ecom", "*" is ":2a"), so that no identity widens
+// what a rule allows and no two share a topic.
 //
 // A token whose claims hold a "switchboard" object is judged by those
 // grants alone ([Grants]); the rules apply to every other peer. The

@@ -18,7 +18,18 @@ func FuzzAllow(f *testing.F) {
 	} {
 		f.Add(s[0], s[1], "alice")
 	}
+	own, err := rules.Compile([]rules.Rule{{Allow: []string{"subscribe"}, To: []string{"user.{user}.>"}, Who: "anyone"}})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, pattern, target, user string) {
+		// An identity is a name: its own word only, never a wildcard.
+		if got := own.Allow(user, hub.Subscribe, "user."+hub.UserWord(user)+".x"); got != (user != "") {
+			t.Errorf("user %q on its own topic: %v", user, got)
+		}
+		if own.Allow(user, hub.Subscribe, "user.*.x") || own.Allow(user, hub.Subscribe, "user.>") {
+			t.Errorf("user %q reaches a wildcard", user)
+		}
 		set, err := rules.Compile([]rules.Rule{{Allow: []string{"publish"}, To: []string{pattern}, Who: "anyone"}})
 		if err != nil {
 			return

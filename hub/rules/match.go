@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"strings"
+
+	"github.com/switchboard-rpc/switchboard/internal/ident"
 )
 
 // userWord in a pattern stands for the identity of the peer asking.
@@ -25,7 +27,7 @@ func covers(p, t, user string) bool {
 				return false
 			}
 		case userWord:
-			if user == "" || tw != user {
+			if !ident.Is(tw, user) {
 				return false
 			}
 		default:

@@ -2,8 +2,10 @@ package rules
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-rpc/switchboard/hub"
@@ -19,7 +21,8 @@ type Rule struct {
 	// addresses ("user.<identity>", "topic.<topic>", "peer.<id>") for
 	// address.
 	To []string `json:"to" yaml:"to"`
-	// Who is "anyone", "authenticated", or "claim=value".
+	// Who is "anyone", "authenticated", or "claim=value", where claim
+	// may be a dotted path into nested claims ("realm_access.roles").
 	Who string `json:"who" yaml:"who"`
 }
 
@@ -176,7 +179,7 @@ func (s *Set) Allow(identity any, a hub.Action, target string) bool {
 				continue
 			}
 		case whoClaim:
-			if tok == nil || !claimIs(tok.Claims[c.claim], c.want) {
+			if tok == nil || !claimIs(claimAt(tok.Claims, c.claim), c.want) {
 				continue
 			}
 		}
@@ -213,19 +216,52 @@ func alwaysAllowed(method string) bool {
 	return false
 }
 
+// claimAt returns the claim that path names: a claim of that name, else,
+// for a path "a.b.c", claim "a"'s member "b.c" (nested objects, as
+// Keycloak's "realm_access": {"roles": [...]}), a name holding dots
+// (Auth0's "https://example.com/roles") first. Nil when there is none.
+func claimAt(claims map[string]any, path string) any {
+	if v, ok := claims[path]; ok {
+		return v
+	}
+	for i := 0; i < len(path); i++ {
+		if path[i] != '.' {
+			continue
+		}
+		if m, ok := claims[path[:i]].(map[string]any); ok {
+			if v := claimAt(m, path[i+1:]); v != nil {
+				return v
+			}
+		}
+	}
+	return nil
+}
+
 // claimIs reports whether a claim's value is want, or is a list holding it.
 func claimIs(v any, want string) bool {
-	switch v := v.(type) {
-	case string:
-		return v == want
-	case []any:
-		for _, e := range v {
-			if s, ok := e.(string); ok && s == want {
+	if l, ok := v.([]any); ok {
+		for _, e := range l {
+			if scalarIs(e, want) {
 				return true
 			}
 		}
+		return false
+	}
+	return scalarIs(v, want)
+}
+
+// scalarIs reports whether a string, boolean or number claim is want.
+func scalarIs(v any, want string) bool {
+	switch v := v.(type) {
+	case string:
+		return v == want
 	case bool:
 		return (want == "true" && v) || (want == "false" && !v)
+	case float64:
+		f, err := strconv.ParseFloat(want, 64)
+		return err == nil && f == v
+	case json.Number:
+		return v.String() == want
 	}
 	return false
 }

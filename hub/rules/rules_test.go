@@ -187,8 +187,10 @@ func TestAllowAllocates(t *testing.T) {
 	alice := token("alice", nil, "")
 	backend := token("orders", map[string]any{"role": "backend"}, "")
 	granted := token("dave", nil, `{"publish": ["chat.room1"]}`)
+	email := token("john.doe@example.com", nil, "")
 	n := testing.AllocsPerRun(100, func() {
 		set.Allow(alice, hub.Subscribe, "user.alice.inbox")
+		set.Allow(email, hub.Subscribe, "user.john:2edoe:40example:2ecom.inbox")
 		set.Allow(backend, hub.Publish, "user.alice.inbox")
 		set.Allow(granted, hub.Publish, "chat.room1")
 		set.Allow(alice, hub.Call, "add")

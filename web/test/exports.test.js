@@ -82,6 +82,8 @@ async function instances(t) {
     ConnectionLostError: new sb.ConnectionLostError("m", { closeCode: 4000, closeReason: "r" }),
     ClosedError: new sb.ClosedError("m", { closeCode: 4000, closeReason: "r" }),
     TimeoutError: new sb.TimeoutError("m", 1),
+    RevokedError: new sb.RevokedError("t"),
+    RevokedEvent: new sb.RevokedEvent({ topics: ["t"], methods: ["m"] }),
     StateEvent: new sb.StateEvent("open"),
     ClientErrorEvent: new sb.ClientErrorEvent(new Error("m"), "c"),
     MissedEvent: new sb.MissedEvent("t", "e", { epoch: "e", seq: 1 }),

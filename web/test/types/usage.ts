@@ -1,6 +1,6 @@
 // Compiled by types.test.js with tsc --noEmit: the declarations accept what
 // the client accepts, and reject what a typed API forbids.
-import { Client, connect, RPCError, MissedEvent, type Method, type StateEvent, type Position, type PeerInfo } from "../../switchboard.js";
+import { Client, connect, RPCError, MissedEvent, RevokedError, userWord, type Method, type StateEvent, type Position, type PeerInfo, type RevokedEvent } from "../../switchboard.js";
 
 interface API {
   add: Method<[a: number, b: number] | { a: number; b: number }, number>;
@@ -79,6 +79,12 @@ export { typed, untyped };
 async function addressed() {
   const rpc = await connect("ws://127.0.0.1:8080/rpc");
   const me: string = (await rpc.whoami()).id;
+  const word: string | undefined = (await rpc.whoami()).userWord;
+  const inbox: string = "user." + userWord("john.doe@example.com") + ".inbox";
+  console.log(word, inbox);
+  rpc.addEventListener("revoked", (e: RevokedEvent) => console.log(e.topics.join(), e.methods.join()));
+  const ended = (await rpc.subscribe("news.*", () => {})).error;
+  if (ended instanceof RevokedError) console.log(ended.topic);
   const one: number = await rpc.callPeer<number>(me, "add", [1, 2], { timeout: 500 });
   const same = await rpc.callPeer({ peer: me }, "confirm", { amount: 1 });
   const all = await rpc.callTopic<string>("room.7", "draft");
