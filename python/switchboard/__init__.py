@@ -33,6 +33,7 @@ from .errors import (
     ConnectionLost,
     Disconnected,
     RPCError,
+    Revoked,
     StatusError,
     SwitchboardError,
     TokenRefused,
@@ -41,7 +42,7 @@ from .options import Options, State
 from .peers import History, PeerResult
 from .provide import Provision
 from .router import Method, Request, Router, current_request, progress
-from .streams import Event, PeerInfo, Position, PresenceChange, Subscription
+from .streams import Event, PeerInfo, Position, PresenceChange, RevokedNote, Subscription, user_word
 
 __version__ = "0.0.0"
 
@@ -51,7 +52,7 @@ __all__ = [
     "SHUTTING_DOWN", "TIMEOUT", "UNAUTHORIZED",
     "BatchElem", "BatchResult", "Call", "Client", "ClientClosed", "ConnectionLost",
     "Disconnected", "Event", "History", "Method", "Options", "PeerInfo", "PeerResult",
-    "Position", "PresenceChange", "Provision", "RPCError", "Request", "Router", "State",
+    "Position", "PresenceChange", "Provision", "RPCError", "Request", "Revoked", "RevokedNote", "Router", "State",
     "StatusError", "Subscription", "SwitchboardError", "TokenRefused", "connect",
-    "current_request", "progress",
+    "current_request", "progress", "user_word",
 ]

@@ -280,7 +280,7 @@ class Client(PeersMixin, ProvideMixin, SubscribeMixin):
         if self._readers:
             await asyncio.gather(*list(self._readers), return_exceptions=True)
         for s in list(self._subs):
-            s._end()
+            s._end(self._err if isinstance(self._err, ClientClosed) else ClientClosed(f"client closed: {self._err}"))
         self._subs.clear()
         tasks = [t for t in self._tasks if t is not me]
         for t in tasks:

@@ -85,6 +85,15 @@ class ClientClosed(SwitchboardError):
     chained)."""
 
 
+class Revoked(SwitchboardError):
+    """Revoked is why a subscription ended when the hub revoked it: a
+    refreshed token no longer allows its pattern (rpc.revoked)."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"subscription to {topic} revoked by the hub: no longer allowed")
+        self.topic = topic
+
+
 class TokenRefused(SwitchboardError):
     """TokenRefused is reported to on_state when refreshing a token failed:
     the token function raised, or the hub refused the new token."""

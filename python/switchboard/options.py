@@ -73,6 +73,11 @@ class Options:
     waiting for the connection."""
     on_state: StateFn | None = None
     """Called at each state change with its cause, in order."""
+    on_revoked: Callable[[Any], None] | None = None
+    """Called with a RevokedNote (topics, methods) when the hub ended
+    subscriptions or provided methods that a refreshed token no longer
+    allows (rpc.revoked); the client has ended and dropped them already:
+    those subscriptions' iteration stops, their error is a Revoked."""
     max_message: int = 1 << 20
     """The largest message taken from the hub (1 MiB, as the hub's
     default); beyond it the connection is closed (1009) and made again."""

@@ -71,6 +71,11 @@ class ProvideMixin:
             if self._prov.get(p.method) is p:
                 del self._prov[p.method]
 
+    def _drop_provision(self, method: str) -> None:
+        """_drop_provision forgets a provision the hub revoked: it no longer
+        forwards its calls, and it is not provided again."""
+        self._prov.pop(method, None)
+
     def _provided(self, method: str) -> Method | None:
         p = self._prov.get(method)
         if p is not None:

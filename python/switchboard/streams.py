@@ -79,6 +79,29 @@ PresenceFn = Callable[[PresenceChange], Union[None, Awaitable[None]]]
 _Item = Union[Event, PresenceChange]
 
 
+@dataclass(frozen=True)
+class RevokedNote:
+    """RevokedNote is what the hub ended (rpc.revoked) because a refreshed
+    token no longer allows it: subscription patterns and provided methods,
+    as they were subscribed and provided."""
+
+    topics: list[str]
+    methods: list[str]
+
+
+_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def user_word(identity: str) -> str:
+    """user_word returns an identity (a token's subject, the user of
+    whoami) escaped into one topic word, as the hub puts it into topics,
+    rules ({user}) and rpc.call addresses: letters, digits, "_" and "-"
+    stay, every other byte of its UTF-8 becomes ":" and two lower-case hex
+    digits. "user." + user_word("john.doe@example.com") + ".inbox" is
+    "user.john:2edoe:40example:2ecom.inbox"."""
+    return "".join(chr(b) if b in _PLAIN else f":{b:02x}" for b in identity.encode())
+
+
 def match(pattern: str, topic: str) -> bool:
     """match reports whether topic matches pattern: "*" stands for one
     word, a final ">" for one or more."""
@@ -108,6 +131,10 @@ class Subscription:
         self._waiter: asyncio.Future[None] | None = None
         self._gap = False
         self._ended = False
+        self.error: BaseException | None = None
+        """error is None while the subscription lasts and after
+        unsubscribe(); a Revoked once the hub revoked it; a ClientClosed
+        once the client closed."""
         self.dropped = 0
         self._pos = since or Position("", 0)
         self._since_given = since is not None
@@ -185,8 +212,10 @@ class Subscription:
             self._queue.append(MISSED)
             self._wake()
 
-    def _end(self) -> None:
-        self._ended = True
+    def _end(self, err: BaseException | None = None) -> None:
+        if not self._ended:
+            self._ended = True
+            self.error = err
         self._wake()
 
     def _reset(self) -> None:

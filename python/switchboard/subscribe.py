@@ -9,9 +9,9 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from ._conn import Conn, ProgressFn
-from .errors import ClientClosed, ConnectionLost, Disconnected
+from .errors import ClientClosed, ConnectionLost, Disconnected, Revoked
 from .options import Options
-from .streams import PeerInfo, Position, PresenceChange, PresenceFn, Subscription, match
+from .streams import PeerInfo, Position, PresenceChange, PresenceFn, RevokedNote, Subscription, match
 
 
 class SubscribeMixin:
@@ -27,6 +27,8 @@ class SubscribeMixin:
                        on_progress: ProgressFn | None = None, fail_fast: bool | None = None) -> Any: ...
 
         def _spawn(self, coro: Any) -> asyncio.Task[Any]: ...
+
+        def _drop_provision(self, method: str) -> None: ...
 
     # ---- subscriptions ----
 
@@ -100,6 +102,9 @@ class SubscribeMixin:
     def _inline(self, method: str, params: Any) -> None:
         if not isinstance(params, dict):
             return
+        if method == "rpc.revoked":
+            self._revoked(params)
+            return
         topic = params.get("topic")
         if not isinstance(topic, str):
             return
@@ -113,6 +118,25 @@ class SubscribeMixin:
         for s in self._subs:
             if s.wants_presence and s.pattern == topic:
                 s._push(change)
+
+
+    def _revoked(self, params: dict[str, Any]) -> None:
+        """_revoked ends the subscriptions and drops the provisions the hub
+        revoked, then tells on_revoked."""
+        topics = [t for t in params.get("topics") or [] if isinstance(t, str)]
+        methods = [m for m in params.get("methods") or [] if isinstance(m, str)]
+        self._log.warning("switchboard: revoked by the hub: topics %s, methods %s", topics, methods)
+        for s in list(self._subs):
+            if s.pattern in topics:
+                del self._subs[s]
+                s._end(Revoked(s.pattern))
+        for m in methods:
+            self._drop_provision(m)
+        if self._o.on_revoked is not None:
+            try:
+                self._o.on_revoked(RevokedNote(topics, methods))
+            except Exception:
+                self._log.exception("switchboard: on_revoked failed")
 
 
 async def _drive(s: Subscription, handler: Callable[[Any], Any], log: logging.Logger) -> None:

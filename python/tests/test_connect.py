@@ -190,3 +190,39 @@ async def test_refused_refresh_is_reported_then_reconnects(jwt_hub):
         assert (await c.whoami()).user == "dave"
     assert (State.CONNECTED, "TokenRefused") in seen
     assert any(s is State.DISCONNECTED and e == "ConnectionLost" for s, e in seen)
+
+
+@run
+async def test_narrowed_token_revokes_subscriptions_and_provisions(jwt_hub):
+    calls = 0
+    noted: asyncio.Future[switchboard.RevokedNote] = asyncio.get_running_loop().create_future()
+
+    def token() -> str:
+        nonlocal calls
+        calls += 1
+        grants = {"subscribe": ["news.>", "chat.>"], "provide": ["billing.*"], "call": [">"]}
+        if calls > 1:  # the refreshed token grants less
+            grants = {"subscribe": ["news.>"], "call": [">"]}
+        return jwt(KEY, {"sub": "erin", "exp": now() + 3, "switchboard": grants})
+
+    def on_revoked(note: switchboard.RevokedNote) -> None:
+        if not noted.done():
+            noted.set_result(note)
+
+    async with switchboard.connect(jwt_hub.ws, token=token, on_revoked=on_revoked) as c:
+        news = await c.subscribe("news.>")
+        chat = await c.subscribe("chat.>")
+        await c.provide("billing.charge", lambda: 1)
+        note = await asyncio.wait_for(noted, 20)
+        assert (note.topics, note.methods) == (["chat.>"], ["billing.charge"])
+        async for _ in chat:
+            raise AssertionError("an event after the revocation")
+        assert isinstance(chat.error, switchboard.Revoked) and chat.error.topic == "chat.>"
+        assert news.error is None
+    assert isinstance(news.error, switchboard.ClientClosed)
+
+
+def test_user_word():
+    assert switchboard.user_word("john.doe@example.com") == "john:2edoe:40example:2ecom"
+    assert switchboard.user_word("a_b-C9") == "a_b-C9"
+    assert switchboard.user_word("é*") == ":c3:a9:2a"
