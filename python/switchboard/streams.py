@@ -120,7 +120,8 @@ class Subscription:
     It lasts across reconnections: the client subscribes again from the
     position of the last event taken, and the hub replays what was
     published meanwhile; each event comes once, in order. Iteration ends
-    when the subscription is unsubscribed or the client closes."""
+    when the subscription is unsubscribed, revoked, or the client closes
+    (error says which). It is for one reader at a time."""
 
     def __init__(self, client: SubscribeMixin, pattern: str, max_events: int, on_presence: PresenceFn | None, since: Position | None) -> None:
         self._c = client

@@ -9,7 +9,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from ._conn import Conn, ProgressFn
-from .errors import ClientClosed, ConnectionLost, Disconnected, Revoked
+from .errors import ClientClosed, ConnectionLost, Disconnected, Revoked, RPCError
 from .options import Options
 from .streams import PeerInfo, Position, PresenceChange, PresenceFn, RevokedNote, Subscription, match
 
@@ -25,6 +25,8 @@ class SubscribeMixin:
 
         async def call(self, method: str, params: Any = None, *, timeout: float | None = None,
                        on_progress: ProgressFn | None = None, fail_fast: bool | None = None) -> Any: ...
+
+        async def notify(self, method: str, params: Any = None, *, fail_fast: bool | None = None) -> None: ...
 
         def _spawn(self, coro: Any) -> asyncio.Task[Any]: ...
 
@@ -52,8 +54,11 @@ class SubscribeMixin:
             self._subs[s] = None
             try:
                 res = await self.call("rpc.subscribe", params)
-            except BaseException:
+            except BaseException as e:
                 self._subs.pop(s, None)
+                if not isinstance(e, RPCError) and not any(o.pattern == pattern for o in self._subs):
+                    # The hub may have subscribed after we stopped waiting.
+                    self._spawn(self._forget(pattern))
                 raise
             s._start(res, since)
         if handler is not None:
@@ -72,6 +77,12 @@ class SubscribeMixin:
                 await self.call("rpc.unsubscribe", {"topic": s.pattern}, fail_fast=True)
             except (Disconnected, ClientClosed, ConnectionLost):
                 pass  # the hub forgets a connection's subscriptions with it
+
+    async def _forget(self, pattern: str) -> None:
+        try:
+            await self.notify("rpc.unsubscribe", {"topic": pattern}, fail_fast=True)
+        except (Disconnected, ClientClosed, ConnectionLost):
+            pass
 
     async def _resubscribe(self, conn: Conn) -> None:
         """_resubscribe subscribes again on a new connection to each
