@@ -226,3 +226,39 @@ def test_user_word():
     assert switchboard.user_word("john.doe@example.com") == "john:2edoe:40example:2ecom"
     assert switchboard.user_word("a_b-C9") == "a_b-C9"
     assert switchboard.user_word("é*") == ":c3:a9:2a"
+
+
+@run
+async def test_reconnection_to_a_full_hub_waits_its_retry_after(make_hub):
+    from helpers import Proxy
+    import time
+
+    free, full = make_hub("-demo"), make_hub("-demo", "-max-conns", "1")
+    proxy = await Proxy(free.addr).start()
+    events: list[tuple[float, State, BaseException | None]] = []
+    refused = asyncio.Event()
+    back = asyncio.Event()
+
+    def on_state(s: State, err: BaseException | None) -> None:
+        events.append((time.monotonic(), s, err))
+        if isinstance(err, StatusError):
+            refused.set()
+        elif s is State.CONNECTED and refused.is_set():
+            back.set()
+
+    try:
+        async with switchboard.connect(proxy.ws, on_state=on_state, min_backoff=0.01, max_backoff=0.02) as c:
+            holder = await switchboard.connect(full.ws)  # takes the full hub's only slot
+            proxy.target = full.addr
+            proxy.cut()
+            await asyncio.wait_for(refused.wait(), 20)
+            await holder.close()
+            await asyncio.wait_for(back.wait(), 20)
+            assert await c.call("add", [1, 2]) == 3
+    finally:
+        await proxy.close()
+    i = next(i for i, e in enumerate(events) if isinstance(e[2], StatusError))
+    err = events[i][2]
+    assert isinstance(err, StatusError) and err.status == 503 and err.retry_after == 1.0
+    nxt = next(e for e in events[i + 1:] if e[1] is State.CONNECTING)
+    assert nxt[0] - events[i][0] >= 1.0  # not the 10-20 ms of its own backoff
