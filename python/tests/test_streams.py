@@ -162,3 +162,33 @@ async def test_slow_reader_is_told_it_missed_events(hub):
         missed = await sub.get(20)
         assert missed.missed
         assert (await sub.get(20)).data == 5
+
+
+@run
+async def test_resume_without_loss_across_a_restart_of_a_persistent_hub(make_hub, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port for the hub's embedded NATS server
+        s.bind(("127.0.0.1", 0))
+        nats = "127.0.0.1:%d" % s.getsockname()[1]
+    h = make_hub("-demo", "-nats", "embedded", "-nats-listen", nats, "-nats-jetstream",
+                 "-nats-store", str(tmp_path / "store"))
+    up = asyncio.Event()
+
+    def on_state(s: State, err: BaseException | None) -> None:
+        if s is State.CONNECTED:
+            up.set()
+
+    async with switchboard.connect(h.ws, on_state=on_state, min_backoff=0.05, max_backoff=0.2) as c:
+        sub = await c.subscribe("orders.>")
+        await c.publish("orders.1", 1)
+        first = await sub.get(20)
+        up.clear()
+        await asyncio.to_thread(h.restart)  # the stream is on disk: same epoch
+        async with switchboard.connect(h.ws) as pub:
+            await pub.publish("orders.2", 2)
+            await pub.publish("orders.3", 3)
+        await asyncio.wait_for(up.wait(), 30)
+        got = [await sub.get(20) for _ in range(2)]
+        assert [(e.missed, e.data) for e in got] == [(False, 2), (False, 3)]
+        assert got[0].epoch == first.epoch and got[1].seq > got[0].seq > first.seq
