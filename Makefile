@@ -13,7 +13,7 @@ BENCHTIME   ?= 1s
 
 SOAK        ?= 10m
 
-.PHONY: run run-cluster test vet lint unit web-test screenshots fuzz fuzz-short bench soak build clean
+.PHONY: run run-cluster test vet lint unit web-test py-test screenshots fuzz fuzz-short bench soak build clean
 
 ## run: start the hub with the demo methods and the playground on http://$(ADDR)/
 run:
@@ -38,8 +38,8 @@ build:
 
 ## test: vet, staticcheck, every test with the race detector (integration/
 ## too: a real hub process, headless Chromium), the browser client's node
-## tests, a short fuzz pass
-test: vet lint unit web-test fuzz-short
+## tests, the Python client's tests, a short fuzz pass
+test: vet lint unit web-test py-test fuzz-short
 
 vet:
 	$(GO) vet ./...
@@ -60,6 +60,21 @@ unit:
 web-test:
 	@test -d web/node_modules || { echo "web/node_modules is missing: run (cd web && npm ci)"; exit 1; }
 	cd web && node $$(node -e 'JSON.parse("1", (k, v, c) => process.exit(c && c.source ? 0 : 1))' || echo --harmony-json-parse-with-source) --test --test-timeout=180000 test/*.test.js
+
+## py-test: the Python client (python/), installed with pip into a
+## virtual environment (bin/pyenv) as a user would, against real hub
+## processes with pytest; and mypy --strict on the package. Debian's
+## python3-websockets, python3-pytest, python3-venv and mypy will do; PYTHON
+## names the interpreter that sees them (/usr/bin/python3 by default, when
+## there is one, as another python3 may come first on PATH).
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+py-test:
+	$(GO) build -o bin/ ./cmd/hub ./cmd/rpc
+	rm -rf bin/pyenv && $(PYTHON) -m venv --system-site-packages bin/pyenv
+	bin/pyenv/bin/pip install -q --no-deps --no-build-isolation --no-index ./python
+	cd python && $(PYTHON) -m mypy --strict switchboard examples
+	cd python/tests && SWITCHBOARD_HUB=$(CURDIR)/bin/hub SWITCHBOARD_RPC=$(CURDIR)/bin/rpc \
+		../../bin/pyenv/bin/python -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir .. .
 
 ## screenshots: the playground's pictures in docs/img, taken by the browser tests
 screenshots:
