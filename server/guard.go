@@ -41,8 +41,12 @@ func (s *Server) Guard(h http.Handler, open func(*http.Request) bool) http.Handl
 func Open(*http.Request) bool { return true }
 
 // selfAuthenticated reports whether the server authenticates r itself:
-// JSON-RPC at /rpc or at / (a POST or a WebSocket upgrade).
+// JSON-RPC at /rpc or at / (a POST or a WebSocket upgrade), and the
+// paths given to Handle.
 func (s *Server) selfAuthenticated(r *http.Request) bool {
+	if _, ok := s.handled.Load(r.URL.Path); ok {
+		return true // Handle's
+	}
 	switch r.URL.Path {
 	case "/rpc":
 		return true
