@@ -50,11 +50,11 @@ const pollInterval = 500 * time.Millisecond
 // methods are safe for concurrent use; Shutdown must be called to end the
 // sessions and the goroutines it runs.
 type Handler struct {
-	srv  *server.Server
-	hub  *hub.Hub
-	o    Options
-	log  *zap.Logger
-	mcp  *sdk.Server
+	srv     *server.Server
+	hub     *hub.Hub
+	o       Options
+	log     *zap.Logger
+	mcp     *sdk.Server
 	sdkHTTP http.Handler // the SDK's handler
 	http    http.Handler // sdkHTTP behind the token's user check
 
