@@ -25,7 +25,7 @@ type testHub struct {
 	mcp *mcp.Handler
 }
 
-func newTestHub(t *testing.T, opts *server.Options) *testHub {
+func newTestHub(t testing.TB, opts *server.Options) *testHub {
 	t.Helper()
 	if opts == nil {
 		opts = &server.Options{}
