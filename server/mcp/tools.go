@@ -34,6 +34,14 @@ func (m *Handler) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			return m.callTool(withIdentity(ctx, r.Extra), s, r)
 		case *sdk.ReadResourceRequest:
 			return m.readTopic(withIdentity(ctx, r.Extra), s, r)
+		case *sdk.ServerRequest[*sdk.InitializeParams]:
+			// What the session may list now: a change from it is told,
+			// even before the session lists tools.
+			if _, fp, err := m.tools(withIdentity(ctx, r.Extra)); err == nil {
+				s.mu.Lock()
+				s.tools = fp
+				s.mu.Unlock()
+			}
 		}
 		return next(ctx, method, req)
 	}
