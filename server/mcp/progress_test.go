@@ -168,3 +168,22 @@ func TestClientGoneCancelsCalls(t *testing.T) {
 	drop()
 	testkit.Recv(t, cancelled, "rpc.cancel at the provider")
 }
+
+// The hub's own methods report progress too: the demo's sleep sends
+// rpc.progress about every 100 ms.
+func TestProgressOwnMethod(t *testing.T) {
+	th := newTestHub(t, nil)
+	notes := make(chan *sdk.ProgressNotificationParams, 64)
+	cs := th.connect(t, "", &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { notes <- r.Params },
+	})
+	params := &sdk.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 350}}
+	params.SetProgressToken(7)
+	if _, err := cs.CallTool(t.Context(), params); err != nil {
+		t.Fatal(err)
+	}
+	n := testkit.Recv(t, notes, "progress of sleep")
+	if tok, ok := n.ProgressToken.(float64); !ok || tok != 7 || n.Progress <= 0 {
+		t.Errorf("progress %+v", n)
+	}
+}

@@ -78,9 +78,11 @@ func (m *Handler) readTopic(ctx context.Context, s *session, req *sdk.ReadResour
 		text = append(text, '}')
 	}
 	text = append(text, ']')
-	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{
+	out := &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{
 		{URI: req.Params.URI, MIMEType: "application/json", Text: string(text)},
-	}}, nil
+	}}
+	out.CacheScope = "private" // what the caller may read, now
+	return out, nil
 }
 
 // readResource is the template's handler; readTopic answers every read

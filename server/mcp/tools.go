@@ -65,6 +65,7 @@ func (m *Handler) listTools(ctx context.Context, s *session, p *sdk.ListToolsPar
 		start = sort.Search(len(tools), func(i int) bool { return tools[i].Name > string(after) })
 	}
 	res := &sdk.ListToolsResult{Tools: tools[start:]}
+	res.CacheScope = "private" // the list is the caller's
 	if len(res.Tools) > pageSize {
 		res.Tools = res.Tools[:pageSize]
 		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(res.Tools[pageSize-1].Name))
