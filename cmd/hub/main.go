@@ -219,7 +219,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
 	metrics.Watch(srv)
-	stopMCP := mountMCP(c.mcp || c.demo, srv, log)
+	stopMCP := mountMCP(c.mcp || c.demo, srv, c.maxInFlight, log)
 
 	routes := http.NewServeMux()
 	routes.Handle("/", srv)

@@ -9,12 +9,13 @@ import (
 )
 
 // mountMCP serves the Model Context Protocol at /mcp when on (-mcp, or
-// -demo), and returns what ends its sessions on shutdown.
-func mountMCP(on bool, srv *server.Server, log *zap.Logger) (shutdown func(context.Context) error) {
+// -demo), each session running at most maxInFlight calls at once (as a
+// connection), and returns what ends its sessions on shutdown.
+func mountMCP(on bool, srv *server.Server, maxInFlight int, log *zap.Logger) (shutdown func(context.Context) error) {
 	if !on {
 		return func(context.Context) error { return nil }
 	}
-	m := mcp.New(srv, &mcp.Options{Logger: log})
+	m := mcp.New(srv, &mcp.Options{MaxInFlight: maxInFlight, Logger: log})
 	srv.Handle("/mcp", m)
 	return m.Shutdown
 }

@@ -30,9 +30,11 @@ func (m *Handler) callTool(ctx context.Context, s *session, req *sdk.CallToolReq
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	end, ok := s.begin(cancel, m.o.MaxInFlight)
-	if !ok {
-		return nil, &jsonrpc.Error{Code: int64(peer.CodeOverloaded), Message: "Overloaded: too many calls in flight"}
+	end, refused := s.begin(cancel, m.o.MaxInFlight)
+	if refused != nil {
+		// A tool error, not a JSON-RPC one: the SDK's clients take
+		// -32004 for "server is closing" and drop the session.
+		return toolError(refused), nil
 	}
 	defer end()
 	// The answer goes on the stream of the POST that carried the call:
@@ -51,12 +53,7 @@ func (m *Handler) callTool(ctx context.Context, s *session, req *sdk.CallToolReq
 		if !ok {
 			return nil, err
 		}
-		se, _ := jsonx.Marshal(map[string]any{"error": e})
-		return &sdk.CallToolResult{
-			IsError:           true,
-			Content:           []sdk.Content{&sdk.TextContent{Text: e.Message}},
-			StructuredContent: json.RawMessage(se),
-		}, nil
+		return toolError(e), nil
 	}
 	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(res)}}}
 	if r := bytes.TrimSpace(res); len(r) > 0 && r[0] == '{' {
@@ -87,4 +84,14 @@ func (m *Handler) call(ctx context.Context, method string, params json.RawMessag
 		return nil, reply.Error
 	}
 	return reply.Result, nil
+}
+
+// toolError is the result of a tool call that failed with e.
+func toolError(e *peer.Error) *sdk.CallToolResult {
+	se, _ := jsonx.Marshal(map[string]any{"error": e})
+	return &sdk.CallToolResult{
+		IsError:           true,
+		Content:           []sdk.Content{&sdk.TextContent{Text: e.Message}},
+		StructuredContent: json.RawMessage(se),
+	}
 }

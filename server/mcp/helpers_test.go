@@ -27,6 +27,11 @@ type testHub struct {
 
 func newTestHub(t testing.TB, opts *server.Options) *testHub {
 	t.Helper()
+	return newTestHubWith(t, opts, nil)
+}
+
+func newTestHubWith(t testing.TB, opts *server.Options, mopts *mcp.Options) *testHub {
+	t.Helper()
 	if opts == nil {
 		opts = &server.Options{}
 	}
@@ -37,7 +42,7 @@ func newTestHub(t testing.TB, opts *server.Options) *testHub {
 		opts.Hub = hub.New(&hub.Options{Policy: hub.AllowAll})
 	}
 	srv := server.New(opts)
-	m := mcp.New(srv, nil)
+	m := mcp.New(srv, mopts)
 	srv.Handle("/mcp", m)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {

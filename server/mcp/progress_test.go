@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server/mcp"
 )
 
 func TestProgress(t *testing.T) {
@@ -186,4 +188,41 @@ func TestProgressOwnMethod(t *testing.T) {
 	if tok, ok := n.ProgressToken.(float64); !ok || tok != 7 || n.Progress <= 0 {
 		t.Errorf("progress %+v", n)
 	}
+}
+
+func TestInFlightLimit(t *testing.T) {
+	th := newTestHubWith(t, nil, &mcp.Options{MaxInFlight: 1})
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	th.provider(t, "", "job.wait", blocker(started, cancelled))
+	cs := th.connect(t, "", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "job.wait"})
+		errc <- err
+	}()
+	testkit.Recv(t, started, "the first call at the provider")
+	// A tool error: the SDK's client takes a JSON-RPC -32004 for "server
+	// is closing".
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}})
+	if err != nil {
+		t.Fatalf("second call: %v", err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var se struct{ Error peer.Error }
+	if json.Unmarshal(b, &se); !res.IsError || se.Error.Code != peer.CodeOverloaded {
+		t.Errorf("second call: %s, want isError with -32004", b)
+	}
+	cancel()
+	testkit.Recv(t, cancelled, "the first call's cancellation")
+	testkit.Recv(t, errc, "the first call's end")
+	// The client stops waiting at once; the hub ends the call when the
+	// provider's answer comes: the slot is free from then on.
+	testkit.WaitFor(t, "a call once the first has ended", func() bool {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text(res) == "3"
+	})
 }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 
@@ -40,9 +41,13 @@ func (m *Handler) readTopic(ctx context.Context, s *session, req *sdk.ReadResour
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	end, ok := s.begin(cancel, m.o.MaxInFlight)
-	if !ok {
-		return nil, &jsonrpc.Error{Code: int64(peer.CodeOverloaded), Message: "Overloaded: too many calls in flight"}
+	// Counted with the session's calls, so that its end cancels it, but
+	// not capped: a read is brief and bounded by the message size limit,
+	// and no JSON-RPC code would tell an SDK client "busy" (it takes
+	// -32004 for "server is closing").
+	end, refused := s.begin(cancel, math.MaxInt)
+	if refused != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: refused.Message}
 	}
 	defer end()
 	params, _ := json.Marshal(map[string]any{"topic": topic, "limit": hub.MaxHistoryLimit})

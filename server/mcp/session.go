@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/zap"
 )
 
@@ -87,20 +88,30 @@ func (m *Handler) endCalls(id, user string) {
 	}
 }
 
-// begin registers a call of s, or reports false when max are running.
-func (s *session) begin(cancel context.CancelFunc, max int) (end func(), ok bool) {
+// Why begin refuses a call.
+var (
+	errBusy  = &peer.Error{Code: peer.CodeOverloaded, Message: "Overloaded: too many calls in flight"}
+	errEnded = &peer.Error{Code: peer.CodeShuttingDown, Message: "Session ended"}
+)
+
+// begin registers a call of s, or refuses it: errBusy when max are
+// running, errEnded once the session has ended.
+func (s *session) begin(cancel context.CancelFunc, max int) (end func(), err *peer.Error) {
 	key := new(int)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.calls) >= max || s.calls == nil {
-		return nil, false
+	switch {
+	case s.calls == nil:
+		return nil, errEnded
+	case len(s.calls) >= max:
+		return nil, errBusy
 	}
 	s.calls[key] = cancel
 	return func() {
 		s.mu.Lock()
 		delete(s.calls, key)
 		s.mu.Unlock()
-	}, true
+	}, nil
 }
 
 // cancelCalls cancels every call of s, now and later.
