@@ -38,7 +38,7 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 	s = &session{ss: ss, user: userKey(identity), identity: identity,
 		calls: make(map[*int]context.CancelFunc), topics: make(map[string]bool)}
 	if m.closing {
-		return s // not kept: Shutdown closes ss
+		return s // not kept: the server refuses requests once shutting down
 	}
 	m.sessions[ss] = s
 	m.wg.Add(1)
