@@ -20,8 +20,9 @@ import (
 // checks of /rpc: the Host check, the Origin check (a browser origin that
 // AllowedOrigins does not allow gets 403), and Authenticate (401, or 403
 // for ErrForbidden; an anonymous caller passes where /rpc lets it in). The
-// identity reaches h through [hub.Identity] on the request's context. A
-// POST body is read first, as a POST to /rpc is: over Conn.MaxMessage it
+// identity reaches h through [hub.Identity] on the request's context (a
+// CORS preflight, which browsers send without credentials, reaches h
+// unauthenticated). A POST body is read first, as a POST to /rpc is: over Conn.MaxMessage it
 // gets 413, still arriving after BodyTimeout 408; then, while the server
 // shuts down, 503; Shutdown waits for POSTs being served. [Server.Guard]
 // leaves the authentication of path to the server.
@@ -36,6 +37,10 @@ func (s *Server) Handle(path string, h http.Handler) {
 		}
 		if !s.originAllowed(r) {
 			s.refuse(w, r, http.StatusForbidden, refusedOrigin, "origin not allowed")
+			return
+		}
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.ServeHTTP(w, r) // a CORS preflight: browsers send no credentials with it
 			return
 		}
 		identity, ok := s.authenticate(w, r, false)

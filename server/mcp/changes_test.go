@@ -269,3 +269,50 @@ func TestNotAPeer(t *testing.T) {
 		t.Errorf("presence on chat = %v, %v; want nobody", present, err)
 	}
 }
+
+// A page of an allowed origin may use /mcp: its preflight passes without
+// a token, and the answers carry the CORS headers.
+func TestCORS(t *testing.T) {
+	set := rules.Demo()
+	th := newTestHub(t, &server.Options{
+		Hub:            hub.New(&hub.Options{Policy: set.Policy}),
+		Authenticate:   grantsAuth,
+		AllowedOrigins: []string{"https://app.example"},
+	})
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodOptions, th.URL+"/mcp", nil)
+	req.Header.Set("Origin", "https://app.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, mcp-session-id")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id") {
+		t.Errorf("preflight: %s %v", resp.Status, resp.Header)
+	}
+	req, _ = http.NewRequestWithContext(t.Context(), http.MethodPost, th.URL+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"page","version":"1"}}}`))
+	req.Header.Set("Origin", "https://app.example")
+	req.Header.Set("Authorization", "Bearer alice-token")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+		t.Errorf("initialize from the page: %s %v", resp.Status, resp.Header)
+	}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		del, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, th.URL+"/mcp", nil)
+		del.Header.Set("Mcp-Session-Id", id)
+		del.Header.Set("Authorization", "Bearer alice-token")
+		if resp, err := http.DefaultClient.Do(del); err == nil {
+			resp.Body.Close()
+		}
+	}
+}
