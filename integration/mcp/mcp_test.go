@@ -246,3 +246,41 @@ func TestDoor(t *testing.T) {
 		t.Errorf("/mcp without -mcp: %s", resp.Status)
 	}
 }
+
+// TestShutdownEndsSessions: SIGTERM with an MCP session open (its stream
+// too) and a tool call running: the call is cancelled at the provider
+// once the grace period ends, the session is closed, and the hub exits
+// cleanly, without waiting on the session's stream.
+func TestShutdownEndsSessions(t *testing.T) {
+	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo", "-shutdown-timeout", "1s"}})
+	ctx := t.Context()
+	cs, err := connect(ctx, h, "", &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {}, // keeps the stream in use
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	svc, err := client.Dial(ctx, h.WebSocketURL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	if _, err := svc.Provide(ctx, "svc.wait", peer.Func(func(ctx context.Context, _ struct{}) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cancelled <- struct{}{}
+		return nil, ctx.Err()
+	})); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "svc.wait"}) }()
+	testkit.Recv(t, started, "the call at the service")
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.Stop() }()
+	testkit.Recv(t, cancelled, "the call cancelled once the grace period ended")
+	if err := testkit.Recv(t, stopped, "the hub's exit"); err != nil {
+		t.Fatalf("stop: %v\n%s", err, h.Log())
+	}
+}

@@ -60,6 +60,12 @@ type Handler struct {
 
 	posts sync.Map // postKey header value -> the POST's context
 
+	// The calls running in all sessions, for Shutdown: once draining,
+	// none is added.
+	callMu   sync.Mutex
+	draining bool
+	running  sync.WaitGroup
+
 	mu       sync.Mutex
 	sessions map[*sdk.ServerSession]*session
 	topics   map[string]*watched // topics sessions subscribe to
@@ -178,39 +184,64 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.http.ServeHTTP(w, r)
 }
 
-// Shutdown ends every session: new requests are refused (the server
-// refuses them too once its own Shutdown has begun), the tool calls
-// running may finish until ctx ends, when they are cancelled, and the
-// sessions are closed. It returns ctx.Err() if ctx ended first.
+// Shutdown ends every session: new calls are refused (the server refuses
+// new requests too once its own Shutdown has begun), the calls running may
+// finish until ctx ends, when they are cancelled, and then the sessions
+// are closed, their streams with them. It returns ctx.Err() if ctx ended
+// first.
 func (m *Handler) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	if !m.closing {
 		m.closing = true
 		close(m.stop)
 	}
-	sessions := make([]*session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		sessions = append(sessions, s)
-	}
 	m.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range sessions {
-		wg.Go(func() { _ = s.ss.Close() })
-	}
-	closed := make(chan struct{})
-	go func() { wg.Wait(); close(closed) }()
+	m.callMu.Lock()
+	m.draining = true
+	m.callMu.Unlock()
+	drained := make(chan struct{})
+	go func() {
+		m.running.Wait()
+		close(drained)
+	}()
 	var err error
 	select {
-	case <-closed:
+	case <-drained:
 	case <-ctx.Done():
 		err = ctx.Err()
-		for _, s := range sessions {
+		for _, s := range m.allSessions() {
 			s.cancelCalls()
 		}
-		<-closed
+		<-drained
 	}
+	var wg sync.WaitGroup
+	for _, s := range m.allSessions() {
+		wg.Go(func() { _ = s.ss.Close() })
+	}
+	wg.Wait()
 	m.wg.Wait()
 	return err
+}
+
+func (m *Handler) allSessions() []*session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// startCall counts a call in running, or reports false once draining.
+func (m *Handler) startCall() bool {
+	m.callMu.Lock()
+	defer m.callMu.Unlock()
+	if m.draining {
+		return false
+	}
+	m.running.Add(1)
+	return true
 }
 
 func moduleVersion() string {

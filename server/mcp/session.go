@@ -14,6 +14,7 @@ import (
 
 // session is what the hub keeps of one MCP session beside the SDK.
 type session struct {
+	m    *Handler
 	ss   *sdk.ServerSession
 	user string // userKey of the identity that opened it
 
@@ -35,7 +36,7 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 		s.mu.Unlock()
 		return s
 	}
-	s = &session{ss: ss, user: userKey(identity), identity: identity,
+	s = &session{m: m, ss: ss, user: userKey(identity), identity: identity,
 		calls: make(map[*int]context.CancelFunc), topics: make(map[string]bool)}
 	if m.closing {
 		return s // not kept: the server refuses requests once shutting down
@@ -92,10 +93,12 @@ func (m *Handler) endCalls(id, user string) {
 var (
 	errBusy  = &peer.Error{Code: peer.CodeOverloaded, Message: "Overloaded: too many calls in flight"}
 	errEnded = &peer.Error{Code: peer.CodeShuttingDown, Message: "Session ended"}
+	errDrain = &peer.Error{Code: peer.CodeShuttingDown, Message: "Shutting down"}
 )
 
 // begin registers a call of s, or refuses it: errBusy when max are
-// running, errEnded once the session has ended.
+// running, errEnded once the session has ended, errDrain once the
+// Handler shuts down.
 func (s *session) begin(cancel context.CancelFunc, max int) (end func(), err *peer.Error) {
 	key := new(int)
 	s.mu.Lock()
@@ -105,12 +108,15 @@ func (s *session) begin(cancel context.CancelFunc, max int) (end func(), err *pe
 		return nil, errEnded
 	case len(s.calls) >= max:
 		return nil, errBusy
+	case !s.m.startCall():
+		return nil, errDrain
 	}
 	s.calls[key] = cancel
 	return func() {
 		s.mu.Lock()
 		delete(s.calls, key)
 		s.mu.Unlock()
+		s.m.running.Done()
 	}, nil
 }
 
