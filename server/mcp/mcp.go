@@ -60,6 +60,8 @@ type Handler struct {
 
 	posts sync.Map // postKey header value -> the POST's context
 
+	// Lock order: mu, then a session's mu, then callMu.
+
 	// The calls running in all sessions, for Shutdown: once draining,
 	// none is added.
 	callMu   sync.Mutex
