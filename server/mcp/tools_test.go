@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -229,4 +230,41 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// More than a page of tools: tools/list gives them a page at a time.
+func TestListPages(t *testing.T) {
+	th := newTestHub(t, nil)
+	ctx := t.Context()
+	handler := bare{peer.Func(func(context.Context, struct{}) (string, error) { return "", nil })}
+	for p := range 2 {
+		names := make([]string, 600)
+		for i := range names {
+			names[i] = fmt.Sprintf("many.p%d.m%03d", p, i)
+		}
+		if err := dialPeer(t, th, handler).Call(ctx, "rpc.provide", names, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := th.connect(t, "", nil)
+	first, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Tools) != 1000 || first.NextCursor == "" {
+		t.Fatalf("first page: %d tools, cursor %q; want 1000 and a cursor", len(first.Tools), first.NextCursor)
+	}
+	seen := map[string]bool{}
+	for tool, err := range cs.Tools(ctx, nil) { // every page
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[tool.Name] {
+			t.Fatalf("%s listed twice", tool.Name)
+		}
+		seen[tool.Name] = true
+	}
+	if !seen["many.p0.m000"] || !seen["many.p1.m599"] || !seen["add"] || len(seen) < 1200 {
+		t.Errorf("%d tools over all pages", len(seen))
+	}
 }
