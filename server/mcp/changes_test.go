@@ -316,3 +316,47 @@ func TestCORS(t *testing.T) {
 		}
 	}
 }
+
+// Subscribing and unsubscribing while events come on the topic: the
+// hub's publish lock and the handler's own are taken in one order.
+func TestSubscribeWhilePublishing(t *testing.T) {
+	th := newTestHub(t, nil)
+	h := th.srv.Hub()
+	cs := th.connect(t, "", &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(context.Context, *sdk.ResourceUpdatedNotificationRequest) {},
+	})
+	stop := make(chan struct{})
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_, _ = h.Publish(context.Background(), "busy", 1)
+			}
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		const uri = "switchboard://topic/busy"
+		for range 100 {
+			if err := cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: uri}); err != nil {
+				done <- err
+				return
+			}
+			if err := cs.Unsubscribe(t.Context(), &sdk.UnsubscribeParams{URI: uri}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	err := testkit.Recv(t, done, "100 subscriptions while publishing")
+	close(stop)
+	<-published
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -60,7 +60,9 @@ type Handler struct {
 
 	posts sync.Map // postKey header value -> the POST's context
 
-	// Lock order: mu, then a session's mu, then callMu.
+	// Lock order: mu, then a session's mu, then callMu. mu is held
+	// around the hub's Watch and its stop, which take the hub's publish
+	// lock: what a watch calls takes none of these.
 
 	// The calls running in all sessions, for Shutdown: once draining,
 	// none is added.

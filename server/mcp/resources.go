@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,9 +20,9 @@ const topicURI = "switchboard://topic/"
 
 // watched is a topic that sessions subscribe to.
 type watched struct {
-	sessions int    // subscribed
-	stop     func() // the hub's Watch
-	pending  bool   // an event came, not yet told; guarded by Handler.mu
+	sessions int         // subscribed; guarded by Handler.mu
+	stop     func()      // the hub's Watch
+	pending  atomic.Bool // an event came, not yet told
 }
 
 // topicOf returns the topic of a resource URI, or a JSON-RPC error.
@@ -125,7 +126,7 @@ func (m *Handler) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 	w := m.topics[topic]
 	if w == nil {
 		w = &watched{}
-		stop, err := m.hub.Watch(topic, func(uint64) { m.eventOn(topic) })
+		stop, err := m.hub.Watch(topic, func(uint64) { m.eventOn(w) })
 		if err != nil {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
@@ -169,13 +170,11 @@ func (m *Handler) unwatchLocked(topic string) {
 }
 
 // eventOn marks a watched topic as having news. It runs with the hub's
-// publish lock held: it only marks and wakes notifyUpdated.
-func (m *Handler) eventOn(topic string) {
-	m.mu.Lock()
-	if w := m.topics[topic]; w != nil {
-		w.pending = true
-	}
-	m.mu.Unlock()
+// publish lock held, which subscribe and unsubscribe take (through Watch
+// and its stop) with m.mu held: it takes no lock, only marks and wakes
+// notifyUpdated.
+func (m *Handler) eventOn(w *watched) {
+	w.pending.Store(true)
 	select {
 	case m.dirty <- struct{}{}:
 	default:
@@ -197,8 +196,7 @@ func (m *Handler) notifyUpdated() {
 		m.mu.Lock()
 		var topics []string
 		for t, w := range m.topics {
-			if w.pending {
-				w.pending = false
+			if w.pending.Swap(false) {
 				topics = append(topics, t)
 			}
 		}
