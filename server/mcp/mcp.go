@@ -33,12 +33,19 @@ type Options struct {
 	// [DefaultSessionTimeout]; negative: never.
 	SessionTimeout time.Duration
 
+	// MaxSessions caps the sessions open at once: beyond it, a request
+	// that would open one gets 503. Default [DefaultMaxSessions].
+	MaxSessions int
+
 	// Logger receives a line per session at Debug. Nil discards them.
 	Logger *zap.Logger
 }
 
-// DefaultSessionTimeout is the default of Options.SessionTimeout.
-const DefaultSessionTimeout = 30 * time.Minute
+// The defaults of Options.SessionTimeout and Options.MaxSessions.
+const (
+	DefaultSessionTimeout = 30 * time.Minute
+	DefaultMaxSessions    = 10000
+)
 
 // pollInterval is how often the tool lists are computed again, to tell
 // sessions that they changed: the hub has no event for a provider that
@@ -94,6 +101,9 @@ func New(srv *server.Server, opts *Options) *Handler {
 	}
 	if m.o.SessionTimeout == 0 {
 		m.o.SessionTimeout = DefaultSessionTimeout
+	}
+	if m.o.MaxSessions <= 0 {
+		m.o.MaxSessions = DefaultMaxSessions
 	}
 	m.log = m.o.Logger
 	if m.log == nil {
@@ -171,6 +181,11 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// them first.
 		m.endCalls(r.Header.Get("Mcp-Session-Id"), userKey(identity))
 	case http.MethodPost:
+		if r.Header.Get("Mcp-Session-Id") == "" && m.full() {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many MCP sessions", http.StatusServiceUnavailable)
+			return
+		}
 		key := newKey()
 		r.Header.Set(postKey, key)
 		m.posts.Store(key, r.Context())
@@ -225,6 +240,13 @@ func (m *Handler) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	m.wg.Wait()
 	return err
+}
+
+// full reports whether MaxSessions are open.
+func (m *Handler) full() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions) >= m.o.MaxSessions
 }
 
 func (m *Handler) allSessions() []*session {

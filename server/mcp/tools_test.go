@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/server/mcp"
 )
 
 func TestInitialize(t *testing.T) {
@@ -267,4 +270,38 @@ func TestListPages(t *testing.T) {
 	if !seen["many.p0.m000"] || !seen["many.p1.m599"] || !seen["add"] || len(seen) < 1200 {
 		t.Errorf("%d tools over all pages", len(seen))
 	}
+}
+
+func TestMaxSessions(t *testing.T) {
+	th := newTestHubWith(t, nil, &mcp.Options{MaxSessions: 1})
+	initialize := func() *http.Response {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, th.URL+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	first := initialize()
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("first session: %s", first.Status)
+	}
+	if second := initialize(); second.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("second session: %s, want 503", second.Status)
+	}
+	// Its end makes room.
+	del, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, th.URL+"/mcp", nil)
+	del.Header.Set("Mcp-Session-Id", first.Header.Get("Mcp-Session-Id"))
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	testkit.WaitFor(t, "room for a session once the first ended", func() bool {
+		return initialize().StatusCode == http.StatusOK
+	})
 }
