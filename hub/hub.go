@@ -111,6 +111,8 @@ type Hub struct {
 	last     uint64  // the position of the latest event published
 	watchers node    // the subscriptions that asked for presence changes
 
+	watches map[string][]*watch // those of Watch, by topic; guarded by mu
+
 	store Store
 	seqr  Sequencer                 // Options.Broker, when it gives positions
 	sq    sequenced                 // its waiters

@@ -126,6 +126,9 @@ func (h *Hub) deliver(topic string, data []byte, at uint64, forward bool) (deliv
 	if forward {
 		h.o.Broker.Forward(topic, stored)
 	}
+	if h.watches != nil {
+		h.watchedLocked(topic, seq)
+	}
 	nodes := h.root.match(h.match[:0], topic)
 	if len(nodes) == 0 {
 		if at != 0 {

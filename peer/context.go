@@ -56,10 +56,23 @@ func ConnFromContext(ctx context.Context) *Conn {
 
 // Progress sends data to the caller of the request a handler is serving,
 // as an rpc.progress notification. It does nothing for notifications and
-// over HTTP POST, where no one could receive it.
+// over HTTP POST, where no one could receive it. Outside a connection's
+// handler, on a context made with [WithProgress] (a call run on behalf of
+// a caller that gets progress its own way), it hands data to that
+// function.
 func Progress(ctx context.Context, data any) error {
 	ri, ok := ctx.Value(ctxKey{}).(*reqInfo)
-	if !ok || ri.req.IsNotification() {
+	if !ok {
+		if fn := progressFunc(ctx); fn != nil {
+			b, err := jsonx.Marshal(data)
+			if err != nil {
+				return err
+			}
+			fn(b)
+		}
+		return nil
+	}
+	if ri.req.IsNotification() {
 		return nil
 	}
 	b, err := jsonx.Marshal(data)

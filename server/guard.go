@@ -65,8 +65,12 @@ type GuardOptions struct {
 }
 
 // selfAuthenticated reports whether the server authenticates r itself:
-// JSON-RPC at /rpc or at / (a POST or a WebSocket upgrade).
+// JSON-RPC at /rpc or at / (a POST or a WebSocket upgrade), and the
+// paths given to Handle.
 func (s *Server) selfAuthenticated(r *http.Request) bool {
+	if _, ok := s.handled.Load(r.URL.Path); ok {
+		return true // Handle's
+	}
 	switch r.URL.Path {
 	case "/rpc":
 		return true

@@ -1,11 +1,9 @@
 package server
 
 import (
-	"errors"
 	"io"
 	"mime"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
@@ -26,17 +24,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := s.readBody(w, r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.counters.refused[refusedBodyTimeout].Add(1)
-			plain(w, http.StatusRequestTimeout, "body not received in time\n")
-		case errors.As(err, &tooBig):
-			s.counters.refused[refusedTooLarge].Add(1)
-			plain(w, http.StatusRequestEntityTooLarge, "body over the size limit\n")
-		default:
-			plain(w, http.StatusBadRequest, "cannot read body\n")
-		}
+		s.bodyError(w, err)
 		return
 	}
 	// Registered only now: Shutdown waits for calls being served, not

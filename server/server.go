@@ -202,6 +202,7 @@ type Server struct {
 	budget   *peer.Budget // QueueBudget
 	proxies  proxies
 	expiries expiries // of the connections with a token
+	handled  sync.Map // the paths given to Handle
 
 	mu       sync.Mutex
 	closing  bool

@@ -66,6 +66,7 @@ func main() {
 type config struct {
 	addr            string
 	demo            bool
+	mcp             bool
 	origins, hosts  string
 	tokenFile       string
 	logLevel        string
@@ -100,6 +101,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
+	fs.BoolVar(&c.mcp, "mcp", false, "serve the Model Context Protocol at /mcp: MCP clients call what peers provide as tools (on with -demo)")
 	fs.StringVar(&c.origins, "origins", "", "comma-separated `patterns` of other origins allowed to connect from a browser: example.com, *.example.com, https://app.example.com; a port must be named when the origin has one: localhost:3000, *.example.com:* (default: same origin only)")
 	fs.StringVar(&c.hosts, "hosts", "", "comma-separated host `names` the Host header may carry, with * patterns, IP addresses and CIDRs (10.0.0.0/8); the health probes pass whatever their Host (default: any; on loopback, localhost and IPs only)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "`file` of bearer tokens, one per line; when set, every /rpc request (and /metrics, unless -metrics-addr) needs one")
@@ -239,6 +241,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
 	metrics.Watch(srv)
+	stopMCP := mountMCP(c.mcp || c.demo, srv, c.maxInFlight, log)
 
 	routes := http.NewServeMux()
 	routes.Handle("/", srv)
@@ -301,10 +304,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	log.Info("shutting down", zap.Duration("timeout", c.shutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
+	mcpErr := make(chan error, 1)
+	go func() { mcpErr <- stopMCP(sctx) }() // the MCP sessions, whose streams hs.Shutdown waits for
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Shutdown(sctx) }() // the WebSockets
 	herr := hs.Shutdown(sctx)                  // the listener and plain HTTP requests
 	serr := <-errc
+	serr = errors.Join(serr, <-mcpErr)
 	<-served
 	if err := errors.Join(herr, serr, stopMetrics(sctx)); err != nil {
 		log.Warn("shutdown timed out; connections closed", zap.Error(err))
