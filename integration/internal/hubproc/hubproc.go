@@ -50,6 +50,10 @@ type Options struct {
 	// (-metrics-addr, -pprof), chosen by Start and kept across restarts.
 	// [Hub.Metrics] reads them there; [Hub.HeapAfterGC] needs it.
 	Admin bool
+	// NoRace builds and runs the hub without the race detector even when
+	// the test has it: for a test that limits the hub's address space,
+	// which the detector's shadow memory would not fit in.
+	NoRace bool
 }
 
 // Hub is a hub process. Its methods must be called from the test's
@@ -189,7 +193,7 @@ var errAddrInUse = errors.New("address already in use")
 
 // start runs the process and waits until it is healthy or has exited.
 func (h *Hub) start() error {
-	bin, err := Binary()
+	bin, err := command("hub", raceEnabled && !h.opts.NoRace)
 	if err != nil {
 		return err
 	}
@@ -278,7 +282,7 @@ func freeAddr() (string, error) {
 var built struct {
 	mu   sync.Mutex
 	dir  string            // the temporary directory of every binary
-	bins map[string]*build // by command name
+	bins map[string]*build // by command name, "-norace" added to one built without the race detector
 }
 
 type build struct {
@@ -294,24 +298,32 @@ func Binary() (string, error) { return Command("hub") }
 
 // Command returns the path of the binary of the module's ./cmd/name (such
 // as "rpc"), built as [Binary] builds the hub, once per test binary.
-func Command(name string) (string, error) {
+func Command(name string) (string, error) { return command(name, raceEnabled) }
+
+// command returns the path of ./cmd/name built with or without the race
+// detector, building it on first use.
+func command(name string, race bool) (string, error) {
+	key := name
+	if raceEnabled && !race {
+		key += "-norace"
+	}
 	built.mu.Lock()
 	if built.bins == nil {
 		built.bins = map[string]*build{}
 	}
-	b := built.bins[name]
+	b := built.bins[key]
 	if b == nil {
 		b = &build{}
-		built.bins[name] = b
+		built.bins[key] = b
 	}
 	built.mu.Unlock()
 	b.once.Do(func() {
-		b.path, b.err = buildCommand(name)
+		b.path, b.err = buildCommand(name, key, race)
 	})
 	return b.path, b.err
 }
 
-func buildCommand(name string) (string, error) {
+func buildCommand(name, file string, race bool) (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("building ./cmd/%s needs the go command: %w", name, err)
@@ -329,9 +341,9 @@ func buildCommand(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, name)
+	bin := filepath.Join(dir, file)
 	args := []string{"build", "-o", bin}
-	if raceEnabled {
+	if race {
 		args = append(args, "-race")
 	}
 	cmd := exec.Command(gobin, append(args, "./cmd/"+name)...)
