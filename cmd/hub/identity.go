@@ -22,7 +22,10 @@ type identityFlags struct {
 	jwtKey, jwks     string
 	audience, issuer string
 	anonymous        bool
+	allowNoExp       bool
 	file             *fileConfig // what the config file says beyond the flags
+
+	jwt *server.JWT // the verifier authenticate made, if any
 }
 
 func (f *identityFlags) register(fs *flag.FlagSet) {
@@ -31,6 +34,7 @@ func (f *identityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.jwks, "jwks", "", "accept JSON Web Tokens signed with a key of the JWKS document at this `URL` (fetched, refreshed, and fetched again for an unknown kid)")
 	fs.StringVar(&f.audience, "jwt-audience", "", "require this `aud` claim of JSON Web Tokens")
 	fs.StringVar(&f.issuer, "jwt-issuer", "", "require this `iss` claim of JSON Web Tokens")
+	fs.BoolVar(&f.allowNoExp, "jwt-allow-no-exp", false, "accept JSON Web Tokens without an exp claim, which then never expire (default: refused)")
 	fs.BoolVar(&f.anonymous, "anonymous", false, "with -token-file or -jwt-key/-jwks, let a request without any token in, as an anonymous peer: it may do what the rules allow \"anyone\" (a wrong token is still refused)")
 }
 
@@ -76,6 +80,7 @@ func (f *identityFlags) authenticate(ctx context.Context, tokenFile string, log 
 	if err != nil {
 		return nil, nil, err
 	}
+	f.jwt = j
 	if static == nil {
 		return f.orAnonymous(j.Authenticate), j.Verify, nil
 	}
@@ -101,8 +106,25 @@ func (f *identityFlags) orAnonymous(auth func(*http.Request) (any, error)) func(
 	}
 }
 
+// ready returns an Options.Ready that is also not ready while the JWT
+// verifier has no keys (a JWKS URL not fetched yet): a hub that would
+// refuse every token takes no traffic. other, if set, is asked first.
+func (f *identityFlags) ready(other func() error) func() error {
+	if f.jwt == nil {
+		return other
+	}
+	return func() error {
+		if other != nil {
+			if err := other(); err != nil {
+				return err
+			}
+		}
+		return f.jwt.Ready()
+	}
+}
+
 func (f *identityFlags) verifier(ctx context.Context, log *zap.Logger) (*server.JWT, error) {
-	o := &server.JWTOptions{JWKSURL: f.jwks, Audience: f.audience, Issuer: f.issuer, Logger: log}
+	o := &server.JWTOptions{JWKSURL: f.jwks, Audience: f.audience, Issuer: f.issuer, AllowNoExp: f.allowNoExp, Logger: log}
 	if f.jwtKey != "" {
 		key, err := os.ReadFile(f.jwtKey)
 		if err != nil {
@@ -146,6 +168,9 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	}
 	if _, err := c.identity.ruleSet(); err != nil {
 		return err
+	}
+	if msg := c.routes.ignored(c.identity.file.hasRules); msg != "" {
+		fmt.Fprintln(stderr, "warning:", msg)
 	}
 	return printConfig(stdout, c.flags, c.identity.file)
 }

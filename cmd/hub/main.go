@@ -191,7 +191,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		hubOpts.Policy = set.Policy
 		opts.Authorize = set.Authorize
 	}
-	c.routes.apply(hubOpts)
+	c.routes.apply(hubOpts, set != nil, log)
 	cl, err := c.cluster.join(ctx, hubOpts, log)
 	if err != nil {
 		return err
@@ -213,6 +213,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	if err != nil {
 		return err
 	}
+	opts.Ready = c.identity.ready(opts.Ready)
 	metrics := prom.New()
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
