@@ -163,8 +163,13 @@ type Options struct {
 	// alive: an error (a cluster node's NATS link down, its stream not
 	// read yet) makes /readyz answer 503 with the error's text. /readyz
 	// also answers 503 while the server shuts down. Nil: ready while not
-	// shutting down.
+	// shutting down. [JWT.Ready] fits: not ready until a JWKS URL's keys
+	// are loaded.
 	Ready func() error
+
+	// Version, if set, follows "ok" in /healthz's body ("ok v1.2.0"), so
+	// that a probe or a person can tell which build answers.
+	Version string
 }
 
 // ErrForbidden, wrapped in an error from Options.Authenticate, answers 403
@@ -268,16 +273,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
-}
-
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if s.isClosing() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("shutting down\n"))
-		return
-	}
-	_, _ = w.Write([]byte("ok\n"))
 }
 
 func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {

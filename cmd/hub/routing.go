@@ -18,7 +18,7 @@ type routeFlags struct {
 
 func (r *routeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.allowProvide, "allow-provide", false, "let any peer provide methods to the others (rpc.provide; on with -demo); use -token-file to keep strangers out")
-	fs.DurationVar(&r.forwardTimeout, "forward-timeout", hub.DefaultForwardTimeout, "how long a call forwarded to a peer may `take` (over it, -32003; negative: no bound)")
+	fs.DurationVar(&r.forwardTimeout, "forward-timeout", hub.DefaultForwardTimeout, "the longest `duration` a call forwarded to a peer may take (over it, -32003; negative: no bound)")
 	fs.IntVar(&r.maxForwards, "max-forwards", hub.DefaultMaxForwards, "most forwarded `calls` waiting for one provider (more wait for one to end, up to -forward-timeout)")
 }
 
