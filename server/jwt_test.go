@@ -26,7 +26,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
-// testKeys are one key of each kind section 9 accepts, made once.
+// testKeys are one key of each kind the hub accepts, made once.
 var testKeys = sync.OnceValue(func() map[string]crypto.Signer {
 	r, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

@@ -51,7 +51,7 @@ type Options struct {
 	Authorize func(ctx context.Context, method string) error
 
 	// Reauthenticate, if set, verifies the token a WebSocket peer sends
-	// with rpc.auth (PROTOCOL.md section 9): one of the connection's
+	// with rpc.auth (docs/security.md, "Identity and rules"): one of the connection's
 	// subject replaces its token, grants and expiry. A connection whose
 	// identity is a *rules.Identity (as [JWT.Authenticate] gives) is closed
 	// with 4001 "token expired" when its token's expiry passes. Usually
