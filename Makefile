@@ -23,7 +23,7 @@ run:
 ## run-cluster: three hubs on 127.0.0.1:8081-8083 joined over NATS (the
 ## first one runs it, embedded, on 127.0.0.1:4222, with JetStream, its
 ## files in bin/nats-store so that a restarted hub1 finds the stream);
-## Ctrl-C stops them all
+## Ctrl-C, or a kill of make, stops them all
 run-cluster:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/rpc
 	@# The hubs' pids, not $$(jobs -p): dash runs a command substitution in a
