@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,7 @@ var errNoKeys = errors.New("no keys yet: the JWKS URL has not been fetched")
 // jwks is the key set of a JWKS URL, kept fresh by a goroutine of its own.
 type jwks struct {
 	url    string
+	logURL string // url with its password, if any, redacted
 	client *http.Client
 	log    *zap.Logger
 	ctx    context.Context // ends the refresh loop and any fetch
@@ -61,11 +63,11 @@ type jwks struct {
 	failing  bool          // the last fetch failed (its failure was logged)
 }
 
-func newJWKS(ctx context.Context, url string, client *http.Client, log *zap.Logger) *jwks {
+func newJWKS(ctx context.Context, u *url.URL, client *http.Client, log *zap.Logger) *jwks {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	s := &jwks{url: url, client: client, log: log, done: make(chan struct{}),
+	s := &jwks{url: u.String(), logURL: u.Redacted(), client: client, log: log, done: make(chan struct{}),
 		tokens: rate.NewLimiter(rate.Every(JWKSRefetchInterval), 1)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	_ = s.fetch(s.ctx, nil) // at once, so that a hub whose JWKS is up is ready when it listens
@@ -161,12 +163,12 @@ func (s *jwks) fetch(ctx context.Context, limit *rate.Limiter) error {
 
 	switch {
 	case err != nil && !wasFailing:
-		s.log.Warn("jwks fetch failed", zap.String("url", s.url), zap.Error(err),
+		s.log.Warn("jwks fetch failed", zap.String("url", s.logURL), zap.Error(err),
 			zap.Bool("keys_held", s.current() != nil))
 	case err != nil:
-		s.log.Debug("jwks fetch failed again", zap.String("url", s.url), zap.Error(err))
+		s.log.Debug("jwks fetch failed again", zap.String("url", s.logURL), zap.Error(err))
 	case wasFailing:
-		s.log.Info("jwks fetched", zap.String("url", s.url), zap.Int("keys", n))
+		s.log.Info("jwks fetched", zap.String("url", s.logURL), zap.Int("keys", n))
 	}
 	return err
 }

@@ -110,10 +110,11 @@ func NewJWT(ctx context.Context, o *JWTOptions) (*JWT, error) {
 	case len(o.Key) > 0 && o.JWKSURL != "":
 		return nil, errors.New("jwt: a key or a JWKS URL, not both")
 	case o.JWKSURL != "":
-		if _, err := url.ParseRequestURI(o.JWKSURL); err != nil {
+		u, err := url.ParseRequestURI(o.JWKSURL)
+		if err != nil {
 			return nil, fmt.Errorf("jwt: JWKS URL: %w", err)
 		}
-		j.remote = newJWKS(ctx, o.JWKSURL, o.HTTPClient, log)
+		j.remote = newJWKS(ctx, u, o.HTTPClient, log)
 	case len(o.Key) > 0:
 		err = j.readKey(o.Key)
 	default:
