@@ -303,6 +303,9 @@ func TestJWKSURL(t *testing.T) {
 	if _, err := j.Verify(t.Context(), sign(t, "ES256", k["p256"], "k2", claimsFor("alice", time.Minute))); err != nil {
 		t.Errorf("k2 while the URL is down: %v", err)
 	}
+	if err := j.Ready(); err != nil {
+		t.Errorf("Ready while the URL is down, with the keys held: %v", err)
+	}
 }
 
 func TestJWTAuthenticate(t *testing.T) {
