@@ -13,7 +13,7 @@ BENCHTIME   ?= 1s
 
 SOAK        ?= 10m
 
-.PHONY: run run-cluster test vet lint unit web-test py-test screenshots fuzz fuzz-short bench soak build clean
+.PHONY: run run-cluster test vet lint unit web-test py-test screenshots fuzz fuzz-short bench soak build dist clean
 
 ## run: start the hub with the demo methods and the playground on http://$(ADDR)/
 run:
@@ -23,18 +23,28 @@ run:
 ## run-cluster: three hubs on 127.0.0.1:8081-8083 joined over NATS (the
 ## first one runs it, embedded, on 127.0.0.1:4222, with JetStream, its
 ## files in bin/nats-store so that a restarted hub1 finds the stream);
-## Ctrl-C stops them all
+## Ctrl-C, or a kill of make, stops them all
 run-cluster:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/rpc
-	@trap 'kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
-	bin/hub -addr 127.0.0.1:8081 -demo -node hub1 -nats embedded -nats-jetstream -nats-store bin/nats-store & \
-	bin/hub -addr 127.0.0.1:8082 -demo -node hub2 -nats nats://127.0.0.1:4222 -nats-jetstream & \
-	bin/hub -addr 127.0.0.1:8083 -demo -node hub3 -nats nats://127.0.0.1:4222 -nats-jetstream & \
+	@# The hubs' pids, not $$(jobs -p): dash runs a command substitution in a
+	@# subshell that has no jobs. make passes a SIGTERM on to this shell.
+	@trap 'kill $$h1 $$h2 $$h3 2>/dev/null; wait; exit 0' INT TERM; \
+	bin/hub -addr 127.0.0.1:8081 -demo -node hub1 -nats embedded -nats-jetstream -nats-store bin/nats-store & h1=$$!; \
+	bin/hub -addr 127.0.0.1:8082 -demo -node hub2 -nats nats://127.0.0.1:4222 -nats-jetstream & h2=$$!; \
+	bin/hub -addr 127.0.0.1:8083 -demo -node hub3 -nats nats://127.0.0.1:4222 -nats-jetstream & h3=$$!; \
 	wait
 
 ## build: build the hub and the rpc CLI into bin/
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+## dist: release archives in bin/dist (deploy/dist.sh): the hub and rpc for
+## linux, darwin and windows on amd64 and arm64, VERSION (default: git
+## describe) stamped into the hub; TARGETS=linux/amd64 for fewer
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+TARGETS ?=
+dist:
+	VERSION=$(VERSION) TARGETS="$(TARGETS)" GO=$(GO) sh deploy/dist.sh
 
 ## test: vet, staticcheck, every test with the race detector (integration/
 ## too: a real hub process, headless Chromium), the browser client's node

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Tokens that expire (PROTOCOL.md section 9): with Options.TokenFunc the
+// Tokens that expire (docs/security.md, "Identity and rules"): with Options.TokenFunc the
 // client gets a token for each connection attempt and, before the token's
 // exp (read from the JSON Web Token, not verified: the hub does that),
 // gets a fresh one and sends it with rpc.auth, so that the hub does not

@@ -68,7 +68,7 @@ func (h *Hub) serveHistory(ctx context.Context, req *peer.Request) (any, error) 
 const replyEnvelope = len(`{"jsonrpc":"2.0","id":,"result":}`)
 
 // historyResult encodes the result of rpc.history for page of epoch ep, in
-// at most max bytes (PROTOCOL.md section 6): when its events do not all fit, the
+// at most max bytes (docs/streams.md): when its events do not all fit, the
 // newest that do, and "truncated": true. It is encoded here, not by the
 // connection, so that no more than max bytes are ever made for one reply,
 // whatever the history holds.

@@ -12,7 +12,7 @@ import (
 
 // TestHistoryTruncated: an rpc.history reply never exceeds the message
 // size limit; it holds the newest events that fit, oldest first, and says
-// "truncated" (PROTOCOL.md section 6). One that fits says nothing.
+// "truncated" (docs/streams.md). One that fits says nothing.
 func TestHistoryTruncated(t *testing.T) {
 	const limit = 10_000
 	h := hub.New(&hub.Options{Policy: hub.AllowAll, MaxMessage: limit})

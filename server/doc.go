@@ -43,7 +43,7 @@
 // [Options].Authorize refuses single methods with -32001. [BearerToken]
 // reads a token from a header, a WebSocket subprotocol ([Subprotocol]) or
 // the query string; [TokenAuth] checks it in constant time. A [JWT]
-// verifies JSON Web Tokens (PROTOCOL.md section 9): its Authenticate gives
+// verifies JSON Web Tokens (docs/security.md, "Identity and rules"): its Authenticate gives
 // a *rules.Identity whose grants and claims the hub/rules policy reads;
 // with [Options].Reauthenticate, rpc.auth replaces a live connection's
 // token, and a connection whose token expires is closed with 4001. A [Listener]

@@ -13,21 +13,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
-	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 )
 
-// JWT verification, PROTOCOL.md section 9: github.com/golang-jwt/jwt/v5
-// parses and verifies tokens, github.com/MicahParks/keyfunc/v3 reads key
-// sets and keeps a JWKS URL's keys fresh. This file ties the algorithms to
-// the key and turns the claims into a rules.Token.
+// JWT verification (docs/security.md, "Identity and rules"):
+// github.com/golang-jwt/jwt/v5 parses and verifies tokens,
+// github.com/MicahParks/keyfunc/v3 looks keys up in a key set (jwks.go
+// keeps a JWKS URL's set fresh). This file ties the algorithms to the key
+// and turns the claims into a rules.Token.
 
 // JWTOptions configures a [JWT] verifier. Key or JWKSURL is required, not
 // both.
@@ -41,7 +41,10 @@ type JWTOptions struct {
 	// JWKSURL is fetched for a key set, then again every
 	// [JWKSRefreshInterval], and at once (at most every
 	// [JWKSRefetchInterval]) when a token names a "kid" it does not hold.
-	// When the URL is down, the keys last fetched stay in use.
+	// While no fetch has succeeded, it is fetched again on a backoff of
+	// [JWKSRetryMin] to [JWKSRetryMax], every token is refused and
+	// [JWT.Ready] says so. When the URL is down, the keys last fetched
+	// stay in use.
 	JWKSURL string
 
 	// HTTPClient fetches JWKSURL. Nil: http.DefaultClient.
@@ -51,6 +54,10 @@ type JWTOptions struct {
 	// claims.
 	Audience, Issuer string
 
+	// AllowNoExp accepts tokens without an "exp" claim, which then never
+	// expire. Off, such a token is refused.
+	AllowNoExp bool
+
 	// Logger receives failed JWKS fetches (Warn). Nil discards them.
 	Logger *zap.Logger
 }
@@ -59,29 +66,32 @@ const (
 	// JWKSRefreshInterval is how often a JWKS URL is fetched again.
 	JWKSRefreshInterval = 10 * time.Minute
 	// JWKSRefetchInterval is how often, at most, a token naming an unknown
-	// "kid" makes the hub fetch the JWKS URL before its time: a stream of
-	// tokens with made-up kids costs one fetch per interval.
-	JWKSRefetchInterval = 30 * time.Second
+	// "kid" (or any token, while no keys are loaded) makes the hub fetch
+	// the JWKS URL before its time: a stream of tokens with made-up kids
+	// costs one fetch per interval.
+	JWKSRefetchInterval = 5 * time.Second
 	// JWTLeeway is how far ahead of the hub's clock a token's "nbf" may
 	// be, for clocks that disagree a little ("iat" is not checked). "exp"
 	// is exact: a connection closes when it passes.
 	JWTLeeway = 30 * time.Second
 )
 
-// jwtAlgs are the algorithms section 9 accepts, each for one kind of key.
+// jwtAlgs are the algorithms the hub accepts, each for one kind of key.
 var jwtAlgs = []string{"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"}
 
 // JWT verifies JSON Web Tokens. It is safe for concurrent use.
 type JWT struct {
-	key    any             // a fixed key: []byte or a public key
-	set    keyfunc.Keyfunc // or a key set, chosen by kid
-	parser *jwt.Parser
+	key        any             // a fixed key: []byte or a public key
+	set        keyfunc.Keyfunc // or a key set, chosen by kid
+	remote     *jwks           // or a JWKS URL's set
+	parser     *jwt.Parser
+	allowNoExp bool
 }
 
 // NewJWT returns a verifier for the key or key set o names. With a
 // JWKSURL it fetches the set once before returning (a failure is logged,
-// not returned: the set is fetched again when a token needs it), and
-// refreshes it until ctx ends.
+// not returned: the set is fetched again, promptly, until it comes; see
+// [JWT.Ready]), and refreshes it until ctx ends or [JWT.Close].
 func NewJWT(ctx context.Context, o *JWTOptions) (*JWT, error) {
 	log := o.Logger
 	if log == nil {
@@ -94,26 +104,17 @@ func NewJWT(ctx context.Context, o *JWTOptions) (*JWT, error) {
 	if o.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(o.Issuer))
 	}
-	j := &JWT{parser: jwt.NewParser(opts...)}
+	j := &JWT{parser: jwt.NewParser(opts...), allowNoExp: o.AllowNoExp}
 	var err error
 	switch {
 	case len(o.Key) > 0 && o.JWKSURL != "":
 		return nil, errors.New("jwt: a key or a JWKS URL, not both")
 	case o.JWKSURL != "":
-		j.set, err = keyfunc.NewDefaultOverrideCtx(ctx, []string{o.JWKSURL}, keyfunc.Override{
-			Client:            o.HTTPClient,
-			HTTPTimeout:       10 * time.Second,
-			RefreshInterval:   JWKSRefreshInterval,
-			RefreshUnknownKID: rate.NewLimiter(rate.Every(JWKSRefetchInterval), 1),
-			// Bounds the refetch, and the wait for the limiter: a token
-			// that would wait longer is refused at once.
-			RateLimitWaitMax: 5 * time.Second,
-			RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
-				return func(_ context.Context, err error) {
-					log.Warn("jwks fetch failed", zap.String("url", redact.URL(u)), zap.String("error", redact.Text(err.Error())))
-				}
-			},
-		})
+		u, err := url.ParseRequestURI(o.JWKSURL)
+		if err != nil {
+			return nil, fmt.Errorf("jwt: JWKS URL: %w", err)
+		}
+		j.remote = newJWKS(ctx, u, o.HTTPClient, log)
 	case len(o.Key) > 0:
 		err = j.readKey(o.Key)
 	default:
@@ -123,6 +124,25 @@ func NewJWT(ctx context.Context, o *JWTOptions) (*JWT, error) {
 		return nil, fmt.Errorf("jwt: %w", err)
 	}
 	return j, nil
+}
+
+// Ready says whether the verifier can accept tokens: nil with a key, or
+// once a JWKS URL's keys are loaded (an error before). It suits
+// Options.Ready, so that /readyz holds a hub back until it can let
+// anyone in.
+func (j *JWT) Ready() error {
+	if j.remote == nil {
+		return nil
+	}
+	return j.remote.ready()
+}
+
+// Close stops fetching a JWKS URL and waits for the fetching goroutine;
+// ending NewJWT's ctx stops it too. Verify goes on with the keys held.
+func (j *JWT) Close() {
+	if j.remote != nil {
+		j.remote.close()
+	}
 }
 
 // readKey reads a fixed key or a key set from a file's bytes.
@@ -207,38 +227,53 @@ func algsFor(key any) []string {
 
 var errAlgKey = errors.New("algorithm does not fit the key")
 
+// ErrNoExp refuses a token without an "exp" claim, unless
+// JWTOptions.AllowNoExp: such a token would never expire.
+var ErrNoExp = errors.New("token has no exp (it would never expire)")
+
 // keyFor returns the keyfunc of one verification: the key (or the keys of
 // the set) that fit the token's algorithm.
 func (j *JWT) keyFor(ctx context.Context) jwt.Keyfunc {
 	return func(t *jwt.Token) (any, error) {
 		alg := t.Method.Alg()
-		if j.set == nil {
+		if j.set == nil && j.remote == nil {
 			if !slices.Contains(algsFor(j.key), alg) {
 				return nil, errAlgKey
 			}
 			return j.key, nil
 		}
-		k, err := j.set.KeyfuncCtx(ctx)(t)
-		if err != nil {
-			return nil, err
+		lookup := func(set keyfunc.Keyfunc) (any, error) { return keyIn(ctx, set, t) }
+		if j.remote != nil {
+			return j.remote.key(ctx, lookup)
 		}
-		if ks, ok := k.(jwt.VerificationKeySet); ok { // no kid: every key of the set that fits
-			var fit jwt.VerificationKeySet
-			for _, k := range ks.Keys {
-				if slices.Contains(algsFor(k), alg) {
-					fit.Keys = append(fit.Keys, k)
-				}
+		return lookup(j.set)
+	}
+}
+
+// keyIn returns the key of set for t: the one its kid names, or without a
+// kid every key of the set that fits its algorithm.
+func keyIn(ctx context.Context, set keyfunc.Keyfunc, t *jwt.Token) (any, error) {
+	alg := t.Method.Alg()
+	k, err := set.KeyfuncCtx(ctx)(t)
+	if err != nil {
+		return nil, err
+	}
+	if ks, ok := k.(jwt.VerificationKeySet); ok { // no kid: every key of the set that fits
+		var fit jwt.VerificationKeySet
+		for _, k := range ks.Keys {
+			if slices.Contains(algsFor(k), alg) {
+				fit.Keys = append(fit.Keys, k)
 			}
-			if len(fit.Keys) == 0 {
-				return nil, errAlgKey
-			}
-			return fit, nil
 		}
-		if !slices.Contains(algsFor(k), alg) {
+		if len(fit.Keys) == 0 {
 			return nil, errAlgKey
 		}
-		return k, nil
+		return fit, nil
 	}
+	if !slices.Contains(algsFor(k), alg) {
+		return nil, errAlgKey
+	}
+	return k, nil
 }
 
 // Verify checks a token and returns what it says. The error says why a
@@ -258,11 +293,14 @@ func (j *JWT) Verify(ctx context.Context, token string) (*rules.Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	if exp != nil {
+	switch {
+	case exp != nil:
 		if !time.Now().Before(exp.Time) { // exact: the leeway is for nbf
 			return nil, jwt.ErrTokenExpired
 		}
 		t.Expires = exp.Time
+	case !j.allowNoExp:
+		return nil, ErrNoExp
 	}
 	if g, ok := claims["switchboard"]; ok {
 		raw, err := json.Marshal(g)

@@ -2,6 +2,23 @@ package server
 
 import "net/http"
 
+// serveHealth answers /healthz: 200 "ok" (and Options.Version) while the
+// process serves, 503 once it shuts down.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.isClosing() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("shutting down\n"))
+		return
+	}
+	body := "ok\n"
+	if s.o.Version != "" {
+		body = "ok " + s.o.Version + "\n"
+	}
+	_, _ = w.Write([]byte(body))
+}
+
 // serveReady answers /readyz: 200 "ready" when the server takes new
 // clients and Options.Ready has nothing against it, 503 with the reason
 // otherwise. /healthz says the process is alive; /readyz says whether a

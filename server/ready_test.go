@@ -44,3 +44,11 @@ func TestReadyz(t *testing.T) {
 		t.Fatalf("dial while shutting down: %v, %+v: want 503 with Retry-After: 1", err, resp)
 	}
 }
+
+// /healthz names the version the server was given, after "ok".
+func TestHealthzVersion(t *testing.T) {
+	ts := newTestServer(t, &server.Options{Version: "v1.2.3"})
+	if status, body := get(t, ts.URL+"/healthz"); status != http.StatusOK || body != "ok v1.2.3\n" {
+		t.Fatalf("healthz: %d %q, want 200 \"ok v1.2.3\"", status, body)
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
-// Tokens on a live connection (PROTOCOL.md section 9): a WebSocket whose
+// Tokens on a live connection (docs/security.md, "Identity and rules"): a WebSocket whose
 // identity is a *rules.Identity with an expiry is closed with 4001 when
 // it passes, unless rpc.auth has replaced the token first.
 

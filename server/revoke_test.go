@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,10 +46,11 @@ func TestRPCAuthNarrows(t *testing.T) {
 		<-done
 	})
 
-	narrower := hs(t, jwt.MapClaims{"sub": "alice", "switchboard": grants([]string{"user.alice.>"}, []string{"report.*"})})
+	exp := time.Now().Add(time.Hour).Unix()
+	narrower := hs(t, jwt.MapClaims{"sub": "alice", "exp": exp, "switchboard": grants([]string{"user.alice.>"}, []string{"report.*"})})
 	write(t, alice, `{"jsonrpc":"2.0","method":"rpc.auth","params":{"token":"`+narrower+`"},"id":4}`)
 	testkit.JSONEqual(t, `{"jsonrpc":"2.0","method":"rpc.revoked","params":{"topics":["news.today"],"methods":["billing.*"]}}`, read(t, alice))
-	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{"user":"alice","expires":null,"revoked":{"topics":["news.today"],"methods":["billing.*"]}},"id":4}`, read(t, alice))
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","result":{"user":"alice","expires":`+strconv.FormatInt(exp, 10)+`,"revoked":{"topics":["news.today"],"methods":["billing.*"]}},"id":4}`, read(t, alice))
 
 	for topic, n := range map[string]int{"news.today": 0, "user.alice.inbox": 1} {
 		var res struct{ Delivered int }

@@ -35,7 +35,7 @@ func BenchmarkRules(b *testing.B) {
 		b.Fatal(err)
 	}
 	j := newJWT(b, &server.JWTOptions{Key: hmacSecret})
-	tok := sign(b, "HS256", hmacSecret, "", jwt.MapClaims{"sub": "orders", "role": "backend"})
+	tok := sign(b, "HS256", hmacSecret, "", jwt.MapClaims{"sub": "orders", "role": "backend", "exp": time.Now().Add(time.Hour).Unix()})
 	start := func(o *server.Options) *peer.Conn {
 		o.Router = demo.Mux()
 		o.Authenticate = j.Authenticate

@@ -51,7 +51,7 @@ type Options struct {
 	Authorize func(ctx context.Context, method string) error
 
 	// Reauthenticate, if set, verifies the token a WebSocket peer sends
-	// with rpc.auth (PROTOCOL.md section 9): one of the connection's
+	// with rpc.auth (docs/security.md, "Identity and rules"): one of the connection's
 	// subject replaces its token, grants and expiry. A connection whose
 	// identity is a *rules.Identity (as [JWT.Authenticate] gives) is closed
 	// with 4001 "token expired" when its token's expiry passes. Usually
@@ -167,8 +167,13 @@ type Options struct {
 	// alive: an error (a cluster node's NATS link down, its stream not
 	// read yet) makes /readyz answer 503 with the error's text. /readyz
 	// also answers 503 while the server shuts down. Nil: ready while not
-	// shutting down.
+	// shutting down. [JWT.Ready] fits: not ready until a JWKS URL's keys
+	// are loaded.
 	Ready func() error
+
+	// Version, if set, follows "ok" in /healthz's body ("ok v1.2.0"), so
+	// that a probe or a person can tell which build answers.
+	Version string
 }
 
 // ErrForbidden, wrapped in an error from Options.Authenticate, answers 403
@@ -273,16 +278,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
-}
-
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if s.isClosing() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("shutting down\n"))
-		return
-	}
-	_, _ = w.Write([]byte("ok\n"))
 }
 
 func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {

@@ -226,7 +226,7 @@ export class Connection {
     this.#retryTimer = setTimeout(() => this.#dial(), delay);
   }
 
-  // ---- tokens that expire (PROTOCOL.md section 9) ----
+  // ---- tokens that expire (docs/security.md, "Identity and rules") ----
 
   // armRefresh schedules the replacement of conn's token when the token
   // option is a function and the token a JWT with an exp: a quarter of its

@@ -24,7 +24,9 @@ type identityFlags struct {
 	jwtKey, jwks     string
 	audience, issuer string
 	anonymous        bool
+	allowNoExp       bool
 	file             *fileConfig // what the config file says beyond the flags
+
 }
 
 func (f *identityFlags) register(fs *flag.FlagSet) {
@@ -33,6 +35,7 @@ func (f *identityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.jwks, "jwks", "", "accept JSON Web Tokens signed with a key of the JWKS document at this `URL` (fetched, refreshed, and fetched again for an unknown kid)")
 	fs.StringVar(&f.audience, "jwt-audience", "", "require this `aud` claim of JSON Web Tokens")
 	fs.StringVar(&f.issuer, "jwt-issuer", "", "require this `iss` claim of JSON Web Tokens")
+	fs.BoolVar(&f.allowNoExp, "jwt-allow-no-exp", false, "accept JSON Web Tokens without an exp claim, which then never expire (default: refused)")
 	fs.BoolVar(&f.anonymous, "anonymous", false, "with -token-file or -jwt-key/-jwks, let a request without any token in, as an anonymous peer: it may do what the rules allow \"anyone\" (a wrong token is still refused)")
 }
 
@@ -91,6 +94,9 @@ type access struct {
 	// opens them; with no authentication at all, nil: they are open, as
 	// the whole hub is.
 	operator func(*http.Request) (any, error)
+	// jwt is the JWT verifier, nil without JWTs: /readyz asks it whether
+	// it holds keys.
+	jwt *server.JWT
 }
 
 // authenticate returns how the hub tells who a request is from: a request
@@ -112,7 +118,7 @@ func (f *identityFlags) authenticate(ctx context.Context, tokenFile string, log 
 		return nil, err
 	}
 	if static == nil {
-		return &access{authenticate: f.orAnonymous(j.Authenticate), reauthenticate: j.Verify, operator: noOperator}, nil
+		return &access{authenticate: f.orAnonymous(j.Authenticate), reauthenticate: j.Verify, operator: noOperator, jwt: j}, nil
 	}
 	both := func(r *http.Request) (any, error) {
 		if id, err := static(r); err == nil {
@@ -120,7 +126,7 @@ func (f *identityFlags) authenticate(ctx context.Context, tokenFile string, log 
 		}
 		return j.Authenticate(r)
 	}
-	return &access{authenticate: f.orAnonymous(both), reauthenticate: j.Verify, operator: static}, nil
+	return &access{authenticate: f.orAnonymous(both), reauthenticate: j.Verify, operator: static, jwt: j}, nil
 }
 
 // noOperator refuses every request to the operator's paths: a hub with
@@ -146,7 +152,7 @@ func (f *identityFlags) orAnonymous(auth func(*http.Request) (any, error)) func(
 }
 
 func (f *identityFlags) verifier(ctx context.Context, log *zap.Logger) (*server.JWT, error) {
-	o := &server.JWTOptions{JWKSURL: f.jwks, Audience: f.audience, Issuer: f.issuer, Logger: log}
+	o := &server.JWTOptions{JWKSURL: f.jwks, Audience: f.audience, Issuer: f.issuer, AllowNoExp: f.allowNoExp, Logger: log}
 	if f.jwtKey != "" {
 		key, err := os.ReadFile(f.jwtKey)
 		if err != nil {
@@ -193,6 +199,9 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	}
 	if _, err := c.identity.ruleSet(); err != nil {
 		return err
+	}
+	if msg := c.routes.ignored(c.identity.file.hasRules); msg != "" {
+		fmt.Fprintln(stderr, "warning:", msg)
 	}
 	return printConfig(stdout, c.flags, c.identity.file)
 }

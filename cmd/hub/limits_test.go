@@ -34,7 +34,7 @@ func TestSlowloris(t *testing.T) {
 		<-dripped
 	}()
 
-	if resp, body := httpDo(t, "GET", url+"/healthz", "", ""); resp.StatusCode != 200 || body != "ok\n" {
+	if resp, body := httpDo(t, "GET", url+"/healthz", "", ""); resp.StatusCode != 200 || !strings.HasPrefix(body, "ok ") {
 		t.Fatalf("a normal client meanwhile: %d %q", resp.StatusCode, body)
 	}
 	// Each is closed, with a 400 for a request begun or nothing at all.

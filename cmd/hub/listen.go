@@ -41,9 +41,9 @@ type listenConfig struct {
 func (c *listenConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM `file` of the certificate (chain); with -tls-key, serve https:// and wss://")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM `file` of the certificate's private key")
-	fs.DurationVar(&c.headerTimeout, "header-timeout", 10*time.Second, "how long a client may `take` to send a request's headers (and, with TLS, to do its handshake)")
+	fs.DurationVar(&c.headerTimeout, "header-timeout", 10*time.Second, "the longest `duration` a client may take to send a request's headers (and, with TLS, to do its handshake)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may stay idle between requests (`duration`)")
-	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "how long a WebSocket handshake may `take` once its headers are in (authentication, the 101 response)")
+	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "the longest `duration` a WebSocket handshake may take once its headers are in (authentication, the 101 response)")
 	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "most `connections` open at once; more are answered 503 and closed (0: no limit)")
 	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", defaultMaxConnsPerAddr, "most `connections` open at once from one IP address, or IPv6 /64 (0: no limit; behind a reverse proxy, list it in -trusted-proxies)")
 	fs.Func("trusted-proxies", "comma-separated `CIDRs` (or IPs) of reverse proxies in front of the hub: for their requests, the client address comes from X-Forwarded-For or Forwarded, for -max-conns-per-addr and the logs", func(s string) error {

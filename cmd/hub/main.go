@@ -49,10 +49,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	run := run
-	if len(os.Args) > 1 && os.Args[1] == "check-config" {
-		run = func(_ context.Context, args []string, stderr io.Writer, _ func(net.Addr)) error {
-			return checkConfig(args[1:], os.Stdout, stderr)
-		}
+	if sub, ok := subcommand(os.Args[1:]); ok { // check-config, version, gentoken, ...: tools.go
+		run = sub
 	}
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -99,6 +97,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	var c config
 	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = usage(fs)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo methods and let any peer publish")
 	fs.BoolVar(&c.mcp, "mcp", false, "serve the Model Context Protocol at /mcp: MCP clients call what peers provide as tools (on with -demo)")
@@ -108,7 +107,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: json, console, or auto (console on a terminal, json otherwise)")
 	fs.IntVar(&c.maxMessage, "max-message", peer.DefaultMaxMessage, "largest WebSocket message or POST body, in `bytes`")
-	fs.DurationVar(&c.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a POST body may `take` to arrive once its headers have")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "the longest `duration` a POST body may take to arrive once its headers have")
 	fs.IntVar(&c.maxBatch, "max-batch", peer.DefaultMaxBatch, "most `elements` in a batch")
 	fs.IntVar(&c.maxInFlight, "max-inflight", peer.DefaultMaxInFlight, "most `calls` served at once per connection")
 	fs.IntVar(&c.maxQueue, "max-queue", peer.DefaultMaxQueue, "most `messages` waiting to be written to one peer; a peer with that many events waiting is closed as too slow")
@@ -122,7 +121,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.historyAge, "history-age", hub.DefaultHistoryAge, "the longest `time` an event is kept")
 	fs.Int64Var(&c.historyBytes, "history-bytes", hub.DefaultHistoryTotal, "most `bytes` kept for all topics together")
 	fs.BoolVar(&c.compression, "compression", false, "enable permessage-deflate on WebSockets")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may `take` to finish on shutdown")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "the longest `duration` calls in flight may take to finish on shutdown")
 	fs.Uint64Var(&c.minHeapMB, "min-heap-mb", defaultMinHeapMB, "let the heap grow to this many `MiB` before the garbage collector runs, however little of it is live: fewer collections when the hub holds few connections (0: as GOGC says)")
 	c.listen.flags(fs)
 	c.identity.register(fs)
@@ -187,6 +186,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		Compression:    c.compression,
 		Root:           web.Handler(), // the playground, for plain GETs of /
 		Logger:         log,
+		Version:        hubVersion(),
 		Conn: peer.Options{
 			MaxMessage:    c.maxMessage,
 			MaxBatch:      c.maxBatch,
@@ -219,7 +219,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	hubOpts.Policy, opts.Authorize = lv.policy, lv.authorize
 	var operator func(*http.Request) (any, error)
 	opts.Authenticate, opts.Reauthenticate, operator = lv.serverAuth()
-	c.routes.apply(hubOpts)
+	c.routes.apply(hubOpts, c.identity.file.hasRules, log)
 	cl, err := c.cluster.join(ctx, hubOpts, log)
 	if err != nil {
 		return err
@@ -237,6 +237,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		}
 		opts.Ready = cl.broker.Ready
 	}
+	opts.Ready = lv.ready(opts.Ready)
 	metrics := prom.New()
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)

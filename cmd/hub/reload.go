@@ -140,6 +140,23 @@ func (lv *live) serverAuth() (authenticate func(*http.Request) (any, error), rea
 	return authenticate, reauthenticate, operator
 }
 
+// ready returns an Options.Ready that is also not ready while the running
+// JWT verifier has no keys (a JWKS URL not fetched yet): a hub that would
+// refuse every token takes no traffic. other, if set, is asked first.
+func (lv *live) ready(other func() error) func() error {
+	return func() error {
+		if other != nil {
+			if err := other(); err != nil {
+				return err
+			}
+		}
+		if j := lv.cur.Load().access.jwt; j != nil {
+			return j.Ready()
+		}
+		return nil
+	}
+}
+
 // close stops the running state's JWKS refresh.
 func (lv *live) close() { lv.cur.Load().stop() }
 

@@ -1,7 +1,7 @@
 // Package rules turns declarative authorization rules, and the grants a
 // JSON Web Token carries, into a [hub.Policy]: who may subscribe to which
 // topics (and read their history and presence), publish, provide and call
-// methods, and address peers with rpc.call (PROTOCOL.md sections 8 and 9).
+// methods, and address peers with rpc.call (docs/protocol.md, "Calling one particular peer"; docs/security.md, "Identity and rules").
 //
 // A rule names actions, patterns and who it is for:
 //

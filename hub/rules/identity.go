@@ -53,7 +53,7 @@ func (id *Identity) Replace(t *Token) error {
 	return nil
 }
 
-// Grants is the "switchboard" claim of a token (PROTOCOL.md section 9):
+// Grants is the "switchboard" claim of a token (docs/security.md, "Identity and rules"):
 // for each action, the patterns it may be done on. An absent entry grants
 // nothing of its kind, except Call: absent, every method may be called.
 type Grants struct {

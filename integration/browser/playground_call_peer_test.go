@@ -15,7 +15,7 @@ import (
 // One tab calls another by its peer id: the Peers panel of the first
 // fills the Request form with an rpc.call addressed to the second, which
 // answers with a method it registered. It needs rpc.call and rpc.whoami
-// in the hub (PROTOCOL.md section 8).
+// in the hub (docs/protocol.md, "Calling one particular peer").
 func TestPlaygroundCallThisPeer(t *testing.T) {
 	a, h := openPlayground(t, 1280, 900)
 	b := openSecondPlayground(t, h.URL())

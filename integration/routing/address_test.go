@@ -23,7 +23,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
-// These tests call chosen peers (rpc.call, PROTOCOL.md section 8) through
+// These tests call chosen peers (rpc.call, docs/protocol.md, "Calling one particular peer") through
 // a real hub process: a Go client, the rpc command, raw WebSockets and
 // raw HTTP POSTs are the callers; Go clients the targets.
 

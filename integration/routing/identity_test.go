@@ -20,8 +20,8 @@ import (
 )
 
 // These tests run a hub process that takes JSON Web Tokens and judges
-// them by the walk-through's rules, or by their grants (PROTOCOL.md
-// section 9): an identity is a name, never a pattern, and a narrowed grant
+// them by the walk-through's rules, or by their grants (docs/security.md,
+// "Identity and rules"): an identity is a name, never a pattern, and a narrowed grant
 // ends what it no longer allows.
 
 var jwtSecret = []byte("the identity tests' HMAC secret, 32 bytes or more")
