@@ -39,6 +39,7 @@ func newLogger(level, format string, w io.Writer) (*zap.Logger, zap.AtomicLevel,
 		ec.EncodeTime = func(t time.Time, e zapcore.PrimitiveArrayEncoder) {
 			e.AppendString(t.UTC().Format(timeLayout))
 		}
+		ec.EncodeDuration = zapcore.StringDurationEncoder // "10s", as the flags write it, not 10
 		enc = zapcore.NewJSONEncoder(ec)
 	case "console":
 		ec := zap.NewDevelopmentEncoderConfig()

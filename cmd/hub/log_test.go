@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // logOf runs the hub with args until it listens, stops it, and returns
@@ -49,6 +51,20 @@ func TestLogJSON(t *testing.T) {
 		if len(msgs) == 0 || msgs[0] != "hub listening" {
 			t.Fatalf("-log-format %s: messages %q", format, msgs)
 		}
+	}
+}
+
+// TestLogDurationJSON: a duration in a JSON line reads as the flags write
+// it ("10s"), not as a bare number whose unit the reader must guess.
+func TestLogDurationJSON(t *testing.T) {
+	var b strings.Builder
+	log, _, err := newLogger("info", "json", &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("shutting down", zap.Duration("timeout", 10*time.Second))
+	if !strings.Contains(b.String(), `"timeout":"10s"`) {
+		t.Errorf("log line %q, want \"timeout\":\"10s\"", b.String())
 	}
 }
 
