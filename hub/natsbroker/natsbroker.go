@@ -383,7 +383,13 @@ func (b *Broker) up(nc *nats.Conn, msg string) {
 func (b *Broker) down(_ *nats.Conn, err error) {
 	if b.connected.CompareAndSwap(true, false) && !b.closing.Load() {
 		b.stats.disconnects.Add(1)
-		b.log.Warn("cluster link lost: delivering this node's events only", zap.Error(err))
+		if b.jetStream {
+			// Every event goes through the stream: none is published or
+			// delivered until the link is back.
+			b.log.Warn("cluster link lost: publishing refused until it is back", zap.Error(err))
+		} else {
+			b.log.Warn("cluster link lost: delivering this node's events only", zap.Error(err))
+		}
 		b.interrupted()
 	}
 }
