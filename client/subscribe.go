@@ -56,8 +56,8 @@ type Subscription struct {
 	queue    []item
 	ended    bool
 	err      error // why it ended, for Err
-	gap      bool // events were lost: a Missed event goes before the next
-	dropping bool // events are being dropped; logged once per episode
+	gap      bool  // events were lost: a Missed event goes before the next
+	dropping bool  // events are being dropped; logged once per episode
 	dropped  int64
 }
 
