@@ -153,7 +153,9 @@ func (c *Conn) Ping(ctx context.Context) error {
 	reads, pauses := c.reads.Load(), c.pauses.Load()
 	c.wantReader() // the answer is read by a reader goroutine
 	var err error
-	if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
+	if fp, ok := c.t.(framePinger); ok && fp.canPingFrames() {
+		err = c.pingFrame(ctx, fp)
+	} else if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
 		err = p.Ping(ctx)
 	} else {
 		err = c.Call(ctx, "rpc.ping", nil, nil)
@@ -165,6 +167,25 @@ func (c *Conn) Ping(ctx context.Context) error {
 		return nil
 	}
 	return ctx.Err()
+}
+
+// pingFrame queues a ping behind the messages waiting to be written (see
+// outbox.pushPing), and waits for its pong, ctx or the connection's end.
+// The ping is not written with a deadline of its own: a peer that reads
+// slowly gets it late, and answers late; one that stops reading is the
+// write-stall watchdog's (Options.WriteStall).
+func (c *Conn) pingFrame(ctx context.Context, fp framePinger) error {
+	payload, pong, forget := fp.expectPong()
+	defer forget()
+	c.out.pushPing(payload)
+	select {
+	case <-pong:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closing:
+		return fmt.Errorf("%w: ping", ErrClosed)
+	}
 }
 
 // Notify sends a notification: no reply comes, and none is awaited.

@@ -3,7 +3,9 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,5 +92,57 @@ func TestPingClosesSilentPeer(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no disconnect with 1001 ping timeout logged: %v", logs.FilterMessage("peer disconnected").All())
+	}
+}
+
+// A peer that pipelines calls and stops reading its replies for a while,
+// longer than the WebSocket library gives a ping frame to be written
+// (5 s) and than PingInterval, but shorter than PingTimeout, is not
+// closed by the pings meanwhile: they wait behind its replies, and their
+// pongs come once it reads again. Every reply reaches it.
+func TestPingWaitsForSlowReader(t *testing.T) {
+	const (
+		calls = 3000
+		pause = 7 * time.Second // over the library's 5 s
+	)
+	ts := newTestServer(t, &server.Options{PingInterval: 200 * time.Millisecond, PingTimeout: time.Minute})
+	ws := ts.dialRaw(t, nil)
+	ws.SetReadLimit(-1)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	data := strings.Repeat("x", 10_000) // 30 MB of replies: more than the queue and the sockets hold
+	written := make(chan error, 1)
+	go func() { // the hub stops reading once its queue is full: the writes wait
+		for i := range calls {
+			req := fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","params":["%s"],"id":%d}`, data, i)
+			if err := ws.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- nil
+	}()
+	testkit.WaitFor(t, "the hub's queue to fill", func() bool { return ts.srv.Stats().QueuedBytes >= 4<<20 })
+	paused := time.NewTimer(pause) // the client reads nothing meanwhile
+	<-paused.C
+
+	got := make(map[string]bool, calls) // replies come in any order
+	for i := range calls {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("reply %d of %d: %v", i+1, calls, err)
+		}
+		head, _, _ := strings.Cut(string(b[:min(len(b), 60)]), `,"result":["x`)
+		if got[head] || !strings.HasPrefix(head, `{"jsonrpc":"2.0","id":`) {
+			t.Fatalf("reply %d: %.80s", i+1, b)
+		}
+		got[head] = true
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if got := roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":"last"}`); got != `{"jsonrpc":"2.0","id":"last","result":{}}` {
+		t.Fatalf("after the pause: %s", got)
 	}
 }
