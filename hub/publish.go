@@ -134,7 +134,7 @@ func (h *Hub) deliver(topic string, data []byte, at uint64, forward bool) (deliv
 		h.mu.Unlock()
 		return 0, seq, nil
 	}
-	msg = appendPosition(msg, seq, h.ep.Load().json)
+	ev := peer.NewShared(appendPosition(msg, seq, h.ep.Load().json))
 	dedup := len(nodes) > 1
 	if dedup {
 		h.seq++
@@ -150,9 +150,9 @@ func (h *Hub) deliver(topic string, data []byte, at uint64, forward bool) (deliv
 			}
 			var err error
 			if p.rs.paused {
-				err = h.hold(p, "rpc.event", msg)
+				err = h.hold(p, ev)
 			} else {
-				err = p.conn.Post(msg) // the common case, kept inline
+				err = p.conn.PostShared(ev) // the common case, kept inline
 			}
 			switch {
 			case err == nil:
@@ -195,12 +195,12 @@ func (h *Hub) post(p *Peer, method string, msg []byte) error {
 	if !p.rs.paused {
 		return p.conn.Post(msg)
 	}
-	return h.hold(p, method, msg)
+	return h.hold(p, peer.NewShared(msg))
 }
 
 // hold keeps a message for p while p's replays run, or closes p when too
 // many wait.
-func (h *Hub) hold(p *Peer, method string, msg []byte) error {
+func (h *Hub) hold(p *Peer, msg *peer.Shared) error {
 	if p.rs.overflow {
 		return peer.ErrClosed
 	}
@@ -210,14 +210,8 @@ func (h *Hub) hold(p *Peer, method string, msg []byte) error {
 		_ = p.conn.CloseWith(peer.ClosePolicy, "too slow")
 		return peer.ErrTooSlow
 	}
-	p.rs.held = append(p.rs.held, held{method, msg})
+	p.rs.held = append(p.rs.held, msg)
 	return nil
-}
-
-// held is a message waiting for a paused peer.
-type held struct {
-	method string
-	msg    []byte
 }
 
 // Encoding of rpc.event. The topic needs no escaping: the topic syntax
@@ -231,8 +225,3 @@ const (
 	eventSeq   = `,"seq":`
 	eventEpoch = `,"epoch":`
 )
-
-// params returns the params of a message built from notifyHead.
-func (m held) params() []byte {
-	return m.msg[len(notifyHead)+len(m.method)+len(notifyMid) : len(m.msg)-1]
-}

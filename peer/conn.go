@@ -407,7 +407,7 @@ func (c *Conn) outboxDrained() {
 // close cause (wrapping ErrClosed, and ErrTooSlow if that was the cause).
 // Post must not be given a message it will modify later.
 func (c *Conn) Post(msg []byte) error {
-	err := c.out.postEvent(msg)
+	err := c.out.postEvent(msg, nil)
 	if err == ErrTooSlow { //nolint:errorlint // postEvent returns it bare
 		c.tooSlow()
 	}
