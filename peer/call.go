@@ -169,6 +169,23 @@ func (c *Conn) Ping(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// PingIdle is Ping for keeping a connection alive: it pings only when
+// the other side has shown no sign of life since the previous PingIdle,
+// and otherwise returns nil at once. A sign of life is a message read,
+// or this side's reader waiting for room for its replies meanwhile: a
+// peer that does not read them is the business of the write-stall
+// watchdog (Options.WriteStall), which closes it once writes make no
+// progress. A peer that keeps sending is not asked to answer a ping: one
+// that pipelines calls has its writer blocked behind them, and its
+// WebSocket library may give a pong no more than 5 s to get through.
+func (c *Conn) PingIdle(ctx context.Context) error {
+	mark := c.reads.Load() + c.pauses.Load()
+	if c.pingMark.Swap(mark) != mark || c.paused.Load() {
+		return nil
+	}
+	return c.Ping(ctx)
+}
+
 // pingFrame queues a ping behind the messages waiting to be written (see
 // outbox.pushPing), and waits for its pong, ctx or the connection's end.
 // The ping is not written with a deadline of its own: a peer that reads

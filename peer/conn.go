@@ -84,10 +84,12 @@ type Conn struct {
 	watchSeq uint64
 	away     atomic.Bool // Serve's goroutine no longer reads (see Serve), for tests
 
-	// For Ping: messages read, and the reader's waits (see pause).
-	reads  atomic.Uint64
-	pauses atomic.Uint64
-	paused atomic.Bool
+	// For Ping: messages read, and the reader's waits (see pause); for
+	// PingIdle, their sum at its previous call.
+	reads    atomic.Uint64
+	pauses   atomic.Uint64
+	paused   atomic.Bool
+	pingMark atomic.Uint64
 
 	// mu guards the fields below. Lock order, for every lock of the
 	// package: Conn.mu, then outbox.mu (c.out), then workers.mu (c.pool);

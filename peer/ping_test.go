@@ -105,3 +105,27 @@ func TestPingWaitsBehindQueue(t *testing.T) {
 		t.Fatalf("Ping = %v", err)
 	}
 }
+
+// PingIdle pings only a peer that has shown no sign of life since the
+// previous PingIdle: one that sent a message meanwhile is not asked.
+func TestPingIdle(t *testing.T) {
+	mux := NewMux()
+	mux.Handle("nop", Func(func(context.Context, struct{}) (int, error) { return 0, nil }))
+	a, b := Pipe(nil, &Options{Router: mux})
+	defer func() {
+		a.Close()
+		<-a.Done()
+		<-b.Done()
+	}()
+	pinged := func() uint64 { return a.reads.Load() } // a reads b's rpc.ping calls
+	if err := a.Call(t.Context(), "nop", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := pinged()
+	if err := b.PingIdle(t.Context()); err != nil || pinged() != before {
+		t.Fatalf("PingIdle after a call = %v, %d messages to the caller", err, pinged()-before)
+	}
+	if err := b.PingIdle(t.Context()); err != nil || pinged() != before+1 {
+		t.Fatalf("PingIdle of an idle peer = %v, %d messages to it", err, pinged()-before)
+	}
+}

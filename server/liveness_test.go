@@ -146,3 +146,46 @@ func TestPingWaitsForSlowReader(t *testing.T) {
 		t.Fatalf("after the pause: %s", got)
 	}
 }
+
+// A peer that resumes a subscription from the start of a long history
+// and stops reading for longer than the WebSocket library gives a ping
+// frame to be written (5 s) is not closed by the pings meanwhile (it
+// sends nothing, so it is pinged): the ping waits behind the replayed
+// events, and the pong comes once the peer reads again.
+func TestPingWaitsForSlowReplay(t *testing.T) {
+	const (
+		events = 600
+		pause  = 7 * time.Second // over the library's 5 s
+	)
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, History: hub.History{
+		Retention: hub.Retention{Events: -1, Bytes: -1}, MaxBytes: -1,
+	}})
+	data := strings.Repeat("x", 50_000) // 30 MB in all: more than the queue and the sockets hold
+	for range events {
+		if _, err := h.Publish(t.Context(), "big", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := newTestServer(t, &server.Options{Hub: h, PingInterval: 200 * time.Millisecond, PingTimeout: time.Minute})
+	ws := ts.dialRaw(t, nil)
+	ws.SetReadLimit(-1)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	write(t, ws, fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.subscribe","params":{"topic":"big","since":{"epoch":%q,"seq":0}},"id":1}`, h.Position().Epoch))
+	testkit.WaitFor(t, "the hub's queue to fill", func() bool { return ts.srv.Stats().QueuedBytes >= 4<<20 })
+	paused := time.NewTimer(pause) // the client reads nothing meanwhile
+	<-paused.C
+
+	for n := 0; n < events; {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("after %d events: %v", n, err)
+		}
+		if strings.Contains(string(b[:min(len(b), 60)]), `"rpc.event"`) {
+			n++
+		}
+	}
+	if got := roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":"last"}`); got != `{"jsonrpc":"2.0","id":"last","result":{}}` {
+		t.Fatalf("after the pause: %s", got)
+	}
+}
