@@ -46,6 +46,11 @@ type Options struct {
 	// StopTimeout bounds the wait for the process to exit after SIGTERM;
 	// then it is killed and Stop fails. Default 20s.
 	StopTimeout time.Duration
+	// AddressSpace, if positive, limits the process's virtual memory to
+	// this many bytes (ulimit -v), as an operator's limit would: beyond
+	// it, the hub dies of out-of-memory. A hub built with the race
+	// detector, which reserves far more address space, runs without it.
+	AddressSpace int64
 	// Admin serves the metrics and Go's profiles on a second address
 	// (-metrics-addr, -pprof), chosen by Start and kept across restarts.
 	// [Hub.Metrics] reads them there; [Hub.HeapAfterGC] needs it.
@@ -190,6 +195,10 @@ func (h *Hub) start() error {
 		args = append(args, "-metrics-addr", h.admin, "-pprof")
 	}
 	cmd := exec.Command(bin, append(args, h.opts.Args...)...)
+	if h.opts.AddressSpace > 0 && !raceEnabled {
+		limit := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, h.opts.AddressSpace>>10)
+		cmd = exec.Command("/bin/sh", append([]string{"-c", limit, bin}, cmd.Args[1:]...)...)
+	}
 	cmd.Env = append(os.Environ(), h.opts.Env...)
 	cmd.Stdout = h.log
 	cmd.Stderr = h.log
