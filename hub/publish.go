@@ -199,18 +199,19 @@ func (h *Hub) post(p *Peer, method string, msg []byte) error {
 }
 
 // hold keeps a message for p while p's replays run, or closes p when too
-// many wait.
+// many wait, or too many bytes.
 func (h *Hub) hold(p *Peer, msg *peer.Shared) error {
 	if p.rs.overflow {
 		return peer.ErrClosed
 	}
-	if len(p.rs.held) >= maxHeld {
+	if len(p.rs.held) >= maxHeld || len(p.rs.held) > 0 && p.rs.heldB+len(msg.Bytes()) > maxHeldBytes {
 		p.rs.overflow = true
-		p.rs.held = nil
+		p.rs.held, p.rs.heldB = nil, 0
 		_ = p.conn.CloseWith(peer.ClosePolicy, "too slow")
 		return peer.ErrTooSlow
 	}
 	p.rs.held = append(p.rs.held, msg)
+	p.rs.heldB += len(msg.Bytes())
 	return nil
 }
 

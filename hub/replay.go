@@ -20,6 +20,7 @@ type replayState struct {
 	jobs     []replayJob
 	paused   bool           // a replay goroutine runs; live messages go to held
 	held     []*peer.Shared // live messages waiting for the replays to end
+	heldB    int            // their bytes
 	overflow bool           // held went over maxHeld: the peer was closed
 	ctx      context.Context
 	cancel   context.CancelFunc // ends the replay (Leave)
@@ -75,11 +76,11 @@ func (h *Hub) replay(ctx context.Context, p *Peer) {
 					break
 				}
 			}
-			p.rs.held, p.rs.paused = nil, false
+			p.rs.held, p.rs.heldB, p.rs.paused = nil, 0, false
 			h.mu.Unlock()
 			return
 		}
-		p.rs.held = nil
+		p.rs.held, p.rs.heldB = nil, 0
 		h.mu.Unlock()
 		for _, m := range batch {
 			if err := p.conn.SendShared(ctx, m); err != nil {
@@ -212,5 +213,5 @@ func (p *Peer) endReplay() {
 	if p.rs.cancel != nil {
 		p.rs.cancel()
 	}
-	p.rs.jobs, p.rs.held = nil, nil
+	p.rs.jobs, p.rs.held, p.rs.heldB = nil, nil, 0
 }
