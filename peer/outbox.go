@@ -298,6 +298,9 @@ func (o *outbox) enqueueLocked(b []byte, sh *Shared, q enqueue) {
 		o.mu.Unlock()
 		return
 	}
+	if o.budget == nil {
+		sh = nil // nothing to count it against: no need to know who holds it
+	}
 	o.queue = append(o.queue, outMsg{b: b, sh: sh, post: q&qPost != 0})
 	o.bytes.Add(int64(len(b)))
 	if sh == nil {
