@@ -68,11 +68,15 @@ type outbox struct {
 }
 
 type outMsg struct {
-	b    []byte
-	sh   *Shared // b is shared with other queues; nil: b is this queue's own
-	post bool    // came through postEvent
-	ping bool    // b is a ping's payload, for the transport's writePing
+	b  []byte
+	sh *Shared // b is shared with other queues (or pingFrame); nil: b is this queue's own
 }
+
+// pingFrame marks a ping in the queue (pushPing): its b is the payload,
+// for the transport's writePing. Released like a shared message once
+// written, it is never held, so its count only goes down, and it has no
+// budget to give anything back to.
+var pingFrame = new(Shared)
 
 // stallChecks is how many watchdog checks, stall/stallChecks apart, must
 // in a row find a write pending and none completed before the connection
@@ -111,9 +115,8 @@ func (o *outbox) pushPing(p []byte) {
 		o.mu.Unlock()
 		return
 	}
-	o.queue = append(o.queue, outMsg{b: p, ping: true})
+	o.queue = append(o.queue, outMsg{b: p, sh: pingFrame})
 	o.bytes.Add(int64(len(p)))
-	o.budget.add(len(p))
 	if o.writing {
 		o.mu.Unlock()
 		return
@@ -301,7 +304,7 @@ func (o *outbox) enqueueLocked(b []byte, sh *Shared, q enqueue) {
 	if o.budget == nil {
 		sh = nil // nothing to count it against: no need to know who holds it
 	}
-	o.queue = append(o.queue, outMsg{b: b, sh: sh, post: q&qPost != 0})
+	o.queue = append(o.queue, outMsg{b: b, sh: sh})
 	o.bytes.Add(int64(len(b)))
 	if sh == nil {
 		o.budget.add(len(b))
@@ -342,14 +345,12 @@ func (o *outbox) write(inline bool) {
 		}
 		batch := o.queue
 		o.queue, o.spare = o.spare[:0], nil
+		o.posted = 0   // all of them are in batch
 		var n, own int // bytes, and those counted against the budget here
 		for _, m := range batch {
 			n += len(m.b)
 			if m.sh == nil {
 				own += len(m.b)
-			}
-			if m.post {
-				o.posted--
 			}
 		}
 		if o.room != nil {
@@ -420,7 +421,7 @@ func (o *outbox) writeBatch(batch []outMsg) error {
 	}
 	var err error
 	for i, m := range batch {
-		if m.ping {
+		if m.sh == pingFrame {
 			err = o.t.(framePinger).writePing(m.b)
 		} else {
 			err = o.t.Write(o.ctx, m.b)

@@ -172,8 +172,10 @@ func TestPingWaitsForSlowReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	write(t, ws, fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.subscribe","params":{"topic":"big","since":{"epoch":%q,"seq":0}},"id":1}`, h.Position().Epoch))
-	testkit.WaitFor(t, "the hub's queue to fill", func() bool { return ts.srv.Stats().QueuedBytes >= 4<<20 })
-	paused := time.NewTimer(pause) // the client reads nothing meanwhile
+	// The replay writes until the sockets are full (a few MB), then waits
+	// for the client, who reads nothing for a while.
+	testkit.WaitFor(t, "the replay to start", func() bool { return h.Stats().Stream.Replayed >= 20 })
+	paused := time.NewTimer(pause)
 	<-paused.C
 
 	for n := 0; n < events; {
