@@ -39,7 +39,8 @@
 // # Delivery
 //
 // A published message is encoded once, and the same bytes are queued on
-// every subscriber's connection with [peer.Conn.Post], which never waits.
+// every subscriber's connection with [peer.Conn.PostShared], which never
+// waits, and counts once against the queue budget the connections share.
 // Events reach every subscriber in the order they were published (the hub
 // hands each event to all subscribers before taking the next), and a
 // peer's own topic requests take effect in the order it sent them.

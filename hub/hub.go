@@ -118,6 +118,8 @@ type Hub struct {
 	sq    sequenced                 // its waiters
 	gap   uint64                    // events from other nodes may be missing after no position before this
 	ep    atomic.Pointer[epochName] // the stream's epoch; replaced under mu (Restart)
+	// replays shares the messages of the events being replayed (replay.go).
+	replays replayFrames
 
 	handlers struct {
 		subscribe, unsubscribe, publish, history, presence peer.Handler

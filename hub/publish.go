@@ -137,7 +137,7 @@ func (h *Hub) deliver(topic string, data []byte, at uint64, forward bool) (deliv
 		h.mu.Unlock()
 		return 0, seq, nil
 	}
-	msg = appendPosition(msg, seq, h.ep.Load().json)
+	ev := peer.NewShared(appendPosition(msg, seq, h.ep.Load().json))
 	dedup := len(nodes) > 1
 	if dedup {
 		h.seq++
@@ -153,9 +153,9 @@ func (h *Hub) deliver(topic string, data []byte, at uint64, forward bool) (deliv
 			}
 			var err error
 			if p.rs.paused {
-				err = h.hold(p, "rpc.event", msg)
+				err = h.hold(p, ev)
 			} else {
-				err = p.conn.Post(msg) // the common case, kept inline
+				err = p.conn.PostShared(ev) // the common case, kept inline
 			}
 			switch {
 			case err == nil:
@@ -198,29 +198,24 @@ func (h *Hub) post(p *Peer, method string, msg []byte) error {
 	if !p.rs.paused {
 		return p.conn.Post(msg)
 	}
-	return h.hold(p, method, msg)
+	return h.hold(p, peer.NewShared(msg))
 }
 
 // hold keeps a message for p while p's replays run, or closes p when too
-// many wait.
-func (h *Hub) hold(p *Peer, method string, msg []byte) error {
+// many wait, or too many bytes.
+func (h *Hub) hold(p *Peer, msg *peer.Shared) error {
 	if p.rs.overflow {
 		return peer.ErrClosed
 	}
-	if len(p.rs.held) >= maxHeld {
+	if len(p.rs.held) >= maxHeld || len(p.rs.held) > 0 && p.rs.heldB+len(msg.Bytes()) > maxHeldBytes {
 		p.rs.overflow = true
-		p.rs.held = nil
+		p.rs.held, p.rs.heldB = nil, 0
 		_ = p.conn.CloseWith(peer.ClosePolicy, "too slow")
 		return peer.ErrTooSlow
 	}
-	p.rs.held = append(p.rs.held, held{method, msg})
+	p.rs.held = append(p.rs.held, msg)
+	p.rs.heldB += len(msg.Bytes())
 	return nil
-}
-
-// held is a message waiting for a paused peer.
-type held struct {
-	method string
-	msg    []byte
 }
 
 // Encoding of rpc.event. The topic needs no escaping: the topic syntax
@@ -234,8 +229,3 @@ const (
 	eventSeq   = `,"seq":`
 	eventEpoch = `,"epoch":`
 )
-
-// params returns the params of a message built from notifyHead.
-func (m held) params() []byte {
-	return m.msg[len(notifyHead)+len(m.method)+len(notifyMid) : len(m.msg)-1]
-}

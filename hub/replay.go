@@ -2,10 +2,11 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"runtime"
 	"strconv"
 	"sync"
+	"weak"
 
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -17,9 +18,10 @@ import (
 // Its fields are guarded by h.mu, except wg.
 type replayState struct {
 	jobs     []replayJob
-	paused   bool   // a replay goroutine runs; live messages go to held
-	held     []held // live messages waiting for the replays to end
-	overflow bool   // held went over maxHeld: the peer was closed
+	paused   bool           // a replay goroutine runs; live messages go to held
+	held     []*peer.Shared // live messages waiting for the replays to end
+	heldB    int            // their bytes
+	overflow bool           // held went over maxHeld: the peer was closed
 	ctx      context.Context
 	cancel   context.CancelFunc // ends the replay (Leave)
 	wg       sync.WaitGroup
@@ -70,18 +72,18 @@ func (h *Hub) replay(ctx context.Context, p *Peer) {
 			// Few enough to queue now, under the lock, before any
 			// event published after them.
 			for _, m := range batch {
-				if err := p.conn.Post(m.msg); err != nil {
+				if err := p.conn.PostShared(m); err != nil {
 					break
 				}
 			}
-			p.rs.held, p.rs.paused = nil, false
+			p.rs.held, p.rs.heldB, p.rs.paused = nil, 0, false
 			h.mu.Unlock()
 			return
 		}
-		p.rs.held = nil
+		p.rs.held, p.rs.heldB = nil, 0
 		h.mu.Unlock()
 		for _, m := range batch {
-			if err := p.conn.Notify(ctx, m.method, json.RawMessage(m.params())); err != nil {
+			if err := p.conn.SendShared(ctx, m); err != nil {
 				return
 			}
 		}
@@ -93,7 +95,6 @@ var errLost = errors.New("hub: history dropped events being replayed")
 
 // replayJob sends the events of j, waiting for room in p's queue.
 func (h *Hub) replayJob(ctx context.Context, p *Peer, j replayJob) error {
-	var buf []byte
 	after := j.after
 	for after < j.head {
 		h.mu.Lock()
@@ -118,11 +119,11 @@ func (h *Hub) replayJob(ctx context.Context, p *Peer, j replayJob) error {
 			if e.Seq > j.head {
 				return nil
 			}
-			buf = appendReplayed(buf[:0], e, h.ep.Load().json, j.pattern)
+			msg := h.replays.get(h.ep.Load(), j.pattern, e)
 			// Counted before it is sent, so that the peer never sees an
 			// event that Stats does not count yet; taken back if not sent.
 			h.streams.replayed.Add(1)
-			if err := p.conn.Notify(ctx, "rpc.event", json.RawMessage(buf)); err != nil {
+			if err := p.conn.SendShared(ctx, msg); err != nil {
 				h.streams.replayed.Add(^uint64(0))
 				return err
 			}
@@ -135,9 +136,65 @@ func (h *Hub) replayJob(ctx context.Context, p *Peer, j replayJob) error {
 	return nil
 }
 
-// appendReplayed appends the params of a replayed rpc.event.
-func appendReplayed(b []byte, e Event, epochJSON []byte, pattern string) []byte {
-	b = append(b, `{"topic":"`...)
+// replayFrames shares the messages of replayed events between the peers
+// that replay the same pattern: a thousand clients resuming from the same
+// position get the same events, and the hub holds each message once,
+// however many queues it waits in, as it does live events. A message is
+// found by its epoch, pattern (its "replay" field) and position for as
+// long as some queue still holds it; then the collector takes it, and its
+// entry with it. The zero value is ready to use.
+type replayFrames struct {
+	mu sync.Mutex
+	m  map[replayKey]weak.Pointer[peer.Shared]
+}
+
+type replayKey struct {
+	ep      *epochName
+	pattern string
+	seq     uint64
+}
+
+// get returns the message of e replayed for pattern in epoch ep, made
+// now unless a peer's queue still holds it.
+func (r *replayFrames) get(ep *epochName, pattern string, e Event) *peer.Shared {
+	k := replayKey{ep, pattern, e.Seq}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.m[k].Value(); s != nil {
+		return s
+	}
+	if r.m == nil {
+		r.m = make(map[replayKey]weak.Pointer[peer.Shared])
+	}
+	s := peer.NewShared(replayedEvent(e, ep.json, pattern))
+	w := weak.Make(s)
+	r.m[k] = w
+	runtime.AddCleanup(s, r.forget, replayEntry{k, w})
+	return s
+}
+
+type replayEntry struct {
+	k replayKey
+	w weak.Pointer[peer.Shared]
+}
+
+// forget drops the entry of a message the collector took, unless it was
+// made again since.
+func (r *replayFrames) forget(e replayEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m[e.k] == e.w {
+		delete(r.m, e.k)
+	}
+}
+
+// replayedEvent returns a replayed rpc.event: the live one's, and the
+// pattern it is replayed for.
+func replayedEvent(e Event, epochJSON []byte, pattern string) []byte {
+	const replay = `,"replay":"`
+	b := make([]byte, 0, len(eventHead)+len(e.Topic)+len(eventData)+len(e.Data)+len(eventSeq)+20+
+		len(eventEpoch)+len(epochJSON)+len(replay)+len(pattern)+3)
+	b = append(b, eventHead...)
 	b = append(b, e.Topic...)
 	b = append(b, eventData...)
 	b = append(b, e.Data...)
@@ -145,9 +202,9 @@ func appendReplayed(b []byte, e Event, epochJSON []byte, pattern string) []byte 
 	b = strconv.AppendUint(b, e.Seq, 10)
 	b = append(b, eventEpoch...)
 	b = append(b, epochJSON...)
-	b = append(b, `,"replay":"`...)
+	b = append(b, replay...)
 	b = append(b, pattern...)
-	return append(b, `"}`...)
+	return append(b, `"}}`...)
 }
 
 // endReplay stops p's replay; Leave calls it with h.mu held, and waits
@@ -156,5 +213,5 @@ func (p *Peer) endReplay() {
 	if p.rs.cancel != nil {
 		p.rs.cancel()
 	}
-	p.rs.jobs, p.rs.held = nil, nil
+	p.rs.jobs, p.rs.held, p.rs.heldB = nil, nil, 0
 }

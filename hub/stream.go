@@ -50,6 +50,9 @@ const (
 	// back.
 	maxHeld = 4096
 
+	// maxHeldBytes bounds them in bytes too: 4096 events can be 4 GiB.
+	maxHeldBytes = 16 << 20
+
 	// flushHeld is how many held events may be queued at once, without
 	// waiting for room, when a replay ends.
 	flushHeld = 256

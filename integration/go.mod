@@ -12,7 +12,6 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/switchboard-rpc/switchboard v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -36,6 +35,7 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
 

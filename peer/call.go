@@ -153,7 +153,9 @@ func (c *Conn) Ping(ctx context.Context) error {
 	reads, pauses := c.reads.Load(), c.pauses.Load()
 	c.wantReader() // the answer is read by a reader goroutine
 	var err error
-	if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
+	if fp, ok := c.t.(framePinger); ok && fp.canPingFrames() {
+		err = c.pingFrame(ctx, fp)
+	} else if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
 		err = p.Ping(ctx)
 	} else {
 		err = c.Call(ctx, "rpc.ping", nil, nil)
@@ -165,6 +167,42 @@ func (c *Conn) Ping(ctx context.Context) error {
 		return nil
 	}
 	return ctx.Err()
+}
+
+// PingIdle is Ping for keeping a connection alive: it pings only when
+// the other side has shown no sign of life since the previous PingIdle,
+// and otherwise returns nil at once. A sign of life is a message read,
+// or this side's reader waiting for room for its replies meanwhile: a
+// peer that does not read them is the business of the write-stall
+// watchdog (Options.WriteStall), which closes it once writes make no
+// progress. A peer that keeps sending is not asked to answer a ping: one
+// that pipelines calls has its writer blocked behind them, and its
+// WebSocket library may give a pong no more than 5 s to get through.
+func (c *Conn) PingIdle(ctx context.Context) error {
+	mark := c.reads.Load() + c.pauses.Load()
+	if c.pingMark.Swap(mark) != mark || c.paused.Load() {
+		return nil
+	}
+	return c.Ping(ctx)
+}
+
+// pingFrame queues a ping behind the messages waiting to be written (see
+// outbox.pushPing), and waits for its pong, ctx or the connection's end.
+// The ping is not written with a deadline of its own: a peer that reads
+// slowly gets it late, and answers late; one that stops reading is the
+// write-stall watchdog's (Options.WriteStall).
+func (c *Conn) pingFrame(ctx context.Context, fp framePinger) error {
+	payload, pong, forget := fp.expectPong()
+	defer forget()
+	c.out.pushPing(payload)
+	select {
+	case <-pong:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closing:
+		return fmt.Errorf("%w: ping", ErrClosed)
+	}
 }
 
 // Notify sends a notification: no reply comes, and none is awaited.

@@ -84,10 +84,12 @@ type Conn struct {
 	watchSeq uint64
 	away     atomic.Bool // Serve's goroutine no longer reads (see Serve), for tests
 
-	// For Ping: messages read, and the reader's waits (see pause).
-	reads  atomic.Uint64
-	pauses atomic.Uint64
-	paused atomic.Bool
+	// For Ping: messages read, and the reader's waits (see pause); for
+	// PingIdle, their sum at its previous call.
+	reads    atomic.Uint64
+	pauses   atomic.Uint64
+	paused   atomic.Bool
+	pingMark atomic.Uint64
 
 	// mu guards the fields below. Lock order, for every lock of the
 	// package: Conn.mu, then outbox.mu (c.out), then workers.mu (c.pool);
@@ -407,7 +409,7 @@ func (c *Conn) outboxDrained() {
 // close cause (wrapping ErrClosed, and ErrTooSlow if that was the cause).
 // Post must not be given a message it will modify later.
 func (c *Conn) Post(msg []byte) error {
-	err := c.out.postEvent(msg)
+	err := c.out.postEvent(msg, nil)
 	if err == ErrTooSlow { //nolint:errorlint // postEvent returns it bare
 		c.tooSlow()
 	}

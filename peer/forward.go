@@ -241,7 +241,7 @@ func (r *relayCall) answer(rp reply) {
 		})
 		return
 	}
-	c.out.enqueueLocked(out, 0)
+	c.out.enqueueLocked(out, nil, 0)
 	c.freeSlots(1)
 }
 

@@ -81,7 +81,7 @@ func (c *Conn) finish(cl *call, reply []byte) { c.finishReserved(cl, reply, 0) }
 func (c *Conn) finishReserved(cl *call, reply []byte, n int64) {
 	c.unregister(cl)
 	if reply != nil {
-		_ = c.out.sendReserved(c.life, reply, true, n) // fails only once closed
+		_ = c.out.sendReserved(c.life, reply, nil, true, n) // fails only once closed
 	} else {
 		c.out.unreserve(n)
 	}

@@ -68,9 +68,15 @@ type outbox struct {
 }
 
 type outMsg struct {
-	b    []byte
-	post bool // came through postEvent
+	b  []byte
+	sh *Shared // b is shared with other queues (or pingFrame); nil: b is this queue's own
 }
+
+// pingFrame marks a ping in the queue (pushPing): its b is the payload,
+// for the transport's writePing. Released like a shared message once
+// written, it is never held, so its count only goes down, and it has no
+// budget to give anything back to.
+var pingFrame = new(Shared)
 
 // stallChecks is how many watchdog checks, stall/stallChecks apart, must
 // in a row find a write pending and none completed before the connection
@@ -88,7 +94,7 @@ func (o *outbox) add(b []byte) error {
 		o.mu.Unlock()
 		return err
 	}
-	o.enqueueLocked(b, qHold)
+	o.enqueueLocked(b, nil, qHold)
 	return nil
 }
 
@@ -97,13 +103,35 @@ func (o *outbox) add(b []byte) error {
 // otherwise: rpc.cancel for a call its caller gave up on.
 func (o *outbox) push(b []byte) {
 	o.mu.Lock()
-	o.enqueueLocked(b, 0)
+	o.enqueueLocked(b, nil, 0)
 }
 
-// postEvent queues b without waiting, for [Conn.Post]. It fails with
-// ErrTooSlow when limit posted messages wait already, and with the close
-// cause once closed.
-func (o *outbox) postEvent(b []byte) error {
+// pushPing queues a ping with payload p, written by the transport (a
+// framePinger) when the writer reaches it: behind what is queued, never
+// in the middle of a message. Like push, it does not wait.
+func (o *outbox) pushPing(p []byte) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.queue = append(o.queue, outMsg{b: p, sh: pingFrame})
+	o.bytes.Add(int64(len(p)))
+	if o.writing {
+		o.mu.Unlock()
+		return
+	}
+	o.writing = true
+	o.armLocked()
+	o.spawnWriterLocked()
+	o.mu.Unlock()
+}
+
+// postEvent queues b, or sh's bytes when sh is not nil, without waiting,
+// for [Conn.Post] and [Conn.PostShared]. It fails with ErrTooSlow when
+// limit posted messages wait already, and with the close cause once
+// closed.
+func (o *outbox) postEvent(b []byte, sh *Shared) error {
 	o.mu.Lock()
 	if o.closed {
 		err := o.cause
@@ -115,7 +143,7 @@ func (o *outbox) postEvent(b []byte) error {
 		return ErrTooSlow
 	}
 	o.posted++
-	o.enqueueLocked(b, qPost|qHold)
+	o.enqueueLocked(b, sh, qPost|qHold)
 	return nil
 }
 
@@ -127,13 +155,14 @@ func (o *outbox) postEvent(b []byte) error {
 // (holdWrites); anything else goes out at once, with what is held: a
 // handler's call to the other side must not wait for the reader.
 func (o *outbox) send(ctx context.Context, b []byte, reply bool) error {
-	return o.sendReserved(ctx, b, reply, 0)
+	return o.sendReserved(ctx, b, nil, reply, 0)
 }
 
 // sendReserved is send for a reply whose call reserved own bytes
 // (reserve): the reservation is not counted against its own room, and
 // gives way to the reply once it is queued, or is given back if it is not.
-func (o *outbox) sendReserved(ctx context.Context, b []byte, reply bool, own int64) error {
+// With sh not nil, b is sh's bytes (see Shared).
+func (o *outbox) sendReserved(ctx context.Context, b []byte, sh *Shared, reply bool, own int64) error {
 	o.mu.Lock()
 	var done <-chan struct{}
 	if !o.roomLocked(own) {
@@ -152,7 +181,7 @@ func (o *outbox) sendReserved(ctx context.Context, b []byte, reply bool, own int
 	if reply {
 		q |= qHold
 	}
-	o.enqueueLocked(b, q)
+	o.enqueueLocked(b, sh, q)
 	return nil
 }
 
@@ -264,15 +293,24 @@ const (
 // enqueueLocked appends to the queue and makes sure someone writes it:
 // the caller itself when inline, else a writer goroutine; no one yet if
 // the reader holds the queue and the message may wait. It is called with
-// o.mu held and releases it.
-func (o *outbox) enqueueLocked(b []byte, q enqueue) {
+// o.mu held and releases it. With sh not nil, b is sh's bytes: they count
+// in full against maxB, and against the budget only while no other queue
+// holds them (see Shared).
+func (o *outbox) enqueueLocked(b []byte, sh *Shared, q enqueue) {
 	if o.closed {
 		o.mu.Unlock()
 		return
 	}
-	o.queue = append(o.queue, outMsg{b: b, post: q&qPost != 0})
+	if o.budget == nil {
+		sh = nil // nothing to count it against: no need to know who holds it
+	}
+	o.queue = append(o.queue, outMsg{b: b, sh: sh})
 	o.bytes.Add(int64(len(b)))
-	o.budget.add(len(b))
+	if sh == nil {
+		o.budget.add(len(b))
+	} else {
+		sh.hold(o.budget)
+	}
 	if q&qHold != 0 && q&qPost == 0 {
 		o.lastRep.Store(int64(len(b)))
 	}
@@ -307,11 +345,12 @@ func (o *outbox) write(inline bool) {
 		}
 		batch := o.queue
 		o.queue, o.spare = o.spare[:0], nil
-		var n int
+		o.posted = 0   // all of them are in batch
+		var n, own int // bytes, and those counted against the budget here
 		for _, m := range batch {
 			n += len(m.b)
-			if m.post {
-				o.posted--
+			if m.sh == nil {
+				own += len(m.b)
 			}
 		}
 		if o.room != nil {
@@ -323,7 +362,7 @@ func (o *outbox) write(inline bool) {
 		err := o.writeBatch(batch)
 		o.mu.Lock()
 		o.bytes.Add(int64(-n))
-		o.budget.add(-n)
+		o.budget.add(-own)
 		if err != nil {
 			o.mu.Unlock()
 			o.fail(err)
@@ -373,7 +412,8 @@ func (o *outbox) holdWrites(on bool) {
 func holdMax(limit int) int { return min(limit/2, 64) }
 
 // writeBatch writes the messages of batch, in one go when there are
-// several and the transport can gather them, and clears batch.
+// several and the transport can gather them, and clears batch, releasing
+// the shared messages as they are written (or not, after an error).
 func (o *outbox) writeBatch(batch []outMsg) error {
 	gather := o.gather != nil && len(batch) > 1
 	if gather {
@@ -381,8 +421,17 @@ func (o *outbox) writeBatch(batch []outMsg) error {
 	}
 	var err error
 	for i, m := range batch {
-		if err = o.t.Write(o.ctx, m.b); err != nil {
+		if m.sh == pingFrame {
+			err = o.t.(framePinger).writePing(m.b)
+		} else {
+			err = o.t.Write(o.ctx, m.b)
+		}
+		if err != nil {
+			releaseShared(batch[i:])
 			break
+		}
+		if m.sh != nil {
+			m.sh.release()
 		}
 		batch[i] = outMsg{}
 		if !gather {
@@ -400,6 +449,17 @@ func (o *outbox) writeBatch(batch []outMsg) error {
 		}
 	}
 	return err
+}
+
+// releaseShared releases the shared messages of q, which no longer holds
+// them, and clears q.
+func releaseShared(q []outMsg) {
+	for i, m := range q {
+		if m.sh != nil {
+			m.sh.release()
+		}
+		q[i] = outMsg{}
+	}
 }
 
 // spawnWriterLocked starts a writer goroutine, with o.mu held.
@@ -473,12 +533,16 @@ func (o *outbox) close(cause error) {
 	}
 	o.closed = true
 	o.cause = cause
-	var n int
+	var n, own int
 	for _, m := range o.queue {
 		n += len(m.b)
+		if m.sh == nil {
+			own += len(m.b)
+		}
 	}
+	releaseShared(o.queue)
 	o.bytes.Add(int64(-n))
-	o.budget.add(-n)
+	o.budget.add(-own)
 	o.queue = nil
 	if o.room != nil {
 		close(o.room)

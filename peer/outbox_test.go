@@ -149,11 +149,11 @@ func TestOutboxThresholds(t *testing.T) {
 	}
 	waitWriting(t, o)
 	for i := range 3 {
-		if err := o.postEvent([]byte("event")); err != nil {
+		if err := o.postEvent([]byte("event"), nil); err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
 	}
-	if err := o.postEvent([]byte("event")); err != ErrTooSlow { //nolint:errorlint // returned bare
+	if err := o.postEvent([]byte("event"), nil); err != ErrTooSlow { //nolint:errorlint // returned bare
 		t.Fatalf("event over the limit: %v, want ErrTooSlow", err)
 	}
 	// The queue is full: the reader's next reply waits for room.
@@ -173,7 +173,7 @@ func TestOutboxThresholds(t *testing.T) {
 		g.gate <- struct{}{}
 	}
 	testkit.WaitFor(t, "the queue to drain", o.idle)
-	if err := o.postEvent([]byte("event")); err != nil {
+	if err := o.postEvent([]byte("event"), nil); err != nil {
 		t.Fatalf("event after the queue drained: %v", err)
 	}
 	g.gate <- struct{}{}
@@ -260,7 +260,7 @@ func TestOutboxCloseFailsSenders(t *testing.T) {
 	if err := o.send(t.Context(), []byte("late"), false); err != cause { //nolint:errorlint // the cause itself
 		t.Fatalf("later sender: %v", err)
 	}
-	if err := o.postEvent([]byte("late")); err != cause { //nolint:errorlint // the cause itself
+	if err := o.postEvent([]byte("late"), nil); err != cause { //nolint:errorlint // the cause itself
 		t.Fatalf("later event: %v", err)
 	}
 	o.mu.Lock()

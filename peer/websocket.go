@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/internal/gather"
@@ -33,6 +35,11 @@ type wsTransport struct {
 	// closing is held by Close: the library's close handshake reads br,
 	// which messageWaiting must not look at meanwhile.
 	closing sync.Mutex
+	closed  atomic.Bool // Close was called: no more pings
+	// pings are the pings written by writePing and waiting for their
+	// pong, by payload, when the transport was accepted with
+	// AcceptWebSocket (nil otherwise: Ping uses the library's).
+	pings *pings
 }
 
 func init() {
@@ -49,13 +56,33 @@ func init() {
 // call of its own, since the WebSocket library flushes every message.
 // The messages are not delayed: the reader holds its replies back only
 // while the next call is read already (see the package documentation).
+//
+// A Conn over it sends its pings (see [Conn.Ping]) behind the messages
+// queued before them, as the writer reaches them, rather than with the
+// library's Ping: the library gives a ping frame 5 s to be written, and
+// closes the connection when that passes, which a peer that reads its
+// messages slowly would make it do. opts.OnPongReceived, if set, is
+// called as well.
 func AcceptWebSocket(w http.ResponseWriter, r *http.Request, opts *websocket.AcceptOptions) (Transport, *websocket.Conn, error) {
 	gw := &gatherWriter{ResponseWriter: w}
-	ws, err := websocket.Accept(gw, r, opts)
+	t := &wsTransport{pings: new(pings)}
+	o := websocket.AcceptOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	onPong := o.OnPongReceived
+	o.OnPongReceived = func(ctx context.Context, payload []byte) {
+		t.pings.pong(payload)
+		if onPong != nil {
+			onPong(ctx, payload)
+		}
+	}
+	ws, err := websocket.Accept(gw, r, &o)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &wsTransport{ws: ws, gc: gw.conn, br: gw.br}, ws, nil
+	t.ws, t.gc, t.br = ws, gw.conn, gw.br
+	return t, ws, nil
 }
 
 // gatherWriter is the ResponseWriter a WebSocket is accepted through: it
@@ -144,6 +171,50 @@ func (t *wsTransport) canReadAhead() bool { return t.br != nil }
 func (t *wsTransport) holdWrites()        { t.gc.Hold() }
 func (t *wsTransport) flushWrites() error { return t.gc.Flush() }
 
+// framePinger is a Transport that writes its own ping frames when the
+// outbox's writer reaches them, rather than Ping writing them at once.
+type framePinger interface {
+	canPingFrames() bool
+	// expectPong returns the payload of a new ping, a channel closed
+	// when its pong arrives, and a func that forgets it.
+	expectPong() (payload []byte, pong <-chan struct{}, forget func())
+	writePing(payload []byte) error
+}
+
+// pings are the pings waiting for their pong.
+type pings struct {
+	mu      sync.Mutex
+	next    uint64
+	waiting map[string]chan struct{}
+}
+
+func (ps *pings) expect() ([]byte, <-chan struct{}, func()) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.next++
+	p := strconv.AppendUint([]byte("sb"), ps.next, 10)
+	if ps.waiting == nil {
+		ps.waiting = make(map[string]chan struct{})
+	}
+	ch := make(chan struct{})
+	ps.waiting[string(p)] = ch
+	return p, ch, func() {
+		ps.mu.Lock()
+		delete(ps.waiting, string(p))
+		ps.mu.Unlock()
+	}
+}
+
+// pong is told of a pong frame, by the reader.
+func (ps *pings) pong(payload []byte) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ch, ok := ps.waiting[string(payload)]; ok {
+		close(ch)
+		delete(ps.waiting, string(payload))
+	}
+}
+
 // pollWaker is a Transport whose Conn's callers, waiting alone, are woken
 // by the network poller (see wake.go): one the client package dialed.
 type pollWaker interface {
@@ -220,10 +291,32 @@ func (t *wsTransport) Write(_ context.Context, msg []byte) error {
 }
 
 // Ping sends a WebSocket ping and waits for the pong, which the reader
-// receives: Conn.Ping uses it.
+// receives: Conn.Ping uses it when the transport cannot write its own
+// (framePinger).
 func (t *wsTransport) Ping(ctx context.Context) error { return t.ws.Ping(ctx) }
 
+func (t *wsTransport) canPingFrames() bool { return t.pings != nil && t.gc != nil && !t.dialed }
+
+func (t *wsTransport) expectPong() ([]byte, <-chan struct{}, func()) { return t.pings.expect() }
+
+// writePing writes a ping frame with payload p. The outbox's writer calls
+// it between two messages, so the frame goes out whole between theirs,
+// and the library's own control frames (a pong, a close) are written by
+// it in one piece under the gather.Conn's lock. Nothing bounds the write
+// but the connection's end, as for any message: the write-stall watchdog
+// closes a connection whose writes make no progress.
+func (t *wsTransport) writePing(p []byte) error {
+	if t.closed.Load() {
+		return nil // closing: frames after the close frame would be refused
+	}
+	f := make([]byte, 0, 2+len(p))
+	f = append(f, 0x89, byte(len(p))) // FIN, ping; a server's frames are not masked
+	_, err := t.gc.Write(append(f, p...))
+	return err
+}
+
 func (t *wsTransport) Close(code int, reason string) error {
+	t.closed.Store(true)
 	t.closing.Lock()
 	defer t.closing.Unlock()
 	return t.ws.Close(websocket.StatusCode(code), reason)

@@ -3,7 +3,9 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,5 +92,102 @@ func TestPingClosesSilentPeer(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no disconnect with 1001 ping timeout logged: %v", logs.FilterMessage("peer disconnected").All())
+	}
+}
+
+// A peer that pipelines calls and stops reading its replies for a while,
+// longer than the WebSocket library gives a ping frame to be written
+// (5 s) and than PingInterval, but shorter than PingTimeout, is not
+// closed by the pings meanwhile: they wait behind its replies, and their
+// pongs come once it reads again. Every reply reaches it.
+func TestPingWaitsForSlowReader(t *testing.T) {
+	const (
+		calls = 3000
+		pause = 7 * time.Second // over the library's 5 s
+	)
+	ts := newTestServer(t, &server.Options{PingInterval: 200 * time.Millisecond, PingTimeout: time.Minute})
+	ws := ts.dialRaw(t, nil)
+	ws.SetReadLimit(-1)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	data := strings.Repeat("x", 10_000) // 30 MB of replies: more than the queue and the sockets hold
+	written := make(chan error, 1)
+	go func() { // the hub stops reading once its queue is full: the writes wait
+		for i := range calls {
+			req := fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","params":["%s"],"id":%d}`, data, i)
+			if err := ws.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- nil
+	}()
+	testkit.WaitFor(t, "the hub's queue to fill", func() bool { return ts.srv.Stats().QueuedBytes >= 4<<20 })
+	paused := time.NewTimer(pause) // the client reads nothing meanwhile
+	<-paused.C
+
+	got := make(map[string]bool, calls) // replies come in any order
+	for i := range calls {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("reply %d of %d: %v", i+1, calls, err)
+		}
+		head, _, _ := strings.Cut(string(b[:min(len(b), 60)]), `,"result":["x`)
+		if got[head] || !strings.HasPrefix(head, `{"jsonrpc":"2.0","id":`) {
+			t.Fatalf("reply %d: %.80s", i+1, b)
+		}
+		got[head] = true
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if got := roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":"last"}`); got != `{"jsonrpc":"2.0","id":"last","result":{}}` {
+		t.Fatalf("after the pause: %s", got)
+	}
+}
+
+// A peer that resumes a subscription from the start of a long history
+// and stops reading for longer than the WebSocket library gives a ping
+// frame to be written (5 s) is not closed by the pings meanwhile (it
+// sends nothing, so it is pinged): the ping waits behind the replayed
+// events, and the pong comes once the peer reads again.
+func TestPingWaitsForSlowReplay(t *testing.T) {
+	const (
+		events = 600
+		pause  = 7 * time.Second // over the library's 5 s
+	)
+	h := hub.New(&hub.Options{Policy: hub.AllowAll, History: hub.History{
+		Retention: hub.Retention{Events: -1, Bytes: -1}, MaxBytes: -1,
+	}})
+	data := strings.Repeat("x", 50_000) // 30 MB in all: more than the queue and the sockets hold
+	for range events {
+		if _, err := h.Publish(t.Context(), "big", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := newTestServer(t, &server.Options{Hub: h, PingInterval: 200 * time.Millisecond, PingTimeout: time.Minute})
+	ws := ts.dialRaw(t, nil)
+	ws.SetReadLimit(-1)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	write(t, ws, fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.subscribe","params":{"topic":"big","since":{"epoch":%q,"seq":0}},"id":1}`, h.Position().Epoch))
+	// The replay writes until the sockets are full (a few MB), then waits
+	// for the client, who reads nothing for a while.
+	testkit.WaitFor(t, "the replay to start", func() bool { return h.Stats().Stream.Replayed >= 20 })
+	paused := time.NewTimer(pause)
+	<-paused.C
+
+	for n := 0; n < events; {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("after %d events: %v", n, err)
+		}
+		if strings.Contains(string(b[:min(len(b), 60)]), `"rpc.event"`) {
+			n++
+		}
+	}
+	if got := roundTrip(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":"last"}`); got != `{"jsonrpc":"2.0","id":"last","result":{}}` {
+		t.Fatalf("after the pause: %s", got)
 	}
 }

@@ -55,12 +55,15 @@ func (s *Server) pinger(stop <-chan struct{}) {
 	}
 }
 
-// ping pings conn and closes it, with 1001, when nothing at all came back
-// within PingTimeout.
+// ping pings conn, unless it showed signs of life since the last tick
+// (see peer.Conn.PingIdle), and closes it, with 1001, when nothing at all
+// came back within PingTimeout. A peer that is slow to read is not closed
+// here: its ping waits behind its queued messages, and one that reads
+// nothing is closed by the write-stall rule (peer.Options.WriteStall).
 func (s *Server) ping(conn *peer.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.PingTimeout)
 	defer cancel()
-	err := conn.Ping(ctx)
+	err := conn.PingIdle(ctx)
 	s.mu.Lock()
 	if _, ok := s.conns[conn]; ok {
 		s.conns[conn] = false

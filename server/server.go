@@ -134,7 +134,9 @@ type Options struct {
 	// 1001 "ping timeout", which drops its subscriptions and cancels its
 	// handlers. Defaults [peer.DefaultPingInterval] and
 	// [peer.DefaultPingTimeout], so a peer that stops answering is closed
-	// within their sum (a minute); a negative PingInterval sends none.
+	// within twice the interval and the timeout (90 s): a peer that showed
+	// signs of life since the last ping is not pinged (see
+	// [peer.Conn.PingIdle]). A negative PingInterval sends none.
 	// Browsers answer pings by themselves.
 	PingInterval, PingTimeout time.Duration
 

@@ -15,13 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
-	"golang.org/x/sys/unix"
 )
-
-// addressSpace is the limit the hub runs under in TestGatheredAnswer, as
-// `ulimit -v 3000000` sets it: 3,000,000 KiB.
-const addressSpace = 3_000_000 << 10
 
 // TestGatheredAnswer: one rpc.call to a topic of 2,000 peers that each
 // answer 100 KB, 200 MB in all, from a hub limited to 3 GB of address
@@ -35,17 +29,7 @@ func TestGatheredAnswer(t *testing.T) {
 		size  = 100_000
 		limit = 1 << 20 // the hub's -max-message
 	)
-	// The hub runs without the race detector, whose shadow memory does
-	// not fit in the limit.
-	h := hubproc.Start(t, &hubproc.Options{
-		Args:   []string{"-demo", "-log-level", "warn", "-history", "0", "-max-conns-per-addr", "0"},
-		Admin:  true,
-		NoRace: true,
-	})
-	lim := unix.Rlimit{Cur: addressSpace, Max: addressSpace}
-	if err := unix.Prlimit(h.Pid(), unix.RLIMIT_AS, &lim, nil); err != nil {
-		t.Fatalf("limiting the hub's address space: %v", err)
-	}
+	h := startLimited(t, "-history", "0", "-max-conns-per-addr", "0")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 

@@ -46,14 +46,16 @@ type Options struct {
 	// StopTimeout bounds the wait for the process to exit after SIGTERM;
 	// then it is killed and Stop fails. Default 20s.
 	StopTimeout time.Duration
+	// AddressSpace, if positive, limits the process's virtual memory to
+	// this many bytes (ulimit -v), as an operator's limit would: beyond
+	// it, the hub dies of out-of-memory. Such a hub is built without the
+	// race detector even when the test has it: the detector's shadow
+	// memory would not fit in the limit.
+	AddressSpace int64
 	// Admin serves the metrics and Go's profiles on a second address
 	// (-metrics-addr, -pprof), chosen by Start and kept across restarts.
 	// [Hub.Metrics] reads them there; [Hub.HeapAfterGC] needs it.
 	Admin bool
-	// NoRace builds and runs the hub without the race detector even when
-	// the test has it: for a test that limits the hub's address space,
-	// which the detector's shadow memory would not fit in.
-	NoRace bool
 }
 
 // Hub is a hub process. Its methods must be called from the test's
@@ -193,7 +195,7 @@ var errAddrInUse = errors.New("address already in use")
 
 // start runs the process and waits until it is healthy or has exited.
 func (h *Hub) start() error {
-	bin, err := command("hub", raceEnabled && !h.opts.NoRace)
+	bin, err := command("hub", raceEnabled && h.opts.AddressSpace <= 0)
 	if err != nil {
 		return err
 	}
@@ -203,6 +205,10 @@ func (h *Hub) start() error {
 		args = append(args, "-metrics-addr", h.admin, "-pprof")
 	}
 	cmd := exec.Command(bin, append(args, h.opts.Args...)...)
+	if h.opts.AddressSpace > 0 {
+		limit := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, h.opts.AddressSpace>>10)
+		cmd = exec.Command("/bin/sh", append([]string{"-c", limit, bin}, cmd.Args[1:]...)...)
+	}
 	cmd.Env = append(os.Environ(), h.opts.Env...)
 	cmd.Stdout = h.log
 	cmd.Stderr = h.log
