@@ -58,11 +58,15 @@ func (h *Hub) caller(ctx context.Context, method string) (*Peer, error) {
 	return nil, peer.Errorf(peer.CodeApplication, "%s needs a WebSocket connection to deliver events to", method)
 }
 
-// allow asks the policy, turning a refusal into -32001.
+// allow asks the policy about a peer's request, turning a refusal into
+// -32001 and reporting it to Options.OnRefused.
 func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
 	err := h.o.Policy(ctx, a, topic)
 	if err == nil {
 		return nil
+	}
+	if h.o.OnRefused != nil {
+		h.o.OnRefused(ctx, Refusal{Peer: h.PeerFromContext(ctx), Action: a, Target: topic, Err: err})
 	}
 	if e, ok := errors.AsType[*peer.Error](err); ok {
 		return e

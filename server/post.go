@@ -16,12 +16,25 @@ import (
 // body. There is no connection: events cannot be delivered and the
 // server cannot call back, so rpc.subscribe and callbacks fail.
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var (
+		identity any
+		body     []byte
+	)
+	status := http.StatusOK
+	defer func() { s.audit.accessLog(r, identity, body, status, start) }()
+
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		plain(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json\n")
+		status = http.StatusUnsupportedMediaType
+		plain(w, status, "Content-Type must be application/json\n")
 		return
 	}
 	identity, ok := s.authenticate(w, r, true)
 	if !ok {
+		status = http.StatusForbidden // 401 comes with a challenge
+		if w.Header().Get("WWW-Authenticate") != "" {
+			status = http.StatusUnauthorized
+		}
 		return
 	}
 	body, err := s.readBody(w, r)
@@ -29,13 +42,14 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.counters.refused[refusedBodyTimeout].Add(1)
-			plain(w, http.StatusRequestTimeout, "body not received in time\n")
+			status = http.StatusRequestTimeout
+			s.refuse(w, r, status, refusedBodyTimeout, "body not received in time")
 		case errors.As(err, &tooBig):
-			s.counters.refused[refusedTooLarge].Add(1)
-			plain(w, http.StatusRequestEntityTooLarge, "body over the size limit\n")
+			status = http.StatusRequestEntityTooLarge
+			s.refuse(w, r, status, refusedTooLarge, "body over the size limit")
 		default:
-			plain(w, http.StatusBadRequest, "cannot read body\n")
+			status = http.StatusBadRequest
+			plain(w, status, "cannot read body\n")
 		}
 		return
 	}
@@ -43,18 +57,20 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	// for clients still sending.
 	if !s.begin() {
 		// The calls in the body did not run: -32005, as over a WebSocket.
-		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":null}`))
+		status = http.StatusServiceUnavailable
+		writeJSON(w, status, []byte(`{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":null}`))
 		return
 	}
 	defer s.end()
 
-	ctx := hub.WithIdentity(r.Context(), identity)
-	reply := peer.Respond(ctx, body, s.peerOptions(s.log))
+	ctx := withRemote(hub.WithIdentity(r.Context(), identity), r.RemoteAddr)
+	reply := peer.Respond(ctx, body, s.peerOptions(s.log, who{identity: identity, remote: r.RemoteAddr}))
 	if reply == nil {
-		w.WriteHeader(http.StatusNoContent)
+		status = http.StatusNoContent
+		w.WriteHeader(status)
 		return
 	}
-	writeJSON(w, http.StatusOK, reply)
+	writeJSON(w, status, reply)
 }
 
 // readBody reads a POST body of at most MaxMessage bytes within

@@ -228,6 +228,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		opts.Logger = log
 	}
 	opts.Router = mux
+	// One audit trail for the server's refusals and the rules'.
+	opts.Audit = server.NewAudit(log)
+	hubOpts.OnRefused = opts.Audit.HubRefused
 	opts.Hub = hub.New(hubOpts)
 	if cl != nil {
 		if err := cl.start(ctx, c.cluster.timeout, log); err != nil {
