@@ -232,6 +232,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	opts.Audit = server.NewAudit(log)
 	hubOpts.OnRefused = opts.Audit.HubRefused
 	opts.Hub = hub.New(hubOpts)
+	lv.hub = opts.Hub
 	if cl != nil {
 		if err := cl.start(ctx, c.cluster.timeout, log); err != nil {
 			return err
