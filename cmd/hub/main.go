@@ -164,6 +164,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	if err != nil {
 		return err
 	}
+	if err := c.validate(); err != nil { // what check-config checks
+		return err
+	}
 	log, level, err := newLogger(c.logLevel, c.logFormat, stderr)
 	if err != nil {
 		return err

@@ -173,6 +173,9 @@ func (lv *live) reload(ctx context.Context, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := c.validate(); err != nil {
+		return err
+	}
 	level, err := zapcore.ParseLevel(c.logLevel)
 	if err != nil {
 		return fmt.Errorf("-log-level: %w", err)
