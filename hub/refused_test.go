@@ -15,9 +15,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// Each request the Policy refuses is reported once to OnRefused, with the
-// peer, the action and the target; what Reauthorize takes back is not a
-// refusal. server.Audit logs the reports.
+// Each request the Policy refuses, or over MaxSubscriptions, is reported
+// once to OnRefused, with the peer, the action and the target; what
+// Reauthorize takes back is not a refusal. server.Audit logs the reports.
 func TestOnRefused(t *testing.T) {
 	var (
 		mu   sync.Mutex
@@ -28,6 +28,7 @@ func TestOnRefused(t *testing.T) {
 	audit := server.NewAudit(zap.New(core))
 	narrow := false
 	rh := startHub(t, &hub.Options{
+		MaxSubscriptions: 2,
 		Policy: func(_ context.Context, a hub.Action, target string) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -51,9 +52,10 @@ func TestOnRefused(t *testing.T) {
 		{"rpc.provide", `{"methods":["secret.m"]}`},
 		{"rpc.presence", `{"topic":"secret.c"}`},
 		{"rpc.history", `{"topic":"secret.d"}`},
+		{"rpc.subscribe", `["a", "b"]`}, // over MaxSubscriptions
 	} {
 		err := c.Call(ctx(t), call.method, json.RawMessage(call.params), nil)
-		if (err == nil) != !strings.Contains(call.params, "secret") {
+		if (err == nil) != !strings.Contains(call.params, "secret") && call.params != `["a", "b"]` {
 			t.Errorf("%s %s: %v", call.method, call.params, err)
 		}
 	}
@@ -75,16 +77,19 @@ func TestOnRefused(t *testing.T) {
 		action hub.Action
 		target string
 		peer   bool
+		limit  string
 	}{
-		{hub.Subscribe, "secret.a", true}, {hub.Publish, "secret.b", true}, {hub.Provide, "secret.m", true},
-		{hub.Presence, "secret.c", true}, {hub.Subscribe, "secret.d", true}, {hub.Publish, "secret.e", false},
+		{hub.Subscribe, "secret.a", true, ""}, {hub.Publish, "secret.b", true, ""}, {hub.Provide, "secret.m", true, ""},
+		{hub.Presence, "secret.c", true, ""}, {hub.Subscribe, "secret.d", true, ""}, {hub.Subscribe, "a,b", true, "subscriptions"},
+		{hub.Publish, "secret.e", false, ""},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d refusals reported, want %d: %v", len(got), len(want), got)
 	}
 	for i, w := range want {
 		r := got[i]
-		if r.Action != w.action || r.Target != w.target || (r.Peer != nil) != w.peer || w.peer && r.Peer.ID() != p.ID() || r.Err != deny {
+		if r.Action != w.action || r.Target != w.target || (r.Peer != nil) != w.peer || w.peer && r.Peer.ID() != p.ID() ||
+			r.Limit != w.limit || w.limit == "" && r.Err != deny {
 			t.Errorf("refusal %d: %+v, want %+v", i, r, w)
 		}
 	}
@@ -93,6 +98,9 @@ func TestOnRefused(t *testing.T) {
 		t.Fatalf("%d lines logged, want %d", len(lines), len(want))
 	}
 	if f := lines[0].ContextMap(); f["action"] != "subscribe" || f["target"] != "secret.a" || f["peer"] != p.ID() || f["kind"] != "rules" {
+		t.Errorf("logged: %v", f)
+	}
+	if f := lines[5].ContextMap(); f["kind"] != "limit" || f["reason"] != "subscriptions" || f["target"] != "a,b" {
 		t.Errorf("logged: %v", f)
 	}
 }

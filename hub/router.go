@@ -65,13 +65,20 @@ func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
 	if err == nil {
 		return nil
 	}
-	if h.o.OnRefused != nil {
-		h.o.OnRefused(ctx, Refusal{Peer: h.PeerFromContext(ctx), Action: a, Target: topic, Err: err})
-	}
+	h.refused(ctx, Refusal{Action: a, Target: topic, Err: err})
 	if e, ok := errors.AsType[*peer.Error](err); ok {
 		return e
 	}
 	return peer.Errorf(peer.CodeUnauthorized, "Unauthorized: %s %s", a, quote(topic))
+}
+
+// refused reports r, made by the peer of ctx, to Options.OnRefused.
+func (h *Hub) refused(ctx context.Context, r Refusal) {
+	if h.o.OnRefused == nil {
+		return
+	}
+	r.Peer = h.PeerFromContext(ctx)
+	h.o.OnRefused(ctx, r)
 }
 
 func invalidParams(msg string) *peer.Error {

@@ -142,14 +142,19 @@ func (a *Audit) refused(k auditKind, reason string, w who, action, target string
 	a.log.Log(level, "refused", append(f, extra...)...)
 }
 
-// HubRefused logs a refusal of the hub's Policy: give it to
+// HubRefused logs a refusal of the hub's Policy (kind "rules"), or a
+// request over one of its limits (kind "limit"): give it to
 // hub.Options.OnRefused.
 func (a *Audit) HubRefused(ctx context.Context, r hub.Refusal) {
 	w := who{identity: hub.Identity(ctx), remote: remoteOf(ctx)}
 	if r.Peer != nil {
 		w.peer = r.Peer.ID()
 	}
-	a.refused(auditRules, "policy", w, r.Action.String(), r.Target, zap.Error(r.Err))
+	kind, reason := auditRules, "policy"
+	if r.Limit != "" {
+		kind, reason = auditLimit, r.Limit
+	}
+	a.refused(kind, reason, w, r.Action.String(), r.Target, zap.Error(r.Err))
 }
 
 // request logs a refused HTTP request: before there is an identity.
