@@ -64,6 +64,19 @@ func (c *config) validate() error {
 			return c.at("jwks", fmt.Errorf("%q is no URL: want https://host/path", redact.URL(c.identity.jwks)))
 		}
 	}
+	if c.listen.pprof && c.listen.metricsAddr == "" {
+		return c.at("pprof", errors.New("needs metrics-addr: profiles are not served on addr"))
+	}
+	if c.cluster.jetStream && c.cluster.nats == "" {
+		return c.at("nats-jetstream", errors.New("needs nats: want the NATS servers' URLs, or embedded"))
+	}
+	if (c.cluster.tlsCert == "") != (c.cluster.tlsKey == "") {
+		name := "nats-tls-cert"
+		if c.cluster.tlsCert == "" {
+			name = "nats-tls-key"
+		}
+		return c.at(name, errors.New("set alone: want nats-tls-cert and nats-tls-key together"))
+	}
 	for _, f := range []struct{ name, file string }{
 		{"nats-creds", c.cluster.creds}, {"nats-nkey", c.cluster.nkey}, {"nats-tls-ca", c.cluster.tlsCA},
 		{"nats-tls-cert", c.cluster.tlsCert}, {"nats-tls-key", c.cluster.tlsKey},

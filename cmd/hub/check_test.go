@@ -31,6 +31,9 @@ func TestCheckConfigRefusesWhatTheHubRefuses(t *testing.T) {
 		{"duration", "body-timeout: 10\n", `:1: body-timeout: "10" is not a duration: want a number and a unit, such as 10s, 1m30s or 500ms`},
 		{"token file", "token-file: " + missing + "\n", ":1: token-file: open " + missing},
 		{"JWKS URL", "jwks: login.example/keys\n", `:1: jwks: "login.example/keys" is no URL: want https://host/path`},
+		{"profiles", "pprof: true\n", ":1: pprof: needs metrics-addr"},
+		{"JetStream alone", "demo: true\nnats-jetstream: true\n", ":2: nats-jetstream: needs nats"},
+		{"NATS TLS key alone", "nats: embedded\nnats-tls-key: " + missing + "\n", ":2: nats-tls-key: set alone: want nats-tls-cert and nats-tls-key together"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			file := writeFile(t, "hub.yaml", tt.content)
