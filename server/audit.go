@@ -159,6 +159,9 @@ func (a *Audit) HubRefused(ctx context.Context, r hub.Refusal) {
 
 // request logs a refused HTTP request: before there is an identity.
 func (a *Audit) request(k auditKind, reason string, r *http.Request, status int, extra ...zap.Field) {
+	if !a.log.Core().Enabled(auditLevels[k]) {
+		return
+	}
 	action := r.Method
 	if isUpgrade(r) {
 		action = "connect"
