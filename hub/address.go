@@ -205,7 +205,9 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 	}
 	n := len(local) + len(remote)
 	if n > h.o.MaxAddressed {
-		return nil, peer.Errorf(peer.CodeOverloaded, "Overloaded: %s reaches %d peers, more than %d", a.target, n, h.o.MaxAddressed)
+		err := peer.Errorf(peer.CodeOverloaded, "Overloaded: %s reaches %d peers, more than %d", a.target, n, h.o.MaxAddressed)
+		h.refused(ctx, Refusal{Action: Address, Target: a.target, Err: err, Limit: "addressed"})
+		return nil, err
 	}
 	d := h.directory()
 	if a.call.IsNotification() {

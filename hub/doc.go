@@ -135,7 +135,9 @@
 // A [Policy] decides who may subscribe to a pattern (and read its
 // history), publish on a topic, see presence, provide a method and call a
 // provided one; it sees the request's context, and so the caller's
-// [Identity]. A refusal is answered with -32001. The default,
+// [Identity]. A refusal is answered with -32001, and reported to
+// Options.OnRefused (a [Refusal]: the peer, the action, the target), where
+// an audit log hooks. The default,
 // [DefaultPolicy], lets peers subscribe and call provided methods, and
 // lets only Go code publish, no peer provide and no peer see presence;
 // [AllowAll] suits demos and tests. [Hub.Publish] and [Peer.Subscribe], called by the server's own

@@ -79,6 +79,15 @@ type Options struct {
 	// served, so it must not wait for the peer: to call it, start a
 	// goroutine. By OnLeave the connection is closed.
 	OnJoin, OnLeave func(*Peer)
+
+	// OnRefused, if set, is called once for each request of a peer that
+	// the Policy refused (the peer got -32001, or the code of the
+	// Policy's *peer.Error), or that went over MaxSubscriptions or
+	// MaxAddressed (-32004), with the request's context. It is not called
+	// for what Peer.Reauthorize takes back (that is its result). Like the
+	// Policy, it may run on the peer's reader: it must not block. An audit
+	// log hooks here (see server.Audit).
+	OnRefused func(ctx context.Context, r Refusal)
 }
 
 // The defaults of the Options limits.

@@ -68,6 +68,20 @@ func AllowAll(context.Context, Action, string) error { return nil }
 
 var errRefused = errors.New("hub: not allowed")
 
+// Refusal is a request of a peer that the hub's Policy refused, or that
+// went over a limit, as Options.OnRefused is told of it.
+type Refusal struct {
+	Peer   *Peer  // who asked; nil for a request sent as an HTTP POST
+	Action Action // what it asked to do
+	Target string // the topic, pattern or method name (for Address, "peer.<id>", "user.<identity>" or "topic.<topic>")
+	Err    error  // what the Policy returned, or the error of the limit
+	// Limit is "" for a refusal of the Policy; for a request over a limit
+	// of Options, the limit: "subscriptions" (MaxSubscriptions; Target
+	// holds the patterns asked, comma-separated) or "addressed"
+	// (MaxAddressed).
+	Limit string
+}
+
 type identityKey struct{}
 
 // WithIdentity returns a context carrying the identity authentication

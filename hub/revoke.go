@@ -69,12 +69,12 @@ func (p *Peer) Reauthorize(ctx context.Context) (Revoked, error) {
 
 	var r Revoked
 	for _, s := range subs {
-		if h.allow(ctx, Subscribe, s.pattern) != nil || s.presence && h.allow(ctx, Presence, s.pattern) != nil {
+		if h.o.Policy(ctx, Subscribe, s.pattern) != nil || s.presence && h.o.Policy(ctx, Presence, s.pattern) != nil {
 			r.Topics = append(r.Topics, s.pattern)
 		}
 	}
 	for _, m := range provided {
-		if h.allow(ctx, Provide, m) != nil {
+		if h.o.Policy(ctx, Provide, m) != nil {
 			r.Methods = append(r.Methods, m)
 		}
 	}

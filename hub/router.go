@@ -58,16 +58,27 @@ func (h *Hub) caller(ctx context.Context, method string) (*Peer, error) {
 	return nil, peer.Errorf(peer.CodeApplication, "%s needs a WebSocket connection to deliver events to", method)
 }
 
-// allow asks the policy, turning a refusal into -32001.
+// allow asks the policy about a peer's request, turning a refusal into
+// -32001 and reporting it to Options.OnRefused.
 func (h *Hub) allow(ctx context.Context, a Action, topic string) error {
 	err := h.o.Policy(ctx, a, topic)
 	if err == nil {
 		return nil
 	}
+	h.refused(ctx, Refusal{Action: a, Target: topic, Err: err})
 	if e, ok := errors.AsType[*peer.Error](err); ok {
 		return e
 	}
 	return peer.Errorf(peer.CodeUnauthorized, "Unauthorized: %s %s", a, quote(topic))
+}
+
+// refused reports r, made by the peer of ctx, to Options.OnRefused.
+func (h *Hub) refused(ctx context.Context, r Refusal) {
+	if h.o.OnRefused == nil {
+		return
+	}
+	r.Peer = h.PeerFromContext(ctx)
+	h.o.OnRefused(ctx, r)
 }
 
 func invalidParams(msg string) *peer.Error {

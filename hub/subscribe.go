@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -51,6 +52,9 @@ func (h *Hub) serveSubscribe(ctx context.Context, req *peer.Request) (any, error
 			}
 		}
 		res, err := h.subscribeFrom(p, &sr)
+		if e, ok := errors.AsType[*peer.Error](err); ok && e.Code == peer.CodeOverloaded {
+			h.refused(ctx, Refusal{Action: Subscribe, Target: strings.Join(sr.topics, ","), Err: err, Limit: "subscriptions"})
+		}
 		if err != errReauthorized {
 			return res, err
 		}

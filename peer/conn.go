@@ -377,6 +377,9 @@ func (c *Conn) teardown(cause error, code int, reason string) {
 // side): the code the read reports is then the one the connection ended
 // with, since this side's close frame could not follow it.
 func (c *Conn) readFailed(err error) {
+	if _, over := errors.AsType[overLimit](err); over {
+		c.limit(LimitMessage)
+	}
 	ce, ok := errors.AsType[*CloseError](err)
 	if !ok {
 		c.teardown(fmt.Errorf("%w: %w", &CloseError{Code: CloseAbnormal}, err), CloseNormal, "")

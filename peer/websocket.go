@@ -250,10 +250,16 @@ func wsError(err error) error {
 		return &CloseError{Code: int(ce.Code), Reason: ce.Reason}
 	case errors.Is(err, websocket.ErrMessageTooBig):
 		// The library has closed the connection with 1009 itself.
-		return &CloseError{Code: CloseTooBig, Reason: "message too big"}
+		return overLimit{&CloseError{Code: CloseTooBig, Reason: "message too big"}}
 	}
 	return err
 }
+
+// overLimit is the error of a read the transport refused for its size,
+// over MaxMessage: the reader reports it to Options.OnLimit.
+type overLimit struct{ *CloseError }
+
+func (e overLimit) Unwrap() error { return e.CloseError }
 
 // readMessage reads a message into a buffer shared by all connections
 // and returns a copy of its size. Reading into a buffer of its own, as

@@ -147,8 +147,7 @@ func (s *Server) authenticateWith(auth func(*http.Request) (any, error), w http.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 	}
 	s.counters.refused[refusedAuth].Add(1)
-	s.log.Info("request refused", zap.String("reason", "auth"), zap.Int("status", status),
-		zap.String("remote", r.RemoteAddr), zap.Error(err))
+	s.audit.request(auditAuth, "auth", r, status, zap.Error(err))
 	if post {
 		writeJSON(w, status, []byte(`{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized"},"id":null}`))
 	} else {

@@ -12,7 +12,7 @@ func TestAuthorizerKeepsInline(t *testing.T) {
 	noop := peer.HandlerFunc(func(context.Context, *peer.Request) (any, error) { return nil, nil })
 	mux.Handle("event", noop, peer.Inline)
 	mux.Handle("call", noop)
-	a := authorizer{mux, func(context.Context, string) error { return nil }}
+	a := authorizer{mux, func(context.Context, string) error { return nil }, New(nil)}
 	if _, mode := a.Lookup("event"); mode != peer.Inline {
 		t.Error("an inline handler lost its mark when wrapped")
 	}

@@ -49,6 +49,16 @@
 // token, and a connection whose token expires is closed with 4001. A [Listener]
 // caps connections in total and per address, and serves TLS.
 //
+// # Audit
+//
+// Every refusal is logged once by an [Audit] ([Options].Audit, or one of
+// the server's own on [Options].Logger), with who (identity, peer,
+// address), what (action and target) and why: authentication at Info,
+// the rules and the limits at Debug, each kind rate-limited by a token
+// bucket. Give the same Audit's [Audit.HubRefused] to the hub's
+// OnRefused option to have the hub's refusals in the trail too. At Debug
+// each POST also has an access log line.
+//
 // # Limits
 //
 // One message or body is at most 1 MiB by default (after decompression, if

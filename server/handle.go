@@ -50,7 +50,7 @@ func (s *Server) Handle(path string, h http.Handler) {
 		if r.Method == http.MethodPost {
 			body, err := s.readBody(w, r)
 			if err != nil {
-				s.bodyError(w, err)
+				s.bodyError(w, r, err)
 				return
 			}
 			if !s.begin() {
@@ -72,19 +72,20 @@ type bodyReader struct{ *bytes.Reader }
 
 func (bodyReader) Close() error { return nil }
 
-// bodyError answers a POST whose body could not be read.
-func (s *Server) bodyError(w http.ResponseWriter, err error) {
+// bodyError answers a POST whose body could not be read, and returns the
+// status it answered with.
+func (s *Server) bodyError(w http.ResponseWriter, r *http.Request, err error) int {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		s.counters.refused[refusedBodyTimeout].Add(1)
-		plain(w, http.StatusRequestTimeout, "body not received in time\n")
+		s.refuse(w, r, http.StatusRequestTimeout, refusedBodyTimeout, "body not received in time")
+		return http.StatusRequestTimeout
 	case errors.As(err, &tooBig):
-		s.counters.refused[refusedTooLarge].Add(1)
-		plain(w, http.StatusRequestEntityTooLarge, "body over the size limit\n")
-	default:
-		plain(w, http.StatusBadRequest, "cannot read body\n")
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, refusedTooLarge, "body over the size limit")
+		return http.StatusRequestEntityTooLarge
 	}
+	plain(w, http.StatusBadRequest, "cannot read body\n")
+	return http.StatusBadRequest
 }
 
 // Respond serves a JSON-RPC request, notification or batch exactly as the
@@ -97,7 +98,7 @@ func (s *Server) bodyError(w http.ResponseWriter, err error) {
 // provider gets rpc.cancel, and its answer is returned if ctx was made
 // with peer.WithProgress.
 func (s *Server) Respond(ctx context.Context, body []byte) []byte {
-	return peer.Respond(ctx, body, s.peerOptions(s.log))
+	return peer.Respond(ctx, body, s.peerOptions(s.log, who{identity: hub.Identity(ctx)}))
 }
 
 // Callable reports whether the caller behind ctx may call method, as a

@@ -14,35 +14,50 @@ import (
 // body. There is no connection: events cannot be delivered and the
 // server cannot call back, so rpc.subscribe and callbacks fail.
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var (
+		identity any
+		body     []byte
+	)
+	status := http.StatusOK
+	defer func() { s.audit.accessLog(r, identity, body, status, start) }()
+
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		plain(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json\n")
+		status = http.StatusUnsupportedMediaType
+		plain(w, status, "Content-Type must be application/json\n")
 		return
 	}
 	identity, ok := s.authenticate(w, r, true)
 	if !ok {
+		status = http.StatusForbidden // 401 comes with a challenge
+		if w.Header().Get("WWW-Authenticate") != "" {
+			status = http.StatusUnauthorized
+		}
 		return
 	}
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.bodyError(w, err)
+		status = s.bodyError(w, r, err)
 		return
 	}
 	// Registered only now: Shutdown waits for calls being served, not
 	// for clients still sending.
 	if !s.begin() {
 		// The calls in the body did not run: -32005, as over a WebSocket.
-		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":null}`))
+		status = http.StatusServiceUnavailable
+		writeJSON(w, status, []byte(`{"jsonrpc":"2.0","error":{"code":-32005,"message":"Shutting down"},"id":null}`))
 		return
 	}
 	defer s.end()
 
-	ctx := hub.WithIdentity(r.Context(), identity)
-	reply := peer.Respond(ctx, body, s.peerOptions(s.log))
+	ctx := withRemote(hub.WithIdentity(r.Context(), identity), r.RemoteAddr)
+	reply := peer.Respond(ctx, body, s.peerOptions(s.log, who{identity: identity, remote: r.RemoteAddr}))
 	if reply == nil {
-		w.WriteHeader(http.StatusNoContent)
+		status = http.StatusNoContent
+		w.WriteHeader(status)
 		return
 	}
-	writeJSON(w, http.StatusOK, reply)
+	writeJSON(w, status, reply)
 }
 
 // readBody reads a POST body of at most MaxMessage bytes within

@@ -165,6 +165,11 @@ type Options struct {
 	// diagnostics at Debug. Nil discards them.
 	Logger *zap.Logger
 
+	// Audit logs the refusals: of authentication at Info, of the rules
+	// and the limits at Debug, rate-limited (see [Audit]). Nil: one of
+	// the server's own, to Logger.
+	Audit *Audit
+
 	// Ready, if set, tells /readyz whether the hub can serve beyond being
 	// alive: an error (a cluster node's NATS link down, its stream not
 	// read yet) makes /readyz answer 503 with the error's text. /readyz
@@ -210,6 +215,7 @@ type Server struct {
 	proxies  proxies
 	expiries expiries // of the connections with a token
 	handled  sync.Map // the paths given to Handle
+	audit    *Audit
 
 	mu       sync.Mutex
 	closing  bool
@@ -253,9 +259,12 @@ func New(opts *Options) *Server {
 	s.proxies = proxies{trusted: s.o.TrustedProxies, max: s.o.MaxConnsPerAddr}
 	s.hub = s.o.Hub
 	s.log = s.o.Logger
+	if s.audit = s.o.Audit; s.audit == nil {
+		s.audit = NewAudit(s.log)
+	}
 	app := s.o.Router
 	if app != nil && s.o.Authorize != nil {
-		app = authorizer{app, s.o.Authorize}
+		app = authorizer{app, s.o.Authorize, s}
 	}
 	s.router = authRouter{s, s.hub.Router(app)}
 	s.mux = http.NewServeMux()
@@ -368,14 +377,14 @@ func (s *Server) isClosing() bool {
 	return s.closing
 }
 
-// peerOptions returns the options for one connection or POST.
-func (s *Server) peerOptions(log *zap.Logger) *peer.Options {
+// peerOptions returns the options for one connection or POST, from w.
+func (s *Server) peerOptions(log *zap.Logger, w who) *peer.Options {
 	o := s.o.Conn
 	o.Router = s.router
 	o.QueueBudget = s.budget
 	o.Logger = log
 	o.OnServe = s.o.OnServe
-	o.OnLimit = s.counters.limit
+	o.OnLimit = s.onLimit(w)
 	o.Share = s.share
 	return &o
 }
@@ -426,6 +435,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 type authorizer struct {
 	next      peer.Router
 	authorize func(ctx context.Context, method string) error
+	s         *Server // audits the refusals
 }
 
 func (a authorizer) Lookup(method string) (peer.Handler, peer.Mode) {
@@ -435,6 +445,7 @@ func (a authorizer) Lookup(method string) (peer.Handler, peer.Mode) {
 	}
 	return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
 		if err := a.authorize(ctx, req.Method); err != nil {
+			a.s.audit.HubRefused(ctx, hub.Refusal{Peer: a.s.hub.PeerFromContext(ctx), Action: hub.Call, Target: req.Method, Err: err})
 			if e, ok := errors.AsType[*peer.Error](err); ok {
 				return nil, e
 			}
@@ -451,11 +462,15 @@ func plain(w http.ResponseWriter, code int, msg string) {
 	_, _ = w.Write([]byte(msg))
 }
 
-// refuse answers a request the server will not serve, counts and logs it.
+// refuse answers a request the server will not serve, counts and audits
+// it.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason refusal, msg string) {
 	s.counters.refused[reason].Add(1)
-	s.log.Info("request refused", zap.Stringer("reason", reason), zap.Int("status", code),
-		zap.String("remote", r.RemoteAddr), zap.String("host", r.Host), zap.String("origin", r.Header.Get("Origin")))
+	kind := auditLimit
+	if reason == refusedAuth {
+		kind = auditAuth
+	}
+	s.audit.request(kind, reason.String(), r, code)
 	if code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfter)
 	}

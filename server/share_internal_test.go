@@ -24,7 +24,7 @@ func TestBusyReaders(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("BusyReaders %d: %d turns, want %d", tc.busy, got, tc.want)
 		}
-		if o := s.peerOptions(s.log); o.Share != s.share {
+		if o := s.peerOptions(s.log, who{}); o.Share != s.share {
 			t.Errorf("BusyReaders %d: a connection's options do not carry the server's share", tc.busy)
 		}
 	}

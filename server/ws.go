@@ -60,7 +60,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(int64(s.o.Conn.MaxMessage))
 	// The request's context ends when this handler returns; its values
 	// (an identity a middleware put there, say) stay.
-	ctx := hub.WithIdentity(context.WithoutCancel(r.Context()), identity)
+	ctx := withRemote(hub.WithIdentity(context.WithoutCancel(r.Context()), identity), r.RemoteAddr)
 	go s.servePeer(ctx, t, r.RemoteAddr, identity, release)
 }
 
@@ -70,10 +70,13 @@ func (s *Server) servePeer(ctx context.Context, t peer.Transport, remote string,
 	defer release()
 	defer s.end()
 	id := uuid.NewString()
-	who := []zap.Field{zap.String("peer", id), zap.String("remote", remote)}
+	fields := []zap.Field{zap.String("peer", id), zap.String("remote", remote)}
+	if identity != nil {
+		fields = append(fields, identityField(identity))
+	}
 	// The connection's own diagnostics are rare: its logger encodes who
 	// it is only if it ever logs, not for every idle connection.
-	conn := peer.NewConn(t, s.peerOptions(s.log.WithLazy(who...)))
+	conn := peer.NewConn(t, s.peerOptions(s.log.WithLazy(fields...), who{identity: identity, peer: id, remote: remote}))
 
 	s.mu.Lock()
 	if s.closing {
@@ -91,11 +94,7 @@ func (s *Server) servePeer(ctx context.Context, t peer.Transport, remote string,
 	}
 	s.counters.accepted.Add(1)
 	start := time.Now()
-	if identity != nil {
-		s.log.Info("peer connected", append(who, zap.Any("identity", identity))...)
-	} else {
-		s.log.Info("peer connected", who...)
-	}
+	s.log.Info("peer connected", fields...)
 
 	err := conn.Serve(ctx)
 
@@ -104,7 +103,7 @@ func (s *Server) servePeer(ctx context.Context, t peer.Transport, remote string,
 
 	// Err is final now that Serve has returned; it holds the close code
 	// either side sent.
-	fields := append(who, zap.Duration("duration", time.Since(start)))
+	fields = append(fields, zap.Duration("duration", time.Since(start)))
 	if ce, ok := errors.AsType[*peer.CloseError](conn.Err()); ok {
 		fields = append(fields, zap.Int("code", ce.Code))
 		if ce.Reason != "" {

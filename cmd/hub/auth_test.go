@@ -113,7 +113,7 @@ func TestTokensNeverLogged(t *testing.T) {
 	}
 
 	log := p.Stop(t)
-	for _, want := range []string{`"level":"debug"`, `"request refused"`, `"peer connected"`, `"identity":"token-2"`, `"identity":"token-3"`} {
+	for _, want := range []string{`"level":"debug"`, `"refused"`, `"peer connected"`, `"identity":"token-2"`, `"identity":"token-3"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log has no %s: the test does not see what it should", want)
 		}

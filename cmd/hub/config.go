@@ -36,6 +36,9 @@ type fileConfig struct {
 	rules    []rules.Rule
 	hasRules bool
 	ignored  []ignoredVar
+	// origin says where each flag set other than on the command line got
+	// its value: "FILE:LINE" or the environment variable.
+	origin map[string]string
 }
 
 // ignoredVar is a SWITCHBOARD_ environment variable that sets nothing:
@@ -55,7 +58,7 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 	onCommandLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
 	fromEnv := map[string]bool{}
-	fc := &fileConfig{ignored: unknownVars(fs)}
+	fc := &fileConfig{ignored: unknownVars(fs), origin: map[string]string{}}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		v, ok := os.LookupEnv(envName(f.Name))
@@ -67,8 +70,9 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 			return
 		}
 		fromEnv[f.Name] = true
+		fc.origin[f.Name] = envName(f.Name)
 		if e := fs.Set(f.Name, v); e != nil {
-			err = fmt.Errorf("%s: %w", envName(f.Name), e)
+			err = fmt.Errorf("%s: %w", envName(f.Name), wantForm(f, v, e))
 		}
 	})
 	if err != nil {
@@ -91,8 +95,9 @@ func applyConfig(fs *flag.FlagSet) (*fileConfig, error) {
 		if onCommandLine[kv.name] || fromEnv[kv.name] || strings.TrimSpace(kv.value) == "" {
 			continue
 		}
+		fc.origin[kv.name] = fmt.Sprintf("%s:%d", path, kv.line)
 		if err := fs.Set(kv.name, kv.value); err != nil {
-			return nil, fmt.Errorf("%s:%d: %s: %w", path, kv.line, kv.name, err)
+			return nil, fmt.Errorf("%s:%d: %s: %w", path, kv.line, kv.name, wantForm(fs.Lookup(kv.name), kv.value, err))
 		}
 	}
 	return fc, nil

@@ -78,7 +78,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown key", "addr: x\nmax-bach: 3\n", `:2: unknown key "max-bach" (did you mean "max-batch"?)`},
 		{"far off key", "nothing-like-it: 1\n", `:1: unknown key "nothing-like-it"`},
 		{"config in config", "config: other.yaml\n", `unknown key "config"`},
-		{"bad value", "max-batch: lots\n", `:1: max-batch: parse error`},
+		{"bad value", "max-batch: lots\n", `:1: max-batch: "lots" is not a whole number: want digits only, such as 1000`},
 		{"mapping", "addr:\n  host: x\n", `addr: want a value or a list`},
 		{"twice", "addr: a\naddr: b\n", `:2: key "addr" again (first on line 1)`},
 		{"not a mapping", "- a\n- b\n", `the config is a mapping`},

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
-	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"github.com/switchboard-rpc/switchboard/server"
 	"go.uber.org/zap"
 )
@@ -164,9 +162,9 @@ func (f *identityFlags) verifier(ctx context.Context, log *zap.Logger) (*server.
 }
 
 // checkConfig is "hub check-config FILE [flags]": it loads the file as the
-// hub would, checks what can be checked without listening (the token
-// file, the JWT key, the rules, the log settings), and prints the
-// effective configuration with secrets redacted.
+// hub would, runs the checks the hub runs at start (config.validate: the
+// log settings, the addresses, the files the flags name, the rules), and
+// prints the effective configuration with secrets redacted.
 func checkConfig(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
 		fmt.Fprintln(stderr, "usage: hub check-config FILE [flags]")
@@ -176,28 +174,10 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := newLogger(c.logLevel, c.logFormat, io.Discard); err != nil {
-		return err
-	}
 	for _, v := range c.identity.file.ignored {
 		fmt.Fprintf(stderr, "hub: warning: %s ignored: %s\n", v.name, v.reason)
 	}
-	if c.tokenFile != "" {
-		if _, err := readTokens(c.tokenFile); err != nil {
-			return err
-		}
-	}
-	if c.identity.jwtKey != "" {
-		if _, err := c.identity.verifier(context.Background(), zap.NewNop()); err != nil {
-			return err
-		}
-	}
-	if c.identity.jwks != "" {
-		if u, err := url.Parse(c.identity.jwks); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-			return fmt.Errorf("-jwks %q is no http(s) URL", redact.URL(c.identity.jwks))
-		}
-	}
-	if _, err := c.identity.ruleSet(); err != nil {
+	if err := c.validate(); err != nil {
 		return err
 	}
 	if msg := c.routes.ignored(c.identity.file.hasRules); msg != "" {

@@ -165,6 +165,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	if err != nil {
 		return err
 	}
+	if err := c.validate(); err != nil { // what check-config checks
+		return err
+	}
 	log, level, err := newLogger(c.logLevel, c.logFormat, stderr)
 	if err != nil {
 		return err
@@ -230,7 +233,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		opts.Logger = log
 	}
 	opts.Router = mux
+	// One audit trail for the server's refusals and the rules'.
+	opts.Audit = server.NewAudit(log)
+	hubOpts.OnRefused = opts.Audit.HubRefused
 	opts.Hub = hub.New(hubOpts)
+	lv.hub = opts.Hub
 	if cl != nil {
 		if err := cl.start(ctx, c.cluster.timeout, log); err != nil {
 			return err

@@ -70,7 +70,7 @@ func TestPprof(t *testing.T) {
 		t.Errorf("heap profile on -addr: %d", status)
 	}
 	p.Stop(t)
-	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-pprof"}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "-pprof needs -metrics-addr") {
+	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-pprof"}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "-pprof: needs metrics-addr") {
 		t.Errorf("-pprof without -metrics-addr: %v", err)
 	}
 }

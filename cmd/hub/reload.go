@@ -23,7 +23,10 @@ import (
 // can while it runs: the rules, the token file, the JWT key, JWKS URL,
 // audience and issuer, -anonymous, -allow-provide, the TLS certificate and
 // -log-level.
-// Connections, subscriptions and history stay. A configuration that does
+// Connections, subscriptions and history stay, but for what the new
+// rules refuse: the subscriptions and provided methods of connected peers
+// that they no longer allow end, and each peer concerned is told with
+// rpc.revoked (revoke.go). A configuration that does
 // not load (a broken file, a missing key, a certificate that does not
 // parse) is refused with a log line, and the running one stays. Settings
 // that only a restart can change (the address, NATS, limits, ...) keep
@@ -88,6 +91,10 @@ type live struct {
 
 	mu   sync.Mutex // serializes reloads
 	conf *config    // the configuration cur was built from
+
+	// hub, once set, has its peers reauthorized after each reload, so
+	// that narrowed rules end what they no longer allow.
+	hub *hub.Hub
 }
 
 func newLive(ctx context.Context, c *config, args []string, level zap.AtomicLevel, log *zap.Logger) (*live, error) {
@@ -183,6 +190,9 @@ func (lv *live) reload(ctx context.Context, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := c.validate(); err != nil {
+		return err
+	}
 	level, err := zapcore.ParseLevel(c.logLevel)
 	if err != nil {
 		return fmt.Errorf("-log-level: %w", err)
@@ -214,6 +224,9 @@ func (lv *live) reload(ctx context.Context, log *zap.Logger) error {
 		zap.Bool("tls", st.cert != nil))
 	if len(restart) > 0 {
 		log.Warn("reload: these settings need a restart and keep their running values", zap.Strings("settings", restart))
+	}
+	if lv.hub != nil {
+		reauthorizeAll(ctx, lv.hub, log)
 	}
 	return nil
 }

@@ -22,8 +22,9 @@ import (
 )
 
 // TestReload: SIGHUP reads the config file again. Changed rules refuse
-// what they no longer allow while connected peers stay and a subscription
-// keeps its position; a rotated key takes over; a broken file is refused
+// what they no longer allow, and end the subscriptions they no longer
+// allow (the peer is told with rpc.revoked), while connected peers stay
+// and a subscription still allowed keeps its position; a rotated key takes over; a broken file is refused
 // and the running configuration stays; a setting only a restart changes
 // is named; and SIGTERM still drains.
 func TestReload(t *testing.T) {
@@ -39,20 +40,21 @@ func TestReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rules := func(userTopics string) string {
+	rules := func(userTopics ...string) string {
 		return "demo: true\njwt-key: " + keyFile + "\nanonymous: false\nrules:\n" +
-			"  - {allow: [subscribe], to: [\"" + userTopics + "\"], who: authenticated}\n" +
+			"  - {allow: [subscribe], to: [\"" + strings.Join(userTopics, `", "`) + "\"], who: authenticated}\n" +
 			"  - {allow: [publish, subscribe, call], to: [\">\"], who: role=backend}\n"
 	}
-	write(rules("news.>"))
+	write(rules("news.>", "sports.>"))
 	p := startProc(t, "-config", config)
 	url := "ws://" + p.Addr(t, "hub listening") + "/rpc"
 
 	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
+	revoked := make(chan client.Revoked, 1)
 	dial := func(token string) *client.Client {
 		t.Helper()
-		c, err := client.Dial(ctx, url, &client.Options{Token: token, MaxAttempts: -1})
+		c, err := client.Dial(ctx, url, &client.Options{Token: token, MaxAttempts: -1, OnRevoked: func(r client.Revoked) { revoked <- r }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,12 +77,16 @@ func TestReload(t *testing.T) {
 	backend := dial(signJWT(t, "orders", jwt.MapClaims{"role": "backend"}))
 	aliceID := whoami(alice)
 	events := make(chan client.Event, 16)
-	if _, err := alice.Subscribe(ctx, "news.>", func(ev client.Event) { events <- ev }); err != nil {
+	news, err := alice.Subscribe(ctx, "news.>", func(ev client.Event) { events <- ev })
+	if err != nil {
 		t.Fatal(err)
 	}
-	publish := func() client.Event {
+	if _, err := alice.Subscribe(ctx, "sports.>", func(ev client.Event) { events <- ev }); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(topic string) client.Event {
 		t.Helper()
-		if _, err := backend.Publish(ctx, "news.today", 1); err != nil {
+		if _, err := backend.Publish(ctx, topic, 1); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -91,19 +97,24 @@ func TestReload(t *testing.T) {
 			return client.Event{}
 		}
 	}
-	first := publish()
+	first := publish("news.today")
 
 	// New rules: users get sports, not news.
 	write(rules("sports.>"))
 	p.Signal(t, syscall.SIGHUP)
 	p.WaitLog(t, `"msg":"configuration reloaded"`, 1)
+	p.WaitLog(t, `"msg":"reload: ended what the new rules refuse","peers":2,"peers_affected":1,"subscriptions":1,"methods":0`, 1)
+	if r := testkit.Recv(t, revoked, "rpc.revoked after the reload"); strings.Join(r.Topics, ",") != "news.>" || len(r.Methods) != 0 {
+		t.Errorf("rpc.revoked %+v, want news.> only", r)
+	}
+	testkit.WaitFor(t, "the news subscription ended", func() bool { return errors.Is(news.Err(), client.ErrRevoked) })
 	if _, err := alice.Subscribe(ctx, "news.local", func(client.Event) {}); !refused(err) {
 		t.Errorf("news.local after the reload: %v, want -32001", err)
 	}
 	if _, err := alice.Subscribe(ctx, "sports.today", func(client.Event) {}); err != nil {
 		t.Errorf("sports.today after the reload: %v", err)
 	}
-	if second := publish(); second.Seq != first.Seq+1 || second.Epoch != first.Epoch {
+	if second := publish("sports.today"); second.Seq != first.Seq+1 || second.Epoch != first.Epoch {
 		t.Errorf("the subscription went from %d@%s to %d@%s, want the next position", first.Seq, first.Epoch, second.Seq, second.Epoch)
 	}
 	if id := whoami(alice); id != aliceID {

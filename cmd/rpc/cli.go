@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/internal/jsonx"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -134,7 +135,7 @@ func (o *cli) exit(err error) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(o.stderr, "rpc %s: %s\nRun 'rpc %s -h' for usage.\n", o.cmd.name, ue.msg, o.cmd.name)
+		fmt.Fprintf(o.stderr, "rpc %s: %s\nRun 'rpc %s -h' for usage.\n", o.cmd.name, redact.Text(ue.msg), o.cmd.name)
 		return exitUsage
 	case errors.Is(err, errRPCFailed):
 		return exitRPCError
@@ -146,12 +147,12 @@ func (o *cli) exit(err error) int {
 		}
 		return exitRPCError
 	case errors.Is(err, context.DeadlineExceeded):
-		fmt.Fprintf(o.stderr, "rpc: timed out after %v: %v\n", o.timeout, err)
+		fmt.Fprintf(o.stderr, "rpc: timed out after %v: %s\n", o.timeout, redact.Text(err.Error()))
 		return exitTimeout
 	case errors.Is(err, context.Canceled):
 		return exitOK // interrupted
 	}
-	fmt.Fprintf(o.stderr, "rpc: %v\n", err)
+	fmt.Fprintf(o.stderr, "rpc: %s\n", redact.Text(err.Error()))
 	return exitConn
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/internal/jsonx"
+	"github.com/switchboard-rpc/switchboard/internal/redact"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -333,9 +334,9 @@ func (o *cli) reportState() func(client.State, error) {
 			if errors.As(err, &ce) {
 				err = ce // "closed with code 1001: going away" says it all
 			}
-			fmt.Fprintf(o.stderr, "rpc: connection lost: %v; reconnecting\n", err)
+			fmt.Fprintf(o.stderr, "rpc: connection lost: %s; reconnecting\n", redact.Text(err.Error()))
 		case s == client.StateDisconnected:
-			fmt.Fprintf(o.stderr, "rpc: reconnection failed: %v\n", err)
+			fmt.Fprintf(o.stderr, "rpc: reconnection failed: %s\n", redact.Text(err.Error()))
 		case s == client.StateConnected && up:
 			fmt.Fprintf(o.stderr, "rpc: reconnected\n")
 		case s == client.StateConnected:

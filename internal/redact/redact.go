@@ -76,15 +76,23 @@ func Text(s string) string {
 		return s
 	}
 	return inText.ReplaceAllStringFunc(s, func(m string) string {
-		var b strings.Builder
-		for {
-			loc := nextURL.FindStringIndex(m)
-			if loc == nil {
-				b.WriteString(URL(m))
-				return b.String()
-			}
-			b.WriteString(URL(m[:loc[0]]) + ",")
-			m = strings.TrimLeft(m[loc[0]+1:], " \t")
-		}
+		// Punctuation that ends a URL in a sentence ("dial URL: ...")
+		// is the sentence's: it stays, after the redacted URL.
+		trimmed := strings.TrimRight(m, ":;,.)")
+		return list(trimmed) + m[len(trimmed):]
 	})
+}
+
+// list redacts a URL or a comma-separated list of them.
+func list(m string) string {
+	var b strings.Builder
+	for {
+		loc := nextURL.FindStringIndex(m)
+		if loc == nil {
+			b.WriteString(URL(m))
+			return b.String()
+		}
+		b.WriteString(URL(m[:loc[0]]) + ",")
+		m = strings.TrimLeft(m[loc[0]+1:], " \t")
+	}
 }

@@ -38,6 +38,8 @@ func TestText(t *testing.T) {
 		{"natsbroker: NATS unreachable at nats://s3cret@127.0.0.1:4222: context deadline exceeded",
 			"natsbroker: NATS unreachable at nats://REDACTED@127.0.0.1:4222: context deadline exceeded"},
 		{"https://a.example/?list=s3cret,s3cret2", "https://a.example/?list=REDACTED"},
+		{"dial ws://h/rpc?token=s3cret: refused.", "dial ws://h/rpc?token=REDACTED: refused."},
+		{"(see https://h/p?token=s3cret).", "(see https://h/p?token=REDACTED)."},
 		{"no url here: a:b@c", "no url here: a:b@c"},
 	} {
 		if got := redact.Text(tt.in); got != tt.want {
