@@ -41,25 +41,6 @@ func deployed(t *testing.T) (config, dir string) {
 	return config, dir
 }
 
-// get sends GET path to the hub with an Authorization header unless auth
-// is "", and returns the status.
-func get(t *testing.T, h *hubproc.Hub, path, auth string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL()+path, nil)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
-}
-
 // post sends one JSON-RPC request over POST with token (none if "") and
 // returns the HTTP status.
 func post(t *testing.T, h *hubproc.Hub, token, body string) int {
@@ -215,7 +196,7 @@ func TestMetricsOnlyForTheOperator(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := hubproc.Start(t, &hubproc.Options{Args: tt.args})
 			for auth, want := range tt.want {
-				if got := get(t, h, "/metrics", auth); got != want {
+				if got, _ := get(t, h.URL()+"/metrics", auth); got != want {
 					t.Errorf("/metrics with %.20q: %d, want %d", auth, got, want)
 				}
 			}

@@ -19,7 +19,7 @@ import (
 func TestProbesByAddress(t *testing.T) {
 	config, _ := deployed(t)
 	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-config", config, "-hosts", "hub.example.com"}, Admin: true})
-	if got := get(t, h, "/readyz", ""); got != 200 {
+	if got, _ := get(t, h.URL()+"/readyz", ""); got != 200 {
 		t.Errorf("/readyz by address: %d, want 200", got)
 	}
 	if m := h.Metrics(); m["switchboard_connections"] != 0 || len(m) == 0 {

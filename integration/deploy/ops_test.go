@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -19,12 +20,18 @@ import (
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
-// get returns the status and body of a GET.
-func get(t *testing.T, url string) (int, string) {
+// get returns the status and body of a GET of url, with auth as its
+// Authorization header unless it is "".
+func get(t *testing.T, url, auth string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -77,7 +84,7 @@ func TestJWKSDownThenUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status, body := get(t, h.URL()+"/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "jwks") {
+	if status, body := get(t, h.URL()+"/readyz", ""); status != http.StatusServiceUnavailable || !strings.Contains(body, "jwks") {
 		t.Fatalf("readyz with the JWKS down: %d %q, want 503 naming the JWKS", status, body)
 	}
 	if status := postAdd(t, h.URL(), signed); status != http.StatusUnauthorized {
@@ -86,7 +93,7 @@ func TestJWKSDownThenUp(t *testing.T) {
 	up.Store(true)
 	back := time.Now()
 	testkit.WaitFor(t, "/readyz 200 once the JWKS is back", func() bool {
-		status, _ := get(t, h.URL()+"/readyz")
+		status, _ := get(t, h.URL()+"/readyz", "")
 		return status == http.StatusOK
 	})
 	t.Logf("ready %v after the JWKS came back", time.Since(back).Round(time.Millisecond))
@@ -159,7 +166,7 @@ func TestGenTokenCheckTokenRoundTrip(t *testing.T) {
 	if out, ok := hubTool(t, "version"); !ok || !strings.HasPrefix(out, "hub ") {
 		t.Errorf("hub version: %q", out)
 	}
-	if status, body := get(t, h.URL()+"/healthz"); status != http.StatusOK || !strings.HasPrefix(body, "ok ") {
+	if status, body := get(t, h.URL()+"/healthz", ""); status != http.StatusOK || !strings.HasPrefix(body, "ok ") {
 		t.Errorf("healthz: %d %q, want ok and the version", status, body)
 	}
 }
