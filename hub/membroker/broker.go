@@ -132,20 +132,41 @@ type presenceChange struct {
 	changed, others []string
 }
 
+// itemOverhead is what an item counts in a queue's bytes beyond its
+// topic and data, or its patterns.
+const itemOverhead = 64
+
+// size is what an item counts in a queue's bytes.
+func (it item) size() int {
+	n := itemOverhead + len(it.topic) + len(it.data)
+	if p := it.presence; p != nil {
+		n += len(p.who.ID) + len(p.who.User) + len(p.who.Node)
+		for _, q := range p.changed {
+			n += len(q)
+		}
+		for _, q := range p.others {
+			n += len(q)
+		}
+	}
+	return n
+}
+
 // inbox is what waits for a node, in order.
 type inbox struct {
 	mu    sync.Mutex
 	items []item
+	bytes int           // the sizes of items
 	lost  uint64        // items left out since the last take: the queue was full
 	kick  chan struct{} // one token when items wait
 }
 
 func (q *inbox) push(it item, limit int) {
 	q.mu.Lock()
-	if len(q.items) >= limit {
+	if n := it.size(); q.bytes+n > limit {
 		q.lost++
 	} else {
 		q.items = append(q.items, it)
+		q.bytes += n
 	}
 	q.mu.Unlock()
 	select {
@@ -159,7 +180,7 @@ func (q *inbox) take(dst []item) ([]item, uint64) {
 	defer q.mu.Unlock()
 	dst = append(dst[:0], q.items...)
 	clear(q.items)
-	q.items = q.items[:0]
+	q.items, q.bytes = q.items[:0], 0
 	lost := q.lost
 	q.lost = 0
 	return dst, lost

@@ -7,17 +7,22 @@ import (
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
-// A node's queue holds at most Options.Queue items: what comes beyond is
+// A node's queue holds at most Options.Queue bytes: what comes beyond is
 // counted lost, and the node's hub is told it missed events.
 func TestQueueBound(t *testing.T) {
 	var q inbox
 	q.kick = make(chan struct{}, 1)
+	it := item{topic: "q.x", data: []byte("1")}
 	for range 3 {
-		q.push(item{topic: "q.x", data: []byte("1")}, 2)
+		q.push(it, 2*it.size())
 	}
 	items, lost := q.take(nil)
 	if len(items) != 2 || lost != 1 {
-		t.Fatalf("a queue of 2 took %d items, %d lost; want 2 and 1", len(items), lost)
+		t.Fatalf("a queue of 2 items' bytes took %d items, %d lost; want 2 and 1", len(items), lost)
+	}
+	q.push(item{topic: "q.x", data: make([]byte, 1000)}, 999)
+	if items, lost := q.take(nil); len(items) != 0 || lost != 1 {
+		t.Fatalf("an event larger than the queue: %d items, %d lost; want it lost", len(items), lost)
 	}
 
 	c := New(nil)

@@ -37,8 +37,8 @@ import (
 	"sync"
 )
 
-// DefaultQueue is the default of [Options].Queue.
-const DefaultQueue = 4096
+// DefaultQueue is the default of [Options].Queue: 64 MiB.
+const DefaultQueue = 64 << 20
 
 // Options configures a [Cluster]. A nil *Options is valid.
 type Options struct {
@@ -47,8 +47,9 @@ type Options struct {
 	// [hub.Sequencer]s.
 	Sequenced bool
 
-	// Queue bounds the events and presence changes waiting for one node.
-	// Beyond it, what comes is lost for that node: it counts them
+	// Queue bounds the bytes of the events and presence changes waiting
+	// for one node (each counted with its topic, or its patterns, and
+	// itemOverhead more). Beyond it, what comes is lost for that node: it counts them
 	// (hub.BrokerStats.Lost) and tells its hub (hub.BrokerHandle.Missed),
 	// which closes its subscribers so that they resume and learn what
 	// they missed. Default [DefaultQueue].
