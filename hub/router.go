@@ -16,21 +16,22 @@ import (
 //  1. The peer's connection reads it (package peer; docs/peer.md has
 //     that side). rpc.ping, rpc.cancel and rpc.progress are answered
 //     there, on every connection: no router sees them.
-//  2. The connection's Router finds the handler. A server's is
-//     rpc.auth's (package server), then the router of [Hub.Router]:
-//     router.Lookup below.
+//  2. The connection's Router finds the handler. A server's serves
+//     rpc.auth itself (package server), then asks the router of
+//     [Hub.Router]: router.Lookup below.
 //  3. router.Lookup serves a built-in method of the hub from the table
 //     in builtin.go, in its mode: rpc.subscribe (subscribe.go),
 //     rpc.publish (publish.go), rpc.history (history_rpc.go),
 //     rpc.presence (presence.go), rpc.provide (provide.go), rpc.discover
 //     (discover.go), rpc.whoami and rpc.call (address.go). Any other
-//     name goes to the application's router, then to the peers that
-//     provide it (route.go): forwardHandler relays the call to a peer of
+//     name goes to the application's router (which a server wraps in
+//     its Options.Authorize), then to the peers that provide it
+//     (route.go: lookup): forwardHandler relays the call to a peer of
 //     this hub ([peer.Conn.Relay]) or, through the [Directory], to one
 //     of another node (forwardRemote). A name nobody serves is -32601.
 //  4. The handler asks the [Policy] (allow, below) for the action the
-//     table names, on the topic, method or address of the request, and
-//     serves it. The hub's inline methods run on the reader of the
+//     table names ([Call] with the method's name, for a provided one),
+//     on the topic, method or address of the request, and serves it. The hub's inline methods run on the reader of the
 //     peer's connection, so a peer's subscribes, publishes and
 //     provisions take effect in the order it sent them.
 //  5. The answer goes back on the peer's connection; a published event
