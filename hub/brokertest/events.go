@@ -45,10 +45,11 @@ func testEvents(t *testing.T, start StartNode, sequenced bool) {
 
 	const n = 100
 	var wg sync.WaitGroup
+	ctx := ctxFor(t)
 	for _, from := range nodes {
 		wg.Go(func() {
 			for i := range n {
-				if _, err := from.h.Publish(ctxFor(t), "ev."+from.name, fmt.Sprintf("%s/%d", from.name, i)); err != nil {
+				if _, err := from.h.Publish(ctx, "ev."+from.name, fmt.Sprintf("%s/%d", from.name, i)); err != nil {
 					t.Error(err)
 					return
 				}
