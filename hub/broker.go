@@ -3,30 +3,45 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
-
-	"github.com/switchboard-rpc/switchboard/internal/jsonx"
-	"github.com/switchboard-rpc/switchboard/peer"
 )
 
-// This file links a hub to the other hubs of a cluster. Without a Broker
-// (the default) a hub is alone and publishing is exactly as it always
-// was: the event is numbered by the Store and fanned out, nothing more.
+// This file is the broker seam: everything a hub asks of the broker that
+// links it to the other hubs of a cluster, and everything the broker may
+// ask of the hub. Without a Broker (the default) a hub is alone: an event
+// is numbered by the Store and fanned out, nothing more.
 //
-// A Broker that only relays (hub/natsbroker over core NATS) is handed
-// each event once it has reached this hub's own subscribers, under the
-// publish lock, so that it sends events in the order they were
-// delivered here; it hands the other nodes' events to the hub's
-// BrokerHandle.Deliver, which fans them out like a local publish,
-// numbered by this hub's Store, and does not send them on. Each node has its own positions and epoch.
+// A broker is one of four, each the one before with more, which the hub
+// finds by type assertion on Options.Broker:
 //
-// A Broker that is also a Sequencer (hub/natsbroker with JetStream)
-// numbers events itself: publishing appends the event to its stream and
-// delivers nothing; every node, this one too, reads the stream back and
-// hands each event to BrokerHandle.DeliverAt with its position there.
-// Every node then has the same positions and epoch, and the same history,
-// kept in its Store as the events go by.
+//   - A [Broker] relays events. The hub hands it each event once the
+//     event has reached this hub's own subscribers, under the publish
+//     lock, so that it sends events in the order they were delivered
+//     here ([Broker.Forward]); the broker hands the other nodes' events
+//     to [BrokerHandle.Deliver], which fans them out like a local
+//     publish, numbered by this hub's Store, and does not send them on.
+//     Each node has its own positions and epoch.
+//   - A [Sequencer] gives events their positions: publishing appends the
+//     event to its stream and delivers nothing; every node, this one
+//     too, reads the stream back and hands each event to
+//     [BrokerHandle.DeliverAt] with its position there. Every node then
+//     has the same positions, epoch and history (sequenced.go is the
+//     hub's side).
+//   - A [Directory] knows the peers of the other nodes: the methods
+//     they provide, their presence, and how to carry a call to one of
+//     them (cluster_route.go is the hub's side).
+//   - A [Describer] describes the methods the other nodes' peers
+//     provide, for rpc.discover.
+//
+// The broker reaches the hub through the [BrokerHandle] that [New] gives
+// it: the other nodes' events, interruptions of the link, and the other
+// nodes' requests (calls, presence, provided methods).
+//
+// hub/membroker links hubs in one process, a reference for tests;
+// hub/natsbroker links them over NATS (a Sequencer with JetStream).
+// hub/brokertest checks that a broker keeps the promises below, as the
+// hub relies on them: both brokers pass it.
 
 // A Broker links a hub to the other hubs of a cluster. hub/natsbroker
 // implements it over NATS. Set it as Options.Broker: [New] hands the
@@ -94,43 +109,87 @@ type ClusterStats struct {
 	BrokerStats
 }
 
-// Cluster timing.
-const (
-	// sequencedWait bounds how long a publish through a Sequencer waits
-	// for its event to come back, to count the subscribers it reached
-	// on this node, and how long a subscription resuming from a
-	// position this node has not read yet waits for it.
-	sequencedWait = 5 * time.Second
+// A Directory is a [Broker] that knows the peers of the other nodes of
+// its cluster and carries calls to them. The hub asks it when no peer of
+// its own provides a method, when asked for presence, and for the Go API
+// (ClusterPeers, CallPeer); it tells it when its peers provide or
+// withdraw methods and when their presence changes. A Directory hands the
+// other nodes' requests to the hub through its [BrokerHandle]:
+// [BrokerHandle.ServeRemoteCall], [BrokerHandle.LocalPeers] and
+// [BrokerHandle.RemotePresenceChanged].
+type Directory interface {
+	Broker
 
-	// recentCounts is how many of the latest sequenced events remember
-	// how many subscribers they reached, for a publish whose event came
-	// back before its Sequence call returned.
-	recentCounts = 1024
-)
+	// Provides reports whether a peer on another node provides method,
+	// as far as the directory knows. It is called for every call of a
+	// method the hub does not serve, so it must be quick.
+	Provides(method string) bool
 
-// sequenced is the state of a hub whose Broker is a Sequencer. Guarded by
-// h.mu.
-type sequenced struct {
-	waiters []*seqWaiter
-	recent  [recentCounts]struct {
-		seq uint64
-		n   int
-	}
+	// Route sends a call (or notification) of call.Method to a peer on
+	// another node that provides it, the one with the fewest calls in
+	// flight as far as known, or with call.Peer set, to that peer; and
+	// returns its answer as [peer.Conn.Forward] does: the raw result, or
+	// the peer's *peer.Error. call.Progress receives the peer's
+	// rpc.progress data. When ctx is cancelled the peer is sent
+	// rpc.cancel and Route waits a while for its answer (normally
+	// -32002); when ctx's deadline passes it returns at once. It returns
+	// -32006 when the peer or its node is lost before answering, and
+	// -32601 when no other node provides the method, -32007 when none has
+	// the peer. With call.Node set, only that node is asked for the peer.
+	Route(ctx context.Context, call RemoteCall) (json.RawMessage, error)
+
+	// Peers returns the peers of the other nodes that an event on topic
+	// would reach, or with topic "" all of them, each with its Node set.
+	// Nodes that do not answer in time are left out.
+	Peers(ctx context.Context, topic string) ([]PeerInfo, error)
+
+	// Changed tells the directory that the methods this hub's peers
+	// provide changed: it should tell the other nodes. It must not block.
+	Changed()
+
+	// PresenceChanged tells the other nodes that a peer of this hub
+	// joined (or left) the patterns changed, being still subscribed to
+	// others. The hub calls it with a lock held: it must not block.
+	PresenceChanged(join bool, who PeerInfo, changed, others []string)
 }
 
-// seqWaiter waits for the event at seq to be delivered on this node.
-type seqWaiter struct {
-	seq  uint64
-	n    int // subscribers it reached here, when its seq is exactly seq
-	done chan struct{}
+// A Describer is a [Directory] that also describes the methods the peers
+// of the other nodes provide, so that rpc.discover on any node lists the
+// methods of the whole cluster. Each node answers with
+// [BrokerHandle.DescribeProvided].
+type Describer interface {
+	Directory
+
+	// DescribeRemote returns the method objects (of OpenRPC documents,
+	// each with its "name") of the methods the peers of the other nodes
+	// provide, as their providers describe them. The methods of a node
+	// that does not answer in time, or before ctx ends, are left out, as
+	// those of a provider that does not answer rpc.discover are.
+	DescribeRemote(ctx context.Context) []json.RawMessage
 }
 
-// positionedStore is a Store that can keep events at the positions a
-// Sequencer gave them ([MemoryStore] is one).
-type positionedStore interface {
-	AppendAt(topic string, seq uint64, data []byte) error
-	Restart(epoch string)
+// RemoteCall is a call that crosses nodes: to a provider of Method on
+// another node, or with Peer set, to that peer wherever it is.
+type RemoteCall struct {
+	Method       string
+	Params       json.RawMessage
+	Notification bool
+	Peer         string                     // a peer's id, or "" for any provider of Method
+	Node         string                     // with Peer, the node it is connected to, if known
+	Progress     func(data json.RawMessage) // the callee's rpc.progress data; may be nil
+
+	// MaxResult, when positive, is the largest result the caller can
+	// take, in bytes: the callee's node sends back no larger one, and
+	// Route returns an error that is [ErrTooLarge] instead. A call of
+	// several peers sets it to what its answer has room for, so that no
+	// node sends what would be left out anyway.
+	MaxResult int
 }
+
+// ErrTooLarge is what [Directory.Route] returns (wrapped) when the
+// peer's result was larger than [RemoteCall.MaxResult] and so was not
+// sent back.
+var ErrTooLarge = errors.New("hub: the result is larger than the caller can take")
 
 // A BrokerHandle is how a [Broker] reaches the hub it links: [New] hands
 // it to the Broker's Register, and the broker hands the hub the other
@@ -274,136 +333,4 @@ func (b *BrokerHandle) DescribeProvided(ctx context.Context) []json.RawMessage {
 		out[i] = m.JSON
 	}
 	return out
-}
-
-// subscribersLocked returns the peers that subscribe to something; h.mu
-// held.
-func (h *Hub) subscribersLocked() []*Peer {
-	var out []*Peer
-	for _, p := range h.peers {
-		if len(p.subs) > 0 {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// epochName is a hub's epoch, with its JSON text.
-type epochName struct {
-	name string
-	json []byte
-}
-
-func newEpochName(epoch string) *epochName {
-	b, _ := jsonx.Marshal(epoch)
-	return &epochName{epoch, b}
-}
-
-// publishSequenced publishes through the Sequencer: the event is
-// delivered, here and everywhere, when the stream hands it back. It
-// returns how many subscribers it reached on this node, or 0 when it did
-// not come back within sequencedWait (or ctx): it is in the stream, and
-// its subscribers get it.
-//
-// It never answers with a position of an epoch this hub no longer reads:
-// when the stream was replaced before the event came back, the publish
-// fails, since the event is in a stream that nobody reads any more (or,
-// in the new one, at a position this hub has yet to learn).
-func (h *Hub) publishSequenced(ctx context.Context, topic string, data []byte) (int, Position, error) {
-	h.stats.published.Add(1)
-	seq, epoch, err := h.seqr.Sequence(ctx, topic, data)
-	if err != nil {
-		return 0, Position{}, peer.Errorf(peer.CodeApplication, "publish on %s: cluster stream unavailable: %v", topic, err)
-	}
-	n, _ := h.waitDelivered(ctx, epoch, seq)
-	if h.ep.Load().name != epoch {
-		return 0, Position{}, peer.Errorf(peer.CodeApplication, "publish on %s: cluster stream replaced: the event may be lost", topic)
-	}
-	return n, Position{Epoch: epoch, Seq: seq}, nil
-}
-
-// waitDelivered waits until the event at seq of epoch was delivered on
-// this node, within sequencedWait, and returns how many subscribers it
-// reached here (0 when not known) and whether it was delivered. An event
-// of another epoch than the hub's is not delivered.
-func (h *Hub) waitDelivered(ctx context.Context, epoch string, seq uint64) (int, bool) {
-	h.mu.Lock()
-	if h.ep.Load().name != epoch {
-		h.mu.Unlock()
-		return 0, false
-	}
-	if h.last >= seq {
-		n := h.recentCount(seq)
-		h.mu.Unlock()
-		return n, true
-	}
-	w := &seqWaiter{seq: seq, done: make(chan struct{})}
-	h.sq.waiters = append(h.sq.waiters, w)
-	h.mu.Unlock()
-
-	t := time.NewTimer(sequencedWait)
-	defer t.Stop()
-	select {
-	case <-w.done:
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return w.n, h.ep.Load().name == epoch
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, x := range h.sq.waiters {
-		if x == w {
-			h.sq.waiters = append(h.sq.waiters[:i], h.sq.waiters[i+1:]...)
-			break
-		}
-	}
-	select {
-	case <-w.done: // came meanwhile
-		return w.n, h.ep.Load().name == epoch
-	default:
-		return 0, false
-	}
-}
-
-// recentCount returns how many subscribers the event at seq reached, if
-// it is among the latest; h.mu held.
-func (h *Hub) recentCount(seq uint64) int {
-	r := &h.sq.recent[seq%recentCounts]
-	if r.seq == seq {
-		return r.n
-	}
-	return 0
-}
-
-// sequencedLocked records that the event at seq reached n subscribers and
-// wakes whoever waited for it; h.mu held.
-func (h *Hub) sequencedLocked(seq uint64, n int) {
-	r := &h.sq.recent[seq%recentCounts]
-	r.seq, r.n = seq, n
-	if len(h.sq.waiters) == 0 {
-		return
-	}
-	kept := h.sq.waiters[:0]
-	for _, w := range h.sq.waiters {
-		if w.seq > seq {
-			kept = append(kept, w)
-			continue
-		}
-		if w.seq == seq {
-			w.n = n
-		}
-		close(w.done)
-	}
-	clear(h.sq.waiters[len(kept):])
-	h.sq.waiters = kept
-}
-
-// clusterStats returns the node's name and its broker's counters.
-func (h *Hub) clusterStats() ClusterStats {
-	if h.o.Broker == nil {
-		return ClusterStats{}
-	}
-	return ClusterStats{Node: h.o.Broker.Node(), BrokerStats: h.o.Broker.Stats()}
 }

@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -17,88 +16,6 @@ import (
 // presence covers every node, and Go code can list and call the peers of
 // the whole cluster. The hub itself knows nothing of the network: a
 // Broker that is also a [Directory] (hub/natsbroker) does the talking.
-
-// A Directory is a [Broker] that knows the peers of the other nodes of
-// its cluster and carries calls to them. The hub asks it when no peer of
-// its own provides a method, when asked for presence, and for the Go API
-// (ClusterPeers, CallPeer); it tells it when its peers provide or
-// withdraw methods and when their presence changes. A Directory hands the
-// other nodes' requests to the hub through its [BrokerHandle]:
-// [BrokerHandle.ServeRemoteCall], [BrokerHandle.LocalPeers] and
-// [BrokerHandle.RemotePresenceChanged].
-type Directory interface {
-	Broker
-
-	// Provides reports whether a peer on another node provides method,
-	// as far as the directory knows. It is called for every call of a
-	// method the hub does not serve, so it must be quick.
-	Provides(method string) bool
-
-	// Route sends a call (or notification) of call.Method to a peer on
-	// another node that provides it, the one with the fewest calls in
-	// flight as far as known, or with call.Peer set, to that peer; and
-	// returns its answer as [peer.Conn.Forward] does: the raw result, or
-	// the peer's *peer.Error. call.Progress receives the peer's
-	// rpc.progress data. When ctx is cancelled the peer is sent
-	// rpc.cancel and Route waits a while for its answer (normally
-	// -32002); when ctx's deadline passes it returns at once. It returns
-	// -32006 when the peer or its node is lost before answering, and
-	// -32601 when no other node provides the method, -32007 when none has
-	// the peer. With call.Node set, only that node is asked for the peer.
-	Route(ctx context.Context, call RemoteCall) (json.RawMessage, error)
-
-	// Peers returns the peers of the other nodes that an event on topic
-	// would reach, or with topic "" all of them, each with its Node set.
-	// Nodes that do not answer in time are left out.
-	Peers(ctx context.Context, topic string) ([]PeerInfo, error)
-
-	// Changed tells the directory that the methods this hub's peers
-	// provide changed: it should tell the other nodes. It must not block.
-	Changed()
-
-	// PresenceChanged tells the other nodes that a peer of this hub
-	// joined (or left) the patterns changed, being still subscribed to
-	// others. The hub calls it with a lock held: it must not block.
-	PresenceChanged(join bool, who PeerInfo, changed, others []string)
-}
-
-// A Describer is a [Directory] that also describes the methods the peers
-// of the other nodes provide, so that rpc.discover on any node lists the
-// methods of the whole cluster. Each node answers with
-// [BrokerHandle.DescribeProvided].
-type Describer interface {
-	Directory
-
-	// DescribeRemote returns the method objects (of OpenRPC documents,
-	// each with its "name") of the methods the peers of the other nodes
-	// provide, as their providers describe them. The methods of a node
-	// that does not answer in time, or before ctx ends, are left out, as
-	// those of a provider that does not answer rpc.discover are.
-	DescribeRemote(ctx context.Context) []json.RawMessage
-}
-
-// RemoteCall is a call that crosses nodes: to a provider of Method on
-// another node, or with Peer set, to that peer wherever it is.
-type RemoteCall struct {
-	Method       string
-	Params       json.RawMessage
-	Notification bool
-	Peer         string                     // a peer's id, or "" for any provider of Method
-	Node         string                     // with Peer, the node it is connected to, if known
-	Progress     func(data json.RawMessage) // the callee's rpc.progress data; may be nil
-
-	// MaxResult, when positive, is the largest result the caller can
-	// take, in bytes: the callee's node sends back no larger one, and
-	// Route returns an error that is [ErrTooLarge] instead. A call of
-	// several peers sets it to what its answer has room for, so that no
-	// node sends what would be left out anyway.
-	MaxResult int
-}
-
-// ErrTooLarge is what [Directory.Route] returns (wrapped) when the
-// peer's result was larger than [RemoteCall.MaxResult] and so was not
-// sent back.
-var ErrTooLarge = errors.New("hub: the result is larger than the caller can take")
 
 // directory returns the hub's Broker as a Directory, or nil.
 func (h *Hub) directory() Directory {

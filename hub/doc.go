@@ -150,20 +150,22 @@ package hub
 // The files of the package, one concern each:
 //
 //	hub.go            the Hub, its Options and its peers joining and leaving
-//	router.go         which handler serves a method; the Policy asked
+//	router.go         the life of a call: which handler serves a method; the Policy asked
+//	builtin.go        the table of built-in rpc.* methods
 //	params.go         reading params, by name or by position
 //	topic.go          topic syntax and the trie of subscriptions
 //	pattern.go        patterns as strings, for the history and presence
 //	publish.go        rpc.publish, Hub.Publish, and fan-out to subscribers
 //	subscribe.go      rpc.subscribe and rpc.unsubscribe
-//	stream.go         event positions, and how a resume meets live events
+//	stream.go         the life of an event, and how a resume meets live events
 //	replay.go         replaying history to a subscription that resumes
 //	history*.go       the in-memory store and rpc.history
 //	presence.go       rpc.presence, and the rpc.join and rpc.leave it sends
 //	provide.go        rpc.provide and rpc.unprovide
 //	route.go          forwarding a call to a provider, here or on another node
-//	cluster_route.go  the Directory: the peers of every node, calls from them
+//	cluster_route.go  the hub's side of a Directory: the peers of every node, calls from them
 //	address.go        rpc.whoami and rpc.call: calls to a chosen peer
 //	discover.go       rpc.discover
-//	broker.go         the Broker that links the hubs of a cluster, its handle
+//	broker.go         the broker seam: Broker, Sequencer, Directory, Describer, BrokerHandle
+//	sequenced.go      the hub's side of a Sequencer: publishing through it
 //	policy.go         Policy, its Actions, and the Identity in a context

@@ -63,26 +63,15 @@ type provision struct {
 	methods        []describedMethod
 }
 
-// lookup ends the hub router's Lookup: rpc.provide and rpc.unprovide, then
-// app's methods, then the provided ones.
+// lookup ends the hub router's Lookup, for a method that is not one of
+// the hub's built-in ones: app's methods, then the provided ones.
 func (h *Hub) lookup(app peer.Router, method string) (peer.Handler, peer.Mode) {
-	switch method {
-	case "rpc.provide":
-		return provideHandler{h}, peer.Inline
-	case "rpc.unprovide":
-		return unprovideHandler{h}, peer.Inline
-	}
-	var ah peer.Handler
-	mode := peer.Concurrent
 	if app != nil {
-		ah, mode = app.Lookup(method)
+		if ah, mode := app.Lookup(method); ah != nil {
+			return ah, mode
+		}
 	}
-	switch {
-	case method == "rpc.discover":
-		return &discoverHandler{h: h, app: app, own: ah}, peer.Concurrent
-	case ah != nil:
-		return ah, mode
-	case h.provided(method) || h.remoteProvided(method):
+	if h.provided(method) || h.remoteProvided(method) {
 		return forwardHandler{h}, peer.Concurrent
 	}
 	return nil, peer.Concurrent

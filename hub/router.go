@@ -4,17 +4,48 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
-// Router returns a peer.Router that answers the hub's methods
-// (rpc.subscribe, rpc.unsubscribe, rpc.publish, rpc.provide,
-// rpc.unprovide), hands every other method to app (which may be nil), and
-// forwards the methods app does not serve to the peers that provide them.
-// rpc.discover is app's, with the provided methods added.
+// This file is where a peer's call reaches the hub. The life of a call
+// that a peer sends (read with the code open; each step names the
+// function that does it):
 //
-// The hub's methods run [peer.Inline], on the reader of the peer's connection: they take no in-flight slot, so a burst of
+//  1. The peer's connection reads it (package peer; docs/peer.md has
+//     that side). rpc.ping, rpc.cancel and rpc.progress are answered
+//     there, on every connection: no router sees them.
+//  2. The connection's Router finds the handler. A server's serves
+//     rpc.auth itself (package server), then asks the router of
+//     [Hub.Router]: router.Lookup below.
+//  3. router.Lookup serves a built-in method of the hub from the table
+//     in builtin.go, in its mode: rpc.subscribe (subscribe.go),
+//     rpc.publish (publish.go), rpc.history (history_rpc.go),
+//     rpc.presence (presence.go), rpc.provide (provide.go), rpc.discover
+//     (discover.go), rpc.whoami and rpc.call (address.go). Any other
+//     name goes to the application's router (which a server wraps in
+//     its Options.Authorize), then to the peers that provide it
+//     (route.go: lookup): forwardHandler relays the call to a peer of
+//     this hub ([peer.Conn.Relay]) or, through the [Directory], to one
+//     of another node (forwardRemote). A name nobody serves is -32601.
+//  4. The handler asks the [Policy] (allow, below) for the action the
+//     table names ([Call] with the method's name, for a provided one),
+//     on the topic, method or address of the request, and serves it. The hub's inline methods run on the reader of the
+//     peer's connection, so a peer's subscribes, publishes and
+//     provisions take effect in the order it sent them.
+//  5. The answer goes back on the peer's connection; a published event
+//     goes to every subscriber's queue without waiting (publish.go) and,
+//     in a cluster, to the Broker (broker.go).
+
+// Router returns a peer.Router that answers the hub's built-in methods
+// (those of [Builtins] whose Home is [HomeHub]), hands every other method
+// to app (which may be nil), and forwards the methods app does not serve
+// to the peers that provide them. rpc.discover is app's, with the
+// provided methods added.
+//
+// The hub's topic and provision methods run [peer.Inline], on the reader
+// of the peer's connection: they take no in-flight slot, so a burst of
 // rpc.publish notifications is never dropped, and a peer's subscribes,
 // unsubscribes and publishes take effect in the order it sent them; a
 // peer that subscribes and then publishes, without waiting in between,
@@ -30,21 +61,10 @@ type router struct {
 }
 
 func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
-	switch method {
-	case "rpc.subscribe":
-		return r.h.handlers.subscribe, peer.Inline
-	case "rpc.unsubscribe":
-		return r.h.handlers.unsubscribe, peer.Inline
-	case "rpc.publish":
-		return r.h.handlers.publish, peer.Inline
-	case "rpc.history":
-		return r.h.handlers.history, peer.Concurrent
-	case "rpc.presence":
-		return r.h.handlers.presence, peer.Concurrent
-	case "rpc.whoami":
-		return whoamiHandler{r.h}, peer.Inline
-	case "rpc.call":
-		return addressHandler{r.h}, peer.Concurrent
+	if strings.HasPrefix(method, "rpc.") {
+		if b := builtinIndex[method]; b != nil && b.serve != nil {
+			return b.serve(r.h, r.app), b.mode
+		}
 	}
 	return r.h.lookup(r.app, method) // the app's methods, then the provided ones
 }

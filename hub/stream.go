@@ -4,20 +4,30 @@ import (
 	"sync/atomic"
 )
 
-// This file gives events their positions and lets subscriptions resume
-// from one: rpc.subscribe with "since" replays what the store holds, then
-// the subscription goes on live, with nothing twice and nothing skipped.
+// This file is the map of the hub's event stream, and keeps its counters.
+// The life of an event, and where each step lives:
 //
-// How the seam is kept. Positions are given under h.mu, the lock that
-// fan-out holds, so a subscription registered under h.mu at head H gets
-// live every event after H and none before. Its replay covers what the
-// store holds up to H. While a peer has replays to send, its live events
-// (all of them, not only the recovering subscription's) wait in the
-// peer's held list, so the peer receives the replay, then the held
-// events, then live ones: each subscription's events arrive in increasing
-// position order. The replay runs on a goroutine of the peer's, since it
-// waits for room in the connection's queue; the rpc.subscribe result is
-// sent at once, before the replayed events.
+//  1. rpc.publish (publish.go: servePublish, or Hub.Publish from Go)
+//     hands it to deliver (publish.go), which under h.mu gives it its
+//     position (the Store's next, or a Sequencer's: broker.go), keeps it
+//     in the Store (history.go, history_read.go), hands it to the Broker
+//     and queues it for every subscriber here, without waiting.
+//  2. A subscriber reads it live, or later: rpc.history reads the Store
+//     (history_rpc.go), and rpc.subscribe with "since" resumes from a
+//     position (subscribe.go: subscribeFrom) by replaying what the Store
+//     holds since (replay.go), then going on live.
+//
+// How the seam between replay and live is kept. Positions are given
+// under h.mu, the lock that fan-out holds, so a subscription registered
+// under h.mu at head H gets live every event after H and none before.
+// Its replay covers what the store holds up to H. While a peer has
+// replays to send, its live events (all of them, not only the recovering
+// subscription's) wait in the peer's held list (publish.go: hold), so
+// the peer receives the replay, then the held events, then live ones:
+// each subscription's events arrive in increasing position order. The
+// replay runs on a goroutine of the peer's, since it waits for room in
+// the connection's queue; the rpc.subscribe result is sent at once,
+// before the replayed events.
 //
 // Replayed events carry "replay": the pattern they are replayed for. A
 // client with one subscription needs nothing more; one with several

@@ -29,8 +29,9 @@
 //
 // A token whose claims hold a "switchboard" object is judged by those
 // grants alone ([Grants]); the rules apply to every other peer. The
-// system methods rpc.ping, rpc.whoami, rpc.discover, rpc.cancel,
-// rpc.progress and rpc.auth are always allowed.
+// built-in methods that no action decides ([hub.Builtin.Open]: rpc.ping,
+// rpc.whoami, rpc.discover, rpc.cancel, rpc.progress, rpc.auth,
+// rpc.unsubscribe, rpc.unprovide) are always allowed.
 //
 //	set, err := rules.Compile(cfg.Rules)
 //	h := hub.New(&hub.Options{Policy: set.Policy})

@@ -206,14 +206,15 @@ func toAction(a hub.Action) (action, bool) {
 	return 0, false
 }
 
-// alwaysAllowed reports whether method is one of the system methods every
-// peer may call.
+// alwaysAllowed reports whether method is one of the built-in methods
+// every peer may call: those the hub's table ([hub.Builtins]) says no
+// Policy is asked about.
 func alwaysAllowed(method string) bool {
-	switch method {
-	case "rpc.ping", "rpc.whoami", "rpc.discover", "rpc.cancel", "rpc.progress", "rpc.auth":
-		return true
+	if !strings.HasPrefix(method, "rpc.") {
+		return false
 	}
-	return false
+	b, ok := hub.BuiltinMethod(method)
+	return ok && b.Open()
 }
 
 // claimAt returns the claim that path names: a claim of that name, else,
