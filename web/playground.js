@@ -3,81 +3,25 @@
 // WebSocket through the client's trace option. This file holds the
 // connection, the Request form, calls, batches and the methods the page
 // serves; the other parts are in the playground-*.js modules beside it.
-import { Client, RPCError } from "./switchboard.js";
+import { RPCError } from "./switchboard.js";
 import { $, app, el, jsonView, errorView, inline, parseExact, parseParams, ms } from "./playground-view.js";
 import { frames } from "./playground-frames.js";
 import { discover, fill } from "./playground-methods.js";
 import { resubscribe, reopened } from "./playground-topics.js";
 import { served, serveOn, register } from "./playground-serve.js";
 import "./playground-raw.js";
+import { connect } from "./playground-connection.js";
 
 // ---- the connection ----
 
-const params = new URLSearchParams(location.search);
-const hubURL = (() => {
-  if (params.get("hub")) return params.get("hub");
-  const u = new URL("rpc", location.href);
-  u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
-  u.search = "";
-  return u.href;
-})();
-let token = params.get("token") ?? undefined;
-
-function connect() {
-  app.client?.close(1000, "reconnecting");
-  // bigNumbers: integers beyond 2^53 in results arrive exact, as BigInt.
-  const c = new Client(hubURL, { token, trace, callTimeout: 0, pingInterval: 20_000, bigNumbers: true });
-  app.client = c;
-  let opened = false;
-  c.addEventListener("state", (e) => {
-    if (c !== app.client) return;
-    showState(e);
-    if (e.state !== "open") return;
-    if (opened) reopened(c);
-    opened = true;
-  });
-  c.addEventListener("error", (e) => {
-    e.preventDefault();
-    // Answers without id come from raw messages; the raw box shows them.
-    if (e.context !== "a response without id") note(`${e.context}: ${e.error?.message ?? e.error}`);
-  });
+app.trace = trace;
+app.onClient.push((c) => {
   for (const [method, s] of served) serveOn(c, method, s);
   resubscribe(c);
-}
-
-function showState(e) {
-  const conn = $("conn");
-  conn.dataset.state = e.state;
-  $("conn-url").textContent = hubURL;
-  const text = {
-    connecting: e.attempt ? `connecting (attempt ${e.attempt + 1})…` : "connecting…",
-    open: "connected",
-    disconnected: `disconnected${e.code ? ` (${e.code})` : ""}`,
-    closed: "closed",
-  }[e.state];
-  $("conn-text").textContent = text;
-  const banner = $("banner");
-  if (e.state === "open") {
-    banner.hidden = true;
-    discover(); // again on each connection: what the hub serves may have changed
-    return;
-  }
-  if (e.state === "disconnected") {
-    const why = e.reason || (e.code === 1006 ? "the connection failed" : "closed");
-    $("banner-text").textContent = `Not connected to ${hubURL}: ${why}. Retrying in ${ms(e.delay)}; calls wait until then.`;
-    const needsToken = /HTTP 401/.test(e.reason);
-    $("token-form").hidden = !needsToken;
-    banner.hidden = false;
-    if (needsToken && document.activeElement?.tagName !== "INPUT") $("token").focus();
-  }
-}
-
-$("retry").addEventListener("click", connect);
-$("reconnect").addEventListener("click", connect);
-$("token-form").addEventListener("submit", (e) => {
-  e.preventDefault();
-  token = $("token").value.trim() || undefined;
-  connect();
+});
+app.onOpen.push((c, again) => {
+  discover(); // again on each connection: what the hub serves may have changed
+  if (again) reopened(c);
 });
 
 function note(text) {
@@ -245,6 +189,11 @@ $("notify").addEventListener("click", async () => {
   }
 });
 
+$("clear-calls").addEventListener("click", () => {
+  // The calls still running go on; only their entries go.
+  $("calls").replaceChildren(el("li", { class: "empty" }, "Cleared. Calls you make appear here."));
+});
+
 // ---- batches ----
 
 const batch = [];
@@ -344,7 +293,6 @@ $("theme").addEventListener("click", () => {
 
 // ---- start ----
 
-$("conn-url").textContent = hubURL;
 connect();
 register("whoami", { fn: () => ({ page: location.href, userAgent: navigator.userAgent, time: new Date().toISOString() }) });
 register("confirm", { mode: "ask" });
