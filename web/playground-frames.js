@@ -5,15 +5,32 @@ import { $, el, jsonView, prettyText, isRaw, clock, ms } from "./playground-view
 export const frames = {
   list: $("frames"),
   asked: { send: new Map(), receive: new Map() }, // id key -> when a request went that way
-  shown: 0,
   hiddenPings: new Set(), // ids of rpc.ping calls, whose answers hide with them
   max: 400,
   observers: [], // fn(direction, value, ok, info) for each frame
+
+  counts: { frames: 0, pings: 0 }, // since the last Clear
+  progress: undefined, // {key, li, n}: the last frame, when it was progress
 
   add(direction, text) {
     const now = performance.now();
     const { value, ok } = prettyText(text);
     const info = classify(value, ok);
+    // Progress of the same call, one report after another, folds into one
+    // frame that counts them and shows the latest.
+    if (info.kind === "note" && info.label === "progress") {
+      const key = direction + info.summary;
+      const last = this.progress;
+      if (last && last.key === key && last.li === this.list.lastElementChild) {
+        last.n++;
+        last.li.querySelector(".times").textContent = `× ${last.n}`;
+        last.li.querySelector(".time").textContent = clock();
+        last.li.querySelector("pre").replaceWith(jsonView(value));
+        this.count(false);
+        for (const fn of this.observers) fn(direction, value, ok, info);
+        return;
+      }
+    }
     const isPing = info.ping || (info.ids.length > 0 && info.ids.every((k) => this.hiddenPings.has(k)) && direction === "receive");
     if (info.requests) for (const [k, method] of info.calls) this.asked[direction].set(k, { now, method });
     if (info.ping && direction === "send") for (const k of info.ids) this.hiddenPings.add(k);
@@ -37,6 +54,7 @@ export const frames = {
         el("span", { class: "dir", title: direction === "send" ? "sent by this page" : "received from the hub" }, direction === "send" ? "↑" : "↓"),
         el("span", { class: "kind" }, info.label),
         el("span", { class: "summary" }, info.summary),
+        info.label === "progress" && el("span", { class: "times", title: "progress reports in a row" }),
         el("span", { class: "time" }, clock()),
         latency !== undefined && el("span", { class: "lat", title: direction === "send" ? "time this page took to answer" : "time the hub took to answer" }, "+" + ms(latency)),
       ),
@@ -46,10 +64,24 @@ export const frames = {
     this.list.querySelector(".empty")?.remove();
     this.list.append(li);
     while (this.list.children.length > this.max) this.list.firstElementChild.remove();
-    this.shown++;
-    $("frame-count").textContent = String(this.shown);
+    this.progress = info.label === "progress" ? { key: direction + info.summary, li, n: 1 } : undefined;
+    this.count(isPing);
     if (atBottom) this.list.scrollTop = this.list.scrollHeight;
     for (const fn of this.observers) fn(direction, value, ok, info);
+  },
+
+  // count counts a frame, and shows the count of those the log shows:
+  // hidden pings are not.
+  count(ping) {
+    if (ping) this.counts.pings++;
+    else this.counts.frames++;
+    this.showCount();
+  },
+  showCount() {
+    const pings = $("show-pings").checked;
+    const n = this.counts.frames + (pings ? this.counts.pings : 0);
+    $("frame-count").textContent = n === 0 && this.counts.pings === 0 ? "" : String(n);
+    $("frame-count").title = pings ? "frames, pings included" : `frames, not counting ${this.counts.pings} hidden ping${this.counts.pings === 1 ? "" : "s"}`;
   },
 };
 
@@ -93,9 +125,11 @@ export function classify(value, ok) {
 
 $("show-pings").addEventListener("change", (e) => {
   for (const li of frames.list.querySelectorAll("[data-ping]")) li.hidden = !e.target.checked;
+  frames.showCount();
 });
 $("clear-frames").addEventListener("click", () => {
   frames.list.replaceChildren(el("li", { class: "empty" }, "Cleared."));
-  frames.shown = 0;
-  $("frame-count").textContent = "";
+  frames.counts = { frames: 0, pings: 0 };
+  frames.progress = undefined;
+  frames.showCount();
 });

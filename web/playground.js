@@ -24,8 +24,10 @@ app.onOpen.push((c, again) => {
   if (again) reopened(c);
 });
 
+// note tells something in the Calls list, and returns the element that
+// holds the text, to change it later.
 function note(text) {
-  addCallEntry({ method: "client", note: text });
+  return addCallEntry({ method: "client", note: text });
 }
 app.note = note;
 app.fill = fill;
@@ -46,7 +48,7 @@ function tick() {
 function addCallEntry({ method, params, kind = "call", note: noteText, controller }) {
   const list = $("calls");
   list.querySelector(".empty")?.remove();
-  const badge = el("span", { class: "badge run" }, noteText ? "note" : kind === "call" ? "running" : "sending");
+  const badge = el("span", { class: "badge run" }, noteText !== undefined ? "note" : kind === "call" ? "running" : "sending");
   const meta = el("span", { class: "meta" });
   const cancel = controller && el("button", { type: "button", class: "small danger", onclick: () => controller.abort(new Error("cancelled from the page")) }, "Cancel");
   const body = el("div");
@@ -59,10 +61,11 @@ function addCallEntry({ method, params, kind = "call", note: noteText, controlle
   );
   list.prepend(li);
   while (list.children.length > 50) list.lastElementChild.remove();
-  if (noteText) {
+  if (noteText !== undefined) {
     badge.className = "badge warn";
-    body.append(el("p", { class: "explain" }, noteText));
-    return;
+    const p = el("p", { class: "explain" }, noteText);
+    body.append(p);
+    return p;
   }
   const start = performance.now();
   let progressEl;
@@ -242,7 +245,7 @@ $("send-batch").addEventListener("click", async () => {
           ? { method: requests[i].method, notification: "sent; never answered" }
           : { method: requests[i].method, ...(r.status === "fulfilled" ? { result: r.value ?? null } : { error: { code: r.reason.code, message: r.reason.message } }) },
       ),
-      `${calls.filter((r) => r.status === "fulfilled").length}/${calls.length} ok`,
+      calls.length === 0 ? `${requests.length} sent, none answered` : `${calls.filter((r) => r.status === "fulfilled").length}/${calls.length} ok`,
     );
   } catch (err) {
     entry.done(false, err, controller.signal.aborted ? "cancelled" : undefined);
@@ -254,15 +257,30 @@ $("send-batch").addEventListener("click", async () => {
 
 // ---- tabs and keys ----
 
-for (const tab of document.querySelectorAll('[role="tab"]')) {
-  tab.addEventListener("click", () => {
-    for (const t of document.querySelectorAll('[role="tab"]')) {
-      const on = t === tab;
-      t.setAttribute("aria-selected", String(on));
-      $(t.getAttribute("aria-controls")).hidden = !on;
-    }
+// The tabs follow the ARIA tabs pattern: one tab stop, the arrow keys,
+// Home and End move between them, and select as they go.
+const tabs = [...document.querySelectorAll('[role="tab"]')];
+function selectTab(tab) {
+  for (const t of tabs) {
+    const on = t === tab;
+    t.setAttribute("aria-selected", String(on));
+    t.tabIndex = on ? 0 : -1;
+    $(t.getAttribute("aria-controls")).hidden = !on;
+  }
+}
+for (const tab of tabs) {
+  tab.addEventListener("click", () => selectTab(tab));
+  tab.addEventListener("keydown", (e) => {
+    const i = tabs.indexOf(tab);
+    const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    const next = tabs[(to + tabs.length) % tabs.length];
+    selectTab(next);
+    next.focus();
   });
 }
+selectTab(tabs.find((t) => t.getAttribute("aria-selected") === "true"));
 
 // Enter sends from every text box; Shift+Enter starts a new line.
 document.addEventListener("keydown", (e) => {
