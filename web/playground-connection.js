@@ -21,6 +21,9 @@ export const hubURL = (() => {
 const tokenKey = `switchboard-token:${hubURL}`;
 let token = query.get("token") ?? storage()?.getItem(tokenKey) ?? undefined;
 
+// usesToken tells whether the page sends a token.
+export const usesToken = () => token !== undefined;
+
 function storage() {
   try {
     return sessionStorage;

@@ -154,9 +154,14 @@ async function rediscover() {
 
 // fill puts a call into the Request form, as if typed there.
 export function fill(method, params) {
+  fillText(method, params === undefined ? "" : JSON.stringify(params));
+}
+
+// fillText puts a method and its params, as written, into the form.
+export function fillText(method, params) {
   $("tab-method").click();
   $("method").value = method;
   showMethod(false);
-  $("params").value = params === undefined ? "" : JSON.stringify(params);
+  $("params").value = params;
   $("params").focus();
 }

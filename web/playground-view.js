@@ -15,6 +15,7 @@ export const app = {
   trace: (_direction, _text) => {},
   onClient: [], // fn(client) for each new client, before it connects
   onOpen: [], // fn(client, again) each time a client connects; again: not the page's first connection
+  onSend: [], // fn({method, params, notification} or {raw}) for each request the user sends: params as typed
 };
 
 

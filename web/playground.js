@@ -10,6 +10,7 @@ import { discover, fill } from "./playground-methods.js";
 import { resubscribe, reopened } from "./playground-topics.js";
 import { served, serveOn, register } from "./playground-serve.js";
 import "./playground-raw.js";
+import "./playground-library.js";
 import { connect } from "./playground-connection.js";
 
 // ---- the connection ----
@@ -175,13 +176,16 @@ $("pane-method").addEventListener("submit", (e) => {
   e.preventDefault();
   const method = $("method").value.trim();
   const p = readParams();
-  if (method && p.ok) call(method, p.value);
+  if (!method || !p.ok) return;
+  for (const fn of app.onSend) fn({ method, params: $("params").value.trim() });
+  call(method, p.value);
 });
 
 $("notify").addEventListener("click", async () => {
   const method = $("method").value.trim();
   const p = readParams();
   if (!method || !p.ok) return;
+  for (const fn of app.onSend) fn({ method, params: $("params").value.trim(), notification: true });
   const entry = addCallEntry({ method, params: p.value, kind: "notification" });
   try {
     await app.client.notify(method, p.value);
