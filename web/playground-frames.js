@@ -10,6 +10,32 @@ export const frames = {
   observers: [], // fn(direction, value, ok, info) for each frame
 
   counts: { frames: 0, pings: 0 }, // since the last Clear
+  log: [], // {time, direction, text, ok}: what Export writes
+  maxLog: 5000,
+  texts: new WeakMap(), // li -> the frame's text, lower case, for the filter
+
+  // visible tells whether the filter and the pings box let li show.
+  visible(li, text) {
+    if (text !== undefined) this.texts.set(li, text.toLowerCase());
+    if (li.dataset.ping && !$("show-pings").checked) return false;
+    const dir = $("frame-dir").value;
+    if (dir && li.dataset.dir !== dir) return false;
+    const kind = $("frame-kind").value;
+    if (kind && !li.classList.contains(`k-${kind}`)) return false;
+    const q = $("frame-filter").value.trim().toLowerCase();
+    return !q || (this.texts.get(li) ?? "").includes(q);
+  },
+
+  // filter applies the filter to every frame shown, and says how many match.
+  filter() {
+    let n = 0;
+    for (const li of this.list.querySelectorAll(".frame")) {
+      li.hidden = !this.visible(li);
+      if (!li.hidden) n++;
+    }
+    const on = $("frame-dir").value || $("frame-kind").value || $("frame-filter").value.trim();
+    $("frame-matches").textContent = on ? `${n} match${n === 1 ? "" : "es"}` : "";
+  },
   progress: undefined, // {key, li, n}: the last frame, when it was progress
 
   add(direction, text) {
@@ -26,6 +52,8 @@ export const frames = {
         last.li.querySelector(".times").textContent = `× ${last.n}`;
         last.li.querySelector(".time").textContent = clock();
         last.li.querySelector("pre").replaceWith(jsonView(value));
+        last.li.hidden = !this.visible(last.li, text);
+        this.log.push({ time: new Date().toISOString(), direction, text, ok });
         this.count(false);
         for (const fn of this.observers) fn(direction, value, ok, info);
         return;
@@ -47,7 +75,7 @@ export const frames = {
     }
     const li = el(
       "li",
-      { class: `frame ${direction} k-${info.kind}`, "data-ping": isPing ? "1" : undefined, hidden: isPing && !$("show-pings").checked },
+      { class: `frame ${direction} k-${info.kind}`, "data-ping": isPing ? "1" : undefined, "data-dir": direction },
       el(
         "div",
         { class: "frame-head" },
@@ -60,6 +88,9 @@ export const frames = {
       ),
       ok ? jsonView(value) : el("pre", { class: "json j-bad" }, text),
     );
+    li.hidden = !this.visible(li, text);
+    this.log.push({ time: new Date().toISOString(), direction, text, ok });
+    if (this.log.length > this.maxLog) this.log.splice(0, this.log.length - this.maxLog);
     const atBottom = this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 40;
     this.list.querySelector(".empty")?.remove();
     this.list.append(li);
@@ -123,13 +154,26 @@ export function classify(value, ok) {
   return { kind: "invalid", label: "not a request", summary: "", ids: [] };
 }
 
-$("show-pings").addEventListener("change", (e) => {
-  for (const li of frames.list.querySelectorAll("[data-ping]")) li.hidden = !e.target.checked;
+$("show-pings").addEventListener("change", () => {
+  frames.filter();
   frames.showCount();
+});
+for (const id of ["frame-dir", "frame-kind"]) $(id).addEventListener("change", () => frames.filter());
+$("frame-filter").addEventListener("input", () => frames.filter());
+
+// Export writes the frames since the last Clear as JSON lines: each with
+// its time, direction, and the message itself (as a string when it was
+// not JSON).
+$("export-frames").addEventListener("click", () => {
+  const lines = frames.log.map((f) => `{"time":${JSON.stringify(f.time)},"direction":${JSON.stringify(f.direction)},${f.ok ? `"message":${f.text.replace(/[\r\n]+/g, " ")}` : `"text":${JSON.stringify(f.text)}`}}`);
+  const a = $("export-frames-link");
+  a.href = "data:application/jsonl;charset=utf-8," + encodeURIComponent(lines.join("\n") + (lines.length ? "\n" : ""));
+  a.click();
 });
 $("clear-frames").addEventListener("click", () => {
   frames.list.replaceChildren(el("li", { class: "empty" }, "Cleared."));
   frames.counts = { frames: 0, pings: 0 };
+  frames.log = [];
   frames.progress = undefined;
   frames.showCount();
 });

@@ -295,6 +295,13 @@ document.addEventListener("keydown", (e) => {
   form.requestSubmit();
 });
 
+// The first screen names what is below it: a link to each card, from
+// their headings, so that a card added later is named too.
+$("sections").replaceChildren(
+  el("span", { class: "hint" }, "On this page:"),
+  ...[...document.querySelectorAll("main .card h2")].map((h) => el("a", { href: `#${h.id}` }, h.firstChild.textContent.trim())),
+);
+
 // ---- theme ----
 
 const themes = ["auto", "light", "dark"];

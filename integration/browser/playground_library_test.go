@@ -1,6 +1,7 @@
 package browser_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,4 +101,69 @@ func TestPlaygroundCopyAs(t *testing.T) {
 	if out := run("cli"); out != "19" {
 		t.Errorf("rpc: %s", out)
 	}
+}
+
+// The frame log filters by direction, kind and text, and exports what it
+// holds as JSON lines.
+func TestPlaygroundFrameFilter(t *testing.T) {
+	tb, _ := openPlayground(t, 1280, 900)
+	tb.do(
+		chromedp.Click(chromedp.CSS("#clear-frames")),
+		typeInto("#method", "add"), typeInto("#params", "[1, 2]"), chromedp.Click(chromedp.CSS("#call")),
+		typeInto("#method", "nope"), typeInto("#params", ""), chromedp.Click(chromedp.CSS("#call")),
+	)
+	tb.waitText("#calls .entry:first-child .badge", "error")
+	shown := func() string {
+		return eval[string](tb, `[...document.querySelectorAll("#frames .frame")].filter((f) => !f.hidden).map((f) => f.querySelector(".dir").textContent + f.querySelector(".kind").textContent).join(" ")`)
+	}
+	tb.do(typeInto("#frame-filter", "nope"))
+	if got := shown(); got != "↑call" {
+		t.Errorf("searching nope shows %q", got)
+	}
+	tb.waitText("#frame-matches", "1 match")
+	tb.do(typeInto("#frame-filter", ""), chromedp.SetValue(chromedp.CSS("#frame-dir"), "receive"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#frame-dir").dispatchEvent(new Event("change"))`))
+	if got := shown(); strings.Contains(got, "↑") || !strings.Contains(got, "↓result") || !strings.Contains(got, "↓error") {
+		t.Errorf("received frames: %q", got)
+	}
+	tb.do(chromedp.SetValue(chromedp.CSS("#frame-kind"), "error"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#frame-kind").dispatchEvent(new Event("change"))`))
+	if got := shown(); got != "↓error" {
+		t.Errorf("received errors: %q", got)
+	}
+	n := eval[int](tb, `document.querySelectorAll("#frames .frame").length`)
+	lines := eval[[]string](tb, `(() => {
+  document.querySelector("#export-frames").click();
+  const href = document.querySelector("#export-frames-link").href;
+  return decodeURIComponent(href.slice(href.indexOf(",") + 1)).trim().split("\n");
+})()`)
+	if len(lines) != n {
+		t.Fatalf("exported %d lines of %d frames: %q", len(lines), n, lines)
+	}
+	for _, l := range lines {
+		var f struct {
+			Time, Direction string
+			Message         map[string]any
+		}
+		if err := json.Unmarshal([]byte(l), &f); err != nil || f.Time == "" || f.Direction == "" || f.Message["jsonrpc"] != "2.0" {
+			t.Errorf("exported line %s: %+v %v", l, f, err)
+		}
+	}
+}
+
+// The first screen names the cards below it, and each name leads there.
+func TestPlaygroundSectionsOnFirstScreen(t *testing.T) {
+	tb, _ := openPlayground(t, 1280, 900)
+	for _, size := range [][2]int64{{1280, 900}, {390, 844}} {
+		tb.do(chromedp.EmulateViewport(size[0], size[1]))
+		eval[bool](tb, `(scrollTo(0, 0), true)`)
+		got := eval[string](tb, `[...document.querySelectorAll("#sections a")].filter((a) => a.getBoundingClientRect().bottom <= innerHeight).map((a) => a.textContent).join(", ")`)
+		for _, want := range []string{"Saved requests", "History", "Peers", "Methods this page serves", "Frames"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("at %d px the first screen names %q, not %s", size[0], got, want)
+			}
+		}
+	}
+	tb.do(chromedp.Click(chromedp.Search(`//nav[@id="sections"]/a[text()="Peers"]`)))
+	tb.waitTrue("the Peers card in view", `(() => { const r = document.querySelector("#peers-title").getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; })()`)
 }
