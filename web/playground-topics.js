@@ -166,7 +166,7 @@ $("history-form").addEventListener("submit", async (e) => {
     // A position of another epoch means nothing to the hub: it answers
     // with all it holds.
     const other = since && since.epoch !== h.epoch;
-    const after = !since ? "" : other ? `: since names another epoch (${since.epoch || "none"}) than the hub's, so these are all it holds,` : ` after seq ${since.seq}`;
+    const after = !since ? "," : other ? `: since names another epoch (${since.epoch || "none"}) than the hub's, so these are all it holds,` : ` after seq ${since.seq},`;
     out.textContent = `${h.events.length} event${h.events.length === 1 ? "" : "s"} of ${topic}${after} oldest first; the stream is at seq ${h.seq} (epoch ${h.epoch})${h.truncated ? "; truncated to fit a message" : ""}.`;
     $("history").replaceChildren(
       ...h.events.map((ev) =>
