@@ -47,7 +47,7 @@ export const frames = {
     if (info.kind === "note" && info.label === "progress") {
       const key = direction + info.summary;
       const last = this.progress;
-      if (last && last.key === key && last.li === this.list.lastElementChild) {
+      if (last && last.key === key && last.li.isConnected) {
         last.n++;
         last.li.querySelector(".times").textContent = `× ${last.n}`;
         last.li.querySelector(".time").textContent = clock();
@@ -95,7 +95,9 @@ export const frames = {
     this.list.querySelector(".empty")?.remove();
     this.list.append(li);
     while (this.list.children.length > this.max) this.list.firstElementChild.remove();
-    this.progress = info.label === "progress" ? { key: direction + info.summary, li, n: 1 } : undefined;
+    // Hidden pings between two reports do not part them.
+    if (info.label === "progress") this.progress = { key: direction + info.summary, li, n: 1 };
+    else if (!isPing) this.progress = undefined;
     this.count(isPing);
     if (atBottom) this.list.scrollTop = this.list.scrollHeight;
     for (const fn of this.observers) fn(direction, value, ok, info);

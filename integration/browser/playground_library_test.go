@@ -110,7 +110,7 @@ func TestPlaygroundFrameFilter(t *testing.T) {
 	tb.do(
 		chromedp.Click(chromedp.CSS("#clear-frames")),
 		typeInto("#method", "add"), typeInto("#params", "[1, 2]"), chromedp.Click(chromedp.CSS("#call")),
-		typeInto("#method", "nope"), typeInto("#params", ""), chromedp.Click(chromedp.CSS("#call")),
+		chromedp.SetValue(chromedp.CSS("#method"), "nope"), typeInto("#params", ""), chromedp.Click(chromedp.CSS("#call")),
 	)
 	tb.waitText("#calls .entry:first-child .badge", "error")
 	shown := func() string {

@@ -137,7 +137,7 @@ func TestPlaygroundTabsArrowKeys(t *testing.T) {
 	}
 }
 
-// contrastJS lists the texts of the page under 4.5:1 against what is
+// contrastJS lists the texts (and placeholders) of the page under 4.5:1 against what is
 // behind them, each color read back from a canvas, so that any CSS color
 // syntax counts.
 const contrastJS = `(() => {
@@ -154,10 +154,12 @@ const contrastJS = `(() => {
   };
   const bad = [];
   for (const e of document.body.querySelectorAll("*")) {
-    if (![...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== "")) continue;
+    // A text, or an empty field's placeholder.
+    const placeholder = e.placeholder && e.value === "";
+    if (!placeholder && ![...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== "")) continue;
     if (!e.checkVisibility({ visibilityProperty: true }) || e.closest(".sr")) continue;
     const bg = background(e);
-    const fg = over(rgba(getComputedStyle(e).color), bg);
+    const fg = over(rgba(getComputedStyle(e, placeholder ? "::placeholder" : null).color), bg);
     const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
     const ratio = (hi + 0.05) / (lo + 0.05);
     if (ratio < 4.5) bad.push((e.id ? "#" + e.id : e.className ? e.tagName.toLowerCase() + "." + String(e.className).replace(/ /g, ".") : e.tagName.toLowerCase()) + " " + JSON.stringify(e.textContent.trim().slice(0, 30)) + " " + ratio.toFixed(2));
@@ -174,7 +176,7 @@ func TestPlaygroundAccessibility(t *testing.T) {
 	publish(t, h.URL(), "chat.room1", `{"text":"hi"}`)
 	tb.do(
 		typeInto("#method", "add"), typeInto("#params", "[1, 2]"), chromedp.Click(chromedp.CSS("#call")),
-		typeInto("#method", "nope"), typeInto("#params", ""), chromedp.Click(chromedp.CSS("#call")),
+		chromedp.SetValue(chromedp.CSS("#method"), "nope"), typeInto("#params", ""), chromedp.Click(chromedp.CSS("#call")),
 		typeInto("#method", "sleep"), typeInto("#params", `{"ms": 60000}`), chromedp.Click(chromedp.CSS("#call")),
 		chromedp.Click(chromedp.CSS(`[data-try*="confirm"]`)),
 		chromedp.Click(chromedp.CSS("#whoami")), chromedp.Click(chromedp.CSS("#presence-form button")),
