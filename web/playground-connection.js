@@ -165,6 +165,29 @@ $("token-form").addEventListener("submit", (e) => {
   connect();
 });
 
+// span writes a duration the way a person says it.
+const span = (t) => (t < 60_000 ? `${Math.round(t / 1000)} s` : t < 5_400_000 ? `${Math.round(t / 60_000)} min` : t < 172_800_000 ? `${Math.round(t / 3_600_000)} h` : `${Math.round(t / 86_400_000)} days`);
+
+// A JSON Web Token says whom it is for and until when: the panel shows
+// it (read, not verified: the hub does that).
+export function describeToken(t) {
+  const parts = t.split(".");
+  if (parts.length !== 3) return "";
+  try {
+    const b64 = parts[1].replace(/-/g, "+").replace(/_/g, "/");
+    const claims = JSON.parse(atob(b64.padEnd(Math.ceil(b64.length / 4) * 4, "=")));
+    const who = typeof claims.sub === "string" ? `for ${claims.sub}` : "without a subject";
+    if (typeof claims.exp !== "number") return `A JSON Web Token ${who}, with no expiry.`;
+    const left = claims.exp * 1000 - Date.now();
+    return `A JSON Web Token ${who}, ${left > 0 ? `expiring in ${span(left)}` : `expired ${span(-left)} ago`} (${new Date(claims.exp * 1000).toLocaleString()}).`;
+  } catch {
+    return "";
+  }
+}
+const showTokenInfo = () => ($("token-info").textContent = describeToken($("token").value.trim()));
+$("token").addEventListener("input", showTokenInfo);
+showTokenInfo();
+
 $("forget-token").addEventListener("click", () => {
   keep(undefined);
   $("keep-token").checked = false;

@@ -120,3 +120,14 @@ func TestPlaygroundTokenKept(t *testing.T) {
 	tb.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#token-form")))
 	tb.waitText("#banner-text", "HTTP 401")
 }
+
+// The connection panel reads a JSON Web Token typed into it: whom it is
+// for, and when it expires.
+func TestPlaygroundTokenPanelReadsJWT(t *testing.T) {
+	tb, _ := openPlayground(t, 1280, 900)
+	tb.do(chromedp.Click(chromedp.CSS("#conn-toggle")), chromedp.WaitVisible(chromedp.CSS("#token")))
+	// {"alg":"HS256"}.{"sub":"alice","exp":<in an hour>}.signature
+	jwt := eval[string](tb, `["{\"alg\":\"HS256\"}", JSON.stringify({ sub: "alice", exp: Math.floor(Date.now() / 1000) + 3600 })].map((p) => btoa(p).replace(/=+$/, "")).join(".") + ".sig"`)
+	tb.do(chromedp.SendKeys(chromedp.CSS("#token"), jwt))
+	tb.waitText("#token-info", "A JSON Web Token for alice, expiring in 60 min")
+}
