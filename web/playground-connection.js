@@ -43,8 +43,8 @@ function showKept() {
   $("token-kept").hidden = !storage()?.getItem(tokenKey);
 }
 
-// connect replaces the client with a new one. Its observers learn of each
-// state change; listeners is {state(c, e)}.
+// connect replaces the client with a new one: app.onClient learns of it
+// at once, app.onOpen each time it connects.
 export function connect() {
   const old = app.client;
   old?.close(1000, "reconnecting");
@@ -156,7 +156,7 @@ $("token-form").addEventListener("submit", (e) => {
     const u = new URL(location.href);
     u.searchParams.set("hub", url);
     u.searchParams.delete("token");
-    if ($("keep-token").checked && t) sessionStorage.setItem(`switchboard-token:${url}`, t);
+    if ($("keep-token").checked && t) storage()?.setItem(`switchboard-token:${url}`, t);
     location.assign(u);
     return;
   }
