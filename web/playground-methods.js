@@ -2,18 +2,24 @@
 // methods, each with its signature, what it does, and a params template.
 import { $, app, el } from "./playground-view.js";
 
+// The system methods (PROTOCOL.md section 3), described as rpc.discover
+// describes the hub's own: params by name, each with its schema.
+const str = { type: "string" };
+const position = { type: "object", properties: { epoch: str, seq: { type: "integer" } }, required: ["epoch", "seq"] };
+const p = (name, schema, required = false) => ({ name, schema, required });
+const byName = (...params) => ({ paramStructure: "by-name", params });
 const system = [
-  { name: "rpc.ping", summary: "Checks that the hub answers; the result is {}.", params: [] },
-  { name: "rpc.discover", summary: "The hub's methods, as an OpenRPC document (this list comes from it).", params: [] },
-  { name: "rpc.publish", summary: "Publishes data on a topic; the result says how many peers got it.", example: { topic: "chat.room1", data: "hello" } },
-  { name: "rpc.subscribe", summary: "Subscribes this connection to a topic. Prefer the Topics panel: it also shows the events.", example: { topic: "chat.*" } },
-  { name: "rpc.unsubscribe", summary: "Unsubscribes this connection from a topic.", example: { topic: "chat.*" } },
-  { name: "rpc.history", summary: "The recent events of a topic the hub holds, oldest first, each with its seq; since gives only those after a position. The History panel shows them.", example: { topic: "chat.>", limit: 10 } },
-  { name: "rpc.presence", summary: "The peers an event on this topic would reach, with their ids. The Peers panel shows them live.", example: { topic: "chat.room1" } },
-  { name: "rpc.provide", summary: "Serves methods (names or patterns) to every other peer through the hub. Prefer the panel of methods this page serves: it also answers the calls.", example: { methods: ["tab.hello"] } },
-  { name: "rpc.unprovide", summary: "Withdraws methods this connection provides.", example: { methods: ["tab.hello"] } },
-  { name: "rpc.whoami", summary: "This connection's own peer id and identity: what rpc.presence shows of it.", params: [] },
-  { name: "rpc.call", summary: "Calls a method on one chosen peer (peer: its id), or on every peer of a user or topic. The Peers panel fills it in.", example: { peer: "<peer id>", method: "whoami", params: {} } },
+  { name: "rpc.ping", summary: "Checks that the hub answers; the result is {}.", params: [], result: { schema: { type: "object" } } },
+  { name: "rpc.discover", summary: "The hub's methods, as an OpenRPC document (this list comes from it).", params: [], result: { schema: { type: "object" } } },
+  { name: "rpc.publish", summary: "Publishes data on a topic; the result says how many peers got it, and the event's position.", example: { topic: "chat.room1", data: "hello" }, ...byName(p("topic", str, true), p("data", {})), result: { schema: { type: "object", properties: { delivered: { type: "integer" }, seq: { type: "integer" }, epoch: str } } } },
+  { name: "rpc.subscribe", summary: "Subscribes this connection to a topic. Prefer the Topics panel: it also shows the events.", example: { topic: "chat.*" }, ...byName(p("topic", str, true), p("since", position), p("presence", { type: "boolean" })) },
+  { name: "rpc.unsubscribe", summary: "Unsubscribes this connection from a topic.", example: { topic: "chat.*" }, ...byName(p("topic", str, true)) },
+  { name: "rpc.history", summary: "The recent events of a topic the hub holds, oldest first, each with its seq; since gives only those after a position. The History panel shows them.", example: { topic: "chat.>", limit: 10 }, ...byName(p("topic", str, true), p("limit", { type: "integer" }), p("since", position)) },
+  { name: "rpc.presence", summary: "The peers an event on this topic would reach, with their ids. The Peers panel shows them live.", example: { topic: "chat.room1" }, ...byName(p("topic", str, true)) },
+  { name: "rpc.provide", summary: "Serves methods (names or patterns) to every other peer through the hub. Prefer the panel of methods this page serves: it also answers the calls.", example: { methods: ["tab.hello"] }, ...byName(p("methods", { type: "array", items: str }, true)) },
+  { name: "rpc.unprovide", summary: "Withdraws methods this connection provides.", example: { methods: ["tab.hello"] }, ...byName(p("methods", { type: "array", items: str }, true)) },
+  { name: "rpc.whoami", summary: "This connection's own peer id and identity: what rpc.presence shows of it.", params: [], result: { schema: { type: "object", properties: { id: str, user: str, node: str } } } },
+  { name: "rpc.call", summary: "Calls a method on one chosen peer (peer: its id), or on every peer of a user or topic: one address of the three. The Peers panel fills it in.", example: { peer: "<peer id>", method: "whoami", params: {} }, ...byName(p("peer", str), p("user", str), p("topic", str), p("method", str, true), p("params", {}), p("timeout", { type: "integer" })) },
 ];
 let methods = new Map();
 
@@ -148,9 +154,14 @@ async function rediscover() {
 
 // fill puts a call into the Request form, as if typed there.
 export function fill(method, params) {
+  fillText(method, params === undefined ? "" : JSON.stringify(params));
+}
+
+// fillText puts a method and its params, as written, into the form.
+export function fillText(method, params) {
   $("tab-method").click();
   $("method").value = method;
   showMethod(false);
-  $("params").value = params === undefined ? "" : JSON.stringify(params);
+  $("params").value = params;
   $("params").focus();
 }

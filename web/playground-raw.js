@@ -81,6 +81,7 @@ $("pane-raw").addEventListener("submit", (e) => {
   try {
     app.client.sendRaw(text);
     rawReplies.sent(text);
+    for (const fn of app.onSend) fn({ raw: text });
   } catch (err) {
     app.note(`Not sent: ${err.message}`);
   }

@@ -6,6 +6,16 @@ import { $, app, el, jsonView, inline, clock } from "./playground-view.js";
 
 export const served = new Map(); // method -> {mode, reply, fn, provided, ready, off, withdraw, chip}
 
+// asked is set when the user pressed a button that makes the hub call
+// this page: the call that comes is theirs to answer at once.
+let asked = false;
+
+// isTyping tells whether the keyboard is in a text field.
+function isTyping() {
+  const a = document.activeElement;
+  return !!a && (a.tagName === "TEXTAREA" || a.tagName === "SELECT" || (a.tagName === "INPUT" && a.type !== "checkbox"));
+}
+
 function serveHandler(method) {
   return (params, { signal, id, progress }) => {
     const s = served.get(method);
@@ -63,10 +73,17 @@ function serveHandler(method) {
         el("div", { class: "row" }, el("button", { type: "submit", class: "primary small" }, "Reply"), el("button", { type: "button", class: "small", onclick: refuse }, "Refuse with an error"), el("button", { type: "button", class: "ghost small", onclick: () => progress({ note: "working on it" }) }, "Send progress")),
       );
       body.append(form);
-      answer.focus();
+      // The answer box takes the keyboard only when the user just asked
+      // for this call (the Try buttons) or was typing nowhere: a call from
+      // another peer must not take what the user is typing elsewhere.
+      if (asked || !isTyping()) answer.focus();
+      asked = false;
       signal.addEventListener("abort", () => {
+        // rpc.cancel from the caller, or this page's own connection lost.
+        const cancelled = signal.reason instanceof RPCError && signal.reason.code === -32002;
         badge.className = "badge warn";
-        badge.textContent = "cancelled by the caller";
+        badge.textContent = cancelled ? "cancelled by the caller" : "lost with this page's connection";
+        if (!cancelled) body.prepend(el("p", { class: "explain" }, "The connection this call came on ended: the answer can no longer reach the caller."));
         form.remove();
       });
     });
@@ -163,6 +180,7 @@ $("register-form").addEventListener("submit", (e) => {
 
 for (const b of document.querySelectorAll("[data-try]")) {
   b.addEventListener("click", () => {
+    asked = true;
     app.fill("callback", JSON.parse(b.dataset.try));
     app.call("callback", JSON.parse(b.dataset.try));
   });

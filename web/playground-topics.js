@@ -17,6 +17,10 @@ function seeEpoch(e) {
 // position shows where an event is in the hub's stream.
 const position = (ev) => (ev.seq !== undefined ? el("span", { class: "pos", title: `epoch ${ev.epoch}` }, `seq ${ev.seq}`) : null);
 
+// restart is the restart the page last told of: its epoch, the topics it
+// held back, the note that says so and the marker in the Events list.
+let restart;
+
 function onEvent(ev) {
   if (ev.missed) {
     // After a reconnection the hub could not replay everything: either it
@@ -24,11 +28,23 @@ function onEvent(ev) {
     // no longer held the events.
     const restarted = ev.since?.epoch !== undefined && ev.since.epoch !== ev.epoch;
     seeEpoch(ev.epoch);
-    app.note(
-      restarted
-        ? `The hub restarted (a new epoch), so it cannot say whether events of ${ev.topic} were published while this page was disconnected.`
-        : `Events of ${ev.topic} were missed while disconnected: the hub no longer held them.`,
-    );
+    if (!restarted) {
+      app.note(`Events of ${ev.topic} were missed while disconnected: the hub no longer held them.`);
+      return;
+    }
+    // One note and one marker per restart, whatever the count of
+    // subscriptions that learn of it.
+    if (restart?.epoch !== ev.epoch) {
+      restart = { epoch: ev.epoch, topics: [] };
+      restart.note = app.note("");
+      restart.marker = el("li", { class: "marker", role: "separator" });
+      $("events").querySelector(".empty")?.remove();
+      $("events").prepend(restart.marker);
+    }
+    restart.topics.push(ev.topic);
+    const topics = restart.topics.join(", ");
+    restart.note.textContent = `The hub restarted (a new epoch), so it cannot say whether events of ${topics} were published while this page was disconnected.`;
+    restart.marker.textContent = `The hub restarted: the events above are of epoch ${ev.epoch}, those below of the one before; what was published meanwhile (${topics}) is unknown.`;
     return;
   }
   seeEpoch(ev.epoch);
@@ -147,7 +163,11 @@ $("history-form").addEventListener("submit", async (e) => {
   try {
     const h = await app.client.history(topic, { limit, since });
     seeEpoch(h.epoch);
-    out.textContent = `${h.events.length} event${h.events.length === 1 ? "" : "s"} of ${topic}${since ? ` after seq ${since.seq}` : ""}, oldest first; the stream is at seq ${h.seq} (epoch ${h.epoch})${h.truncated ? "; truncated to fit a message" : ""}.`;
+    // A position of another epoch means nothing to the hub: it answers
+    // with all it holds.
+    const other = since && since.epoch !== h.epoch;
+    const after = !since ? "," : other ? `: since names another epoch (${since.epoch || "none"}) than the hub's, so these are all it holds,` : ` after seq ${since.seq},`;
+    out.textContent = `${h.events.length} event${h.events.length === 1 ? "" : "s"} of ${topic}${after} oldest first; the stream is at seq ${h.seq} (epoch ${h.epoch})${h.truncated ? "; truncated to fit a message" : ""}.`;
     $("history").replaceChildren(
       ...h.events.map((ev) =>
         el(

@@ -12,6 +12,10 @@ export const app = {
   call: (_method, _params) => {},
   // fill puts a method and params into the Request form.
   fill: (_method, _params) => {},
+  trace: (_direction, _text) => {},
+  onClient: [], // fn(client) for each new client, before it connects
+  onOpen: [], // fn(client, again) each time a client connects; again: not the page's first connection
+  onSend: [], // fn({method, params, notification} or {raw}) for each request the user sends: params as typed
 };
 
 

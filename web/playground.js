@@ -3,85 +3,32 @@
 // WebSocket through the client's trace option. This file holds the
 // connection, the Request form, calls, batches and the methods the page
 // serves; the other parts are in the playground-*.js modules beside it.
-import { Client, RPCError } from "./switchboard.js";
+import { RPCError } from "./switchboard.js";
 import { $, app, el, jsonView, errorView, inline, parseExact, parseParams, ms } from "./playground-view.js";
 import { frames } from "./playground-frames.js";
 import { discover, fill } from "./playground-methods.js";
 import { resubscribe, reopened } from "./playground-topics.js";
 import { served, serveOn, register } from "./playground-serve.js";
 import "./playground-raw.js";
+import "./playground-library.js";
+import { connect } from "./playground-connection.js";
 
 // ---- the connection ----
 
-const params = new URLSearchParams(location.search);
-const hubURL = (() => {
-  if (params.get("hub")) return params.get("hub");
-  const u = new URL("rpc", location.href);
-  u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
-  u.search = "";
-  return u.href;
-})();
-let token = params.get("token") ?? undefined;
-
-function connect() {
-  app.client?.close(1000, "reconnecting");
-  // bigNumbers: integers beyond 2^53 in results arrive exact, as BigInt.
-  const c = new Client(hubURL, { token, trace, callTimeout: 0, pingInterval: 20_000, bigNumbers: true });
-  app.client = c;
-  let opened = false;
-  c.addEventListener("state", (e) => {
-    if (c !== app.client) return;
-    showState(e);
-    if (e.state !== "open") return;
-    if (opened) reopened(c);
-    opened = true;
-  });
-  c.addEventListener("error", (e) => {
-    e.preventDefault();
-    // Answers without id come from raw messages; the raw box shows them.
-    if (e.context !== "a response without id") note(`${e.context}: ${e.error?.message ?? e.error}`);
-  });
+app.trace = trace;
+app.onClient.push((c) => {
   for (const [method, s] of served) serveOn(c, method, s);
   resubscribe(c);
-}
-
-function showState(e) {
-  const conn = $("conn");
-  conn.dataset.state = e.state;
-  $("conn-url").textContent = hubURL;
-  const text = {
-    connecting: e.attempt ? `connecting (attempt ${e.attempt + 1})…` : "connecting…",
-    open: "connected",
-    disconnected: `disconnected${e.code ? ` (${e.code})` : ""}`,
-    closed: "closed",
-  }[e.state];
-  $("conn-text").textContent = text;
-  const banner = $("banner");
-  if (e.state === "open") {
-    banner.hidden = true;
-    discover(); // again on each connection: what the hub serves may have changed
-    return;
-  }
-  if (e.state === "disconnected") {
-    const why = e.reason || (e.code === 1006 ? "the connection failed" : "closed");
-    $("banner-text").textContent = `Not connected to ${hubURL}: ${why}. Retrying in ${ms(e.delay)}; calls wait until then.`;
-    const needsToken = /HTTP 401/.test(e.reason);
-    $("token-form").hidden = !needsToken;
-    banner.hidden = false;
-    if (needsToken && document.activeElement?.tagName !== "INPUT") $("token").focus();
-  }
-}
-
-$("retry").addEventListener("click", connect);
-$("reconnect").addEventListener("click", connect);
-$("token-form").addEventListener("submit", (e) => {
-  e.preventDefault();
-  token = $("token").value.trim() || undefined;
-  connect();
+});
+app.onOpen.push((c, again) => {
+  discover(); // again on each connection: what the hub serves may have changed
+  if (again) reopened(c);
 });
 
+// note tells something in the Calls list, and returns the element that
+// holds the text, to change it later.
 function note(text) {
-  addCallEntry({ method: "client", note: text });
+  return addCallEntry({ method: "client", note: text });
 }
 app.note = note;
 app.fill = fill;
@@ -102,7 +49,7 @@ function tick() {
 function addCallEntry({ method, params, kind = "call", note: noteText, controller }) {
   const list = $("calls");
   list.querySelector(".empty")?.remove();
-  const badge = el("span", { class: "badge run" }, noteText ? "note" : kind === "call" ? "running" : "sending");
+  const badge = el("span", { class: "badge run" }, noteText !== undefined ? "note" : kind === "call" ? "running" : "sending");
   const meta = el("span", { class: "meta" });
   const cancel = controller && el("button", { type: "button", class: "small danger", onclick: () => controller.abort(new Error("cancelled from the page")) }, "Cancel");
   const body = el("div");
@@ -115,10 +62,11 @@ function addCallEntry({ method, params, kind = "call", note: noteText, controlle
   );
   list.prepend(li);
   while (list.children.length > 50) list.lastElementChild.remove();
-  if (noteText) {
+  if (noteText !== undefined) {
     badge.className = "badge warn";
-    body.append(el("p", { class: "explain" }, noteText));
-    return;
+    const p = el("p", { class: "explain" }, noteText);
+    body.append(p);
+    return p;
   }
   const start = performance.now();
   let progressEl;
@@ -228,13 +176,16 @@ $("pane-method").addEventListener("submit", (e) => {
   e.preventDefault();
   const method = $("method").value.trim();
   const p = readParams();
-  if (method && p.ok) call(method, p.value);
+  if (!method || !p.ok) return;
+  for (const fn of app.onSend) fn({ method, params: $("params").value.trim() });
+  call(method, p.value);
 });
 
 $("notify").addEventListener("click", async () => {
   const method = $("method").value.trim();
   const p = readParams();
   if (!method || !p.ok) return;
+  for (const fn of app.onSend) fn({ method, params: $("params").value.trim(), notification: true });
   const entry = addCallEntry({ method, params: p.value, kind: "notification" });
   try {
     await app.client.notify(method, p.value);
@@ -243,6 +194,11 @@ $("notify").addEventListener("click", async () => {
   } catch (err) {
     entry.done(false, err);
   }
+});
+
+$("clear-calls").addEventListener("click", () => {
+  // The calls still running go on; only their entries go.
+  $("calls").replaceChildren(el("li", { class: "empty" }, "Cleared. Calls you make appear here."));
 });
 
 // ---- batches ----
@@ -293,7 +249,7 @@ $("send-batch").addEventListener("click", async () => {
           ? { method: requests[i].method, notification: "sent; never answered" }
           : { method: requests[i].method, ...(r.status === "fulfilled" ? { result: r.value ?? null } : { error: { code: r.reason.code, message: r.reason.message } }) },
       ),
-      `${calls.filter((r) => r.status === "fulfilled").length}/${calls.length} ok`,
+      calls.length === 0 ? `${requests.length} sent, none answered` : `${calls.filter((r) => r.status === "fulfilled").length}/${calls.length} ok`,
     );
   } catch (err) {
     entry.done(false, err, controller.signal.aborted ? "cancelled" : undefined);
@@ -305,15 +261,30 @@ $("send-batch").addEventListener("click", async () => {
 
 // ---- tabs and keys ----
 
-for (const tab of document.querySelectorAll('[role="tab"]')) {
-  tab.addEventListener("click", () => {
-    for (const t of document.querySelectorAll('[role="tab"]')) {
-      const on = t === tab;
-      t.setAttribute("aria-selected", String(on));
-      $(t.getAttribute("aria-controls")).hidden = !on;
-    }
+// The tabs follow the ARIA tabs pattern: one tab stop, the arrow keys,
+// Home and End move between them, and select as they go.
+const tabs = [...document.querySelectorAll('[role="tab"]')];
+function selectTab(tab) {
+  for (const t of tabs) {
+    const on = t === tab;
+    t.setAttribute("aria-selected", String(on));
+    t.tabIndex = on ? 0 : -1;
+    $(t.getAttribute("aria-controls")).hidden = !on;
+  }
+}
+for (const tab of tabs) {
+  tab.addEventListener("click", () => selectTab(tab));
+  tab.addEventListener("keydown", (e) => {
+    const i = tabs.indexOf(tab);
+    const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    const next = tabs[(to + tabs.length) % tabs.length];
+    selectTab(next);
+    next.focus();
   });
 }
+selectTab(tabs.find((t) => t.getAttribute("aria-selected") === "true"));
 
 // Enter sends from every text box; Shift+Enter starts a new line.
 document.addEventListener("keydown", (e) => {
@@ -323,6 +294,13 @@ document.addEventListener("keydown", (e) => {
   e.preventDefault();
   form.requestSubmit();
 });
+
+// The first screen names what is below it: a link to each card, from
+// their headings, so that a card added later is named too.
+$("sections").replaceChildren(
+  el("span", { class: "hint" }, "On this page:"),
+  ...[...document.querySelectorAll("main .card h2")].map((h) => el("a", { href: `#${h.id}` }, h.firstChild.textContent.trim())),
+);
 
 // ---- theme ----
 
@@ -344,7 +322,6 @@ $("theme").addEventListener("click", () => {
 
 // ---- start ----
 
-$("conn-url").textContent = hubURL;
 connect();
 register("whoami", { fn: () => ({ page: location.href, userAgent: navigator.userAgent, time: new Date().toISOString() }) });
 register("confirm", { mode: "ask" });

@@ -131,6 +131,19 @@ func TestPlayground(t *testing.T) {
 	}
 	eval[bool](tb, `(scrollTo(0, 0), true)`)
 	tb.screenshot("playground-phone.png")
+
+	// The workbench: a saved request, and the request copied as curl.
+	tb.do(
+		chromedp.EmulateViewport(1280, 900),
+		typeInto("#method", "subtract"), typeInto("#params", `{"minuend": 42, "subtrahend": 23}`),
+		typeInto("#save-name", "subtract by name"), chromedp.Click(chromedp.CSS("#save-form button")),
+		chromedp.SetValue(chromedp.CSS("#copy-as"), "curl"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#copy-as").dispatchEvent(new Event("change"))`),
+	)
+	tb.waitText("#tool-text", "curl -sS")
+	tb.waitText("#saved .chip", "subtract by name")
+	eval[bool](tb, `(document.querySelector("#tool-out").scrollIntoView({block: "center"}), true)`)
+	tb.screenshot("playground-workbench.png")
 }
 
 // darkScreenshot saves the page in the dark color scheme.
