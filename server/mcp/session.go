@@ -41,6 +41,10 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 	if m.closing {
 		return s // not kept: the server refuses requests once shutting down
 	}
+	if len(m.sessions) == 0 {
+		// Follow the provided methods while sessions are open only.
+		m.unwatch = m.hub.WatchProvided(m.providedChanged)
+	}
 	m.sessions[ss] = s
 	m.wg.Add(1)
 	go func() {
@@ -58,6 +62,10 @@ func (m *Handler) forget(s *session) {
 	s.cancelCalls()
 	m.mu.Lock()
 	delete(m.sessions, s.ss)
+	if len(m.sessions) == 0 && m.unwatch != nil {
+		m.unwatch()
+		m.unwatch = nil
+	}
 	s.mu.Lock()
 	topics := s.topics
 	s.topics = nil

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,15 +107,14 @@ func (m *Handler) tools(ctx context.Context) ([]*sdk.Tool, string, error) {
 		seen[md.Name] = true
 		tools = append(tools, toolOf(md))
 	}
-	// Provided and described by nobody: any object.
-	for _, p := range m.hub.Peers() {
-		for _, name := range p.Provided() {
-			if seen[name] || strings.ContainsAny(name, "*>") || m.srv.Callable(ctx, name) != nil {
-				continue
-			}
-			seen[name] = true
-			tools = append(tools, &sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	// Provided and described by nobody, here or on another node: any
+	// object.
+	for _, name := range m.hub.ProvidedNames() {
+		if seen[name] || strings.ContainsAny(name, "*>") || m.srv.Callable(ctx, name) != nil {
+			continue
 		}
+		seen[name] = true
+		tools = append(tools, &sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	sum := sha256.New()
@@ -166,17 +164,25 @@ func toolOf(md method) *sdk.Tool {
 	return &sdk.Tool{Name: md.Name, Description: desc, InputSchema: in}
 }
 
-// poll computes again, every pollInterval, the tools each session may
-// list, and tells the sessions when any has changed.
-func (m *Handler) poll() {
+// providedChanged is the hub's WatchProvided function: it runs with the
+// hub's locks held, so it only wakes followTools.
+func (m *Handler) providedChanged() {
+	select {
+	case m.provided <- struct{}{}:
+	default:
+	}
+}
+
+// followTools computes again the tools each session may list each time
+// the provided methods change, and tells the sessions when any has
+// changed. Changes that come while it computes are taken together next.
+func (m *Handler) followTools() {
 	defer m.wg.Done()
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-m.stop:
 			return
-		case <-t.C:
+		case <-m.provided:
 		}
 		if m.toolsChanged() {
 			m.notifyToolsChanged()
@@ -185,7 +191,7 @@ func (m *Handler) poll() {
 }
 
 // toolsChanged reports whether the tools a session may list changed since
-// it last listed them or since the last poll. Sessions of one user share
+// it last listed them or since the last change. Sessions of one user share
 // one computation.
 func (m *Handler) toolsChanged() bool {
 	m.mu.Lock()
@@ -194,7 +200,7 @@ func (m *Handler) toolsChanged() bool {
 		sessions = append(sessions, s)
 	}
 	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), recomputeWait)
 	defer cancel()
 	byUser := make(map[string]string)
 	changed := false
