@@ -23,6 +23,7 @@ type Provision struct {
 	c      *Client
 	method string
 	h      peer.Handler
+	doc    *Description // nil: none given
 }
 
 // Method returns the name or pattern the provision was made with.
@@ -51,15 +52,20 @@ type methodsParams struct {
 // which the hub relays to its peers, a method provided by name is
 // described as a peer.Mux would describe h (with JSON Schemas when h is a
 // [peer.Func]); the methods behind a pattern are described when
-// Options.Router, a peer.Mux say, lists them.
+// Options.Router, a peer.Mux say, lists them. [Client.ProvideDescribed]
+// describes it more: a summary, and the params' descriptions or schema.
 func (c *Client) Provide(ctx context.Context, method string, h peer.Handler) (*Provision, error) {
+	return c.provide(ctx, method, h, nil)
+}
+
+func (c *Client) provide(ctx context.Context, method string, h peer.Handler, doc *Description) (*Provision, error) {
 	switch {
 	case h == nil:
 		return nil, errors.New("client: Provide with a nil handler")
 	case method == "" || strings.HasPrefix(method, "rpc."):
 		return nil, fmt.Errorf("client: cannot provide %q", method)
 	}
-	p := &Provision{c: c, method: method, h: h}
+	p := &Provision{c: c, method: method, h: h, doc: doc}
 	// order keeps this rpc.provide and the rpc.unprovide of an earlier
 	// provision of the same method in the order they were made.
 	c.prov.order.Lock()
@@ -128,8 +134,9 @@ type provided struct {
 	exact    map[string]peer.Handler
 	patterns []*Provision // with wildcards, by method
 	// described serves the exact names, for rpc.discover. Nil when there
-	// is none.
+	// is none. docs are their descriptions, when given.
 	described *peer.Mux
+	docs      map[string]*Description
 }
 
 func (ps *provisions) add(p *Provision) bool {
@@ -187,6 +194,12 @@ func (ps *provisions) publishLocked() {
 				s.described = peer.NewMux()
 			}
 			s.described.Handle(m, p.h)
+			if p.doc != nil {
+				if s.docs == nil {
+					s.docs = make(map[string]*Description)
+				}
+				s.docs[m] = p.doc
+			}
 			continue
 		}
 		s.patterns = append(s.patterns, p)
@@ -216,7 +229,7 @@ func (ps *provisions) lookup(method string, h peer.Handler, mode peer.Mode) (pee
 		if s.described == nil {
 			return h, mode
 		}
-		return &discoverHandler{user: h, provided: s.described}, peer.Concurrent
+		return &discoverHandler{user: h, provided: s.described, docs: s.docs}, peer.Concurrent
 	case h != nil:
 		return h, mode
 	}
@@ -236,6 +249,7 @@ func (ps *provisions) lookup(method string, h peer.Handler, mode peer.Mode) (pee
 type discoverHandler struct {
 	user     peer.Handler
 	provided *peer.Mux
+	docs     map[string]*Description
 }
 
 func (d *discoverHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, error) {
@@ -261,6 +275,9 @@ func (d *discoverHandler) ServeRPC(ctx context.Context, req *peer.Request) (any,
 	methods, err := openrpc.Methods(b)
 	if err != nil {
 		return nil, err
+	}
+	for i, m := range methods {
+		methods[i] = describeMethod(m, d.docs[m.Name])
 	}
 	out, err := openrpc.Add(doc, methods)
 	if err != nil { // the user's document is not one: leave it as it is
