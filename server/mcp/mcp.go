@@ -129,6 +129,7 @@ func New(srv *server.Server, opts *Options) *Handler {
 		URITemplate: topicURI + "{topic}",
 	}, m.readResource)
 	m.mcp.AddReceivingMiddleware(m.middleware)
+	m.mcp.AddSendingMiddleware(m.sending)
 	timeout := m.o.SessionTimeout
 	if timeout < 0 {
 		timeout = 0

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-rpc/switchboard/hub"
@@ -23,6 +24,7 @@ type session struct {
 	calls    map[*int]context.CancelFunc
 	topics   map[string]bool // subscribed
 	tools    string          // fingerprint of the tools it may list, "" before known
+	expiry   *time.Timer     // ends it when its latest token expires (expiry.go)
 }
 
 // track returns the session of ss, registering it on its first request.
@@ -33,6 +35,7 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 	if s != nil {
 		s.mu.Lock()
 		s.identity = identity
+		s.armLocked()
 		s.mu.Unlock()
 		return s
 	}
@@ -41,6 +44,9 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 	if m.closing {
 		return s // not kept: the server refuses requests once shutting down
 	}
+	s.mu.Lock()
+	s.armLocked()
+	s.mu.Unlock()
 	if len(m.sessions) == 0 {
 		// Follow the provided methods while sessions are open only.
 		m.unwatch = m.hub.WatchProvided(m.providedChanged)
@@ -60,6 +66,7 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 // unwatched.
 func (m *Handler) forget(s *session) {
 	s.cancelCalls()
+	s.stopExpiry()
 	m.mu.Lock()
 	delete(m.sessions, s.ss)
 	if len(m.sessions) == 0 && m.unwatch != nil {
