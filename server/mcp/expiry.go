@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,8 +13,9 @@ import (
 
 // This file holds what a session's token decides after the request that
 // brought it: the session ends when the token of its latest request
-// expires, as a WebSocket closes with 4001; and a topic the latest token
-// no longer lets it subscribe to sends it nothing more.
+// expires, as a WebSocket closes with 4001; a topic the latest token no
+// longer lets it subscribe to sends it nothing more; and a token with
+// other grants has the tools it may list worked out again.
 
 // expiryOf returns when identity's token expires; zero for none.
 func expiryOf(identity any) time.Time {
@@ -23,6 +25,18 @@ func expiryOf(identity any) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// sameGrants reports whether identities a and b, of two requests of one
+// session, give the same access: the same subject with the same grants.
+func sameGrants(a, b any) bool {
+	x, ok1 := a.(*rules.Identity)
+	y, ok2 := b.(*rules.Identity)
+	if !ok1 || !ok2 {
+		return a == b
+	}
+	tx, ty := x.Token(), y.Token()
+	return x == y || tx != nil && ty != nil && tx.Subject == ty.Subject && reflect.DeepEqual(tx.Grants, ty.Grants)
 }
 
 // armLocked sets the session's end to its token's expiry, if it has one.

@@ -26,6 +26,8 @@ func expiringAuth(r *http.Request) (any, error) {
 			Grants: &rules.Grants{Call: all, Subscribe: []string{">"}}}), nil
 	case "carol":
 		return rules.NewIdentity(&rules.Token{Subject: "carol", Grants: &rules.Grants{Call: all, Subscribe: []string{"news.>"}}}), nil
+	case "carol-add":
+		return rules.NewIdentity(&rules.Token{Subject: "carol", Grants: &rules.Grants{Call: &[]string{"add"}}}), nil
 	case "carol-narrow":
 		return rules.NewIdentity(&rules.Token{Subject: "carol", Grants: &rules.Grants{Call: all, Subscribe: []string{"news.weather"}}}), nil
 	case "provider":
@@ -150,5 +152,29 @@ func TestNarrowedTokenEndsSubscription(t *testing.T) {
 	// Subscribing again is refused with the reason.
 	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: sport}); err == nil {
 		t.Error("subscribed again to news.sport with the narrower token")
+	}
+}
+
+// A request with a token of other grants has the session told that its
+// tool list changed, and the list follows the new grants.
+func TestNarrowedTokenChangesTools(t *testing.T) {
+	th := expiringHub(t)
+	th.provider(t, "provider", "page.summary", peer.Func(func(context.Context, struct{}) (string, error) { return "hi", nil }))
+	changed := make(chan struct{}, 16)
+	tok := &switchable{}
+	tok.token.Store("carol")
+	cs := th.connectWith(t, tok, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	if names := toolNames(t, cs); !has(names, "page.summary") || !has(names, "add") {
+		t.Fatalf("carol lists %v, want add and page.summary", names)
+	}
+	tok.token.Store("carol-add")
+	if err := cs.Ping(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Recv(t, changed, "list_changed once the token narrowed")
+	if names := toolNames(t, cs); has(names, "page.summary") || !has(names, "add") {
+		t.Errorf("carol lists %v with the narrower token, want add only", names)
 	}
 }

@@ -85,7 +85,7 @@ type Handler struct {
 	wg       sync.WaitGroup // one per session, and followTools and notifyUpdated
 	stop     chan struct{}  // closed by Shutdown: stops followTools and notifyUpdated
 	dirty    chan struct{}  // 1-buffered: a watched topic has new events
-	provided chan struct{}  // 1-buffered: the provided methods changed
+	provided chan struct{}  // 1-buffered: the provided methods, or a session's grants, changed
 	unwatch  func()         // the hub's WatchProvided, while sessions are open
 }
 

@@ -34,9 +34,14 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 	s := m.sessions[ss]
 	if s != nil {
 		s.mu.Lock()
+		old := s.identity
 		s.identity = identity
 		s.armLocked()
 		s.mu.Unlock()
+		if !sameGrants(old, identity) {
+			// What the session may list may have changed with its token.
+			m.toolsMayChange()
+		}
 		return s
 	}
 	s = &session{m: m, ss: ss, user: userKey(identity), identity: identity,
@@ -49,7 +54,7 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 	s.mu.Unlock()
 	if len(m.sessions) == 0 {
 		// Follow the provided methods while sessions are open only.
-		m.unwatch = m.hub.WatchProvided(m.providedChanged)
+		m.unwatch = m.hub.WatchProvided(m.toolsMayChange)
 	}
 	m.sessions[ss] = s
 	m.wg.Add(1)

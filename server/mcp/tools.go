@@ -164,9 +164,10 @@ func toolOf(md method) *sdk.Tool {
 	return &sdk.Tool{Name: md.Name, Description: desc, InputSchema: in}
 }
 
-// providedChanged is the hub's WatchProvided function: it runs with the
-// hub's locks held, so it only wakes followTools.
-func (m *Handler) providedChanged() {
+// toolsMayChange wakes followTools: the provided methods changed (it is
+// the hub's WatchProvided function, run with the hub's locks held, so it
+// does nothing more), or a session's grants did.
+func (m *Handler) toolsMayChange() {
 	select {
 	case m.provided <- struct{}{}:
 	default:
