@@ -88,6 +88,8 @@ type live struct {
 
 	mu   sync.Mutex // serializes reloads
 	conf *config    // the configuration cur was built from
+
+	reloaded func() // called after each reload (the MCP tool lists); set before watch
 }
 
 func newLive(ctx context.Context, c *config, args []string, level zap.AtomicLevel, log *zap.Logger) (*live, error) {
@@ -190,6 +192,9 @@ func (lv *live) reload(ctx context.Context, log *zap.Logger) error {
 	}
 	lv.cur.Store(st)
 	old.stop()
+	if lv.reloaded != nil {
+		lv.reloaded()
+	}
 	lv.level.SetLevel(level)
 	restart := changedFlags(lv.conf.flags, c.flags)
 	lv.conf = c

@@ -178,3 +178,30 @@ func TestNarrowedTokenChangesTools(t *testing.T) {
 		t.Errorf("carol lists %v with the narrower token, want add only", names)
 	}
 }
+
+// ToolsChanged, after the policy changed (rules reloaded), has the
+// sessions told when what they may list changed.
+func TestToolsChangedByPolicy(t *testing.T) {
+	var hidden atomic.Bool
+	policy := func(ctx context.Context, a hub.Action, target string) error {
+		if a == hub.Call && target == "page.summary" && hidden.Load() {
+			return &peer.Error{Code: peer.CodeUnauthorized, Message: "Unauthorized"}
+		}
+		return nil
+	}
+	th := newTestHub(t, &server.Options{Hub: hub.New(&hub.Options{Policy: policy})})
+	th.provider(t, "", "page.summary", peer.Func(func(context.Context, struct{}) (string, error) { return "hi", nil }))
+	changed := make(chan struct{}, 16)
+	cs := th.connect(t, "", &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	if names := toolNames(t, cs); !has(names, "page.summary") {
+		t.Fatalf("lists %v, want page.summary", names)
+	}
+	hidden.Store(true)
+	th.mcp.ToolsChanged()
+	testkit.Recv(t, changed, "list_changed once the policy changed")
+	if names := toolNames(t, cs); has(names, "page.summary") {
+		t.Errorf("lists %v once the policy hides page.summary", names)
+	}
+}

@@ -174,6 +174,14 @@ func (m *Handler) toolsMayChange() {
 	}
 }
 
+// ToolsChanged tells the Handler that what sessions may list may have
+// changed other than by the peers' provisions, which it follows by
+// itself: the rules or the policy were replaced (a configuration
+// reloaded), or the server serves other methods. It works out again, per
+// user with an open session, the tools they may list, and tells the
+// sessions within 2 s when any changed. It does not block.
+func (m *Handler) ToolsChanged() { m.toolsMayChange() }
+
 // followTools computes again the tools each session may list each time
 // the provided methods change, and tells the sessions when any has
 // changed. Changes that come while it computes are taken together next.
