@@ -241,8 +241,9 @@ func (w *provWatchers) notify() {
 // ([BrokerHandle.RemoteProvidedChanged]). fn runs on the goroutine that
 // made the change, possibly with the hub's locks held: it must not block
 // nor call the hub (signal a goroutine of your own instead). stop ends
-// the watch; once it returns, fn is not called again. A hub watched by
-// no one pays nothing for it.
+// the watch: fn is not called for the changes made after it returns (one
+// under way meanwhile may still call it). A hub watched by no one pays
+// one atomic load per change.
 func (h *Hub) WatchProvided(fn func()) (stop func()) {
 	w := &h.routes.watch
 	key := &fn
