@@ -119,8 +119,13 @@ func (m *Handler) tools(ctx context.Context) ([]*sdk.Tool, string, error) {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	sum := sha256.New()
 	for _, t := range tools {
-		b, _ := json.Marshal(t)
-		sum.Write(b)
+		// Each schema is raw JSON already: nothing is encoded again.
+		sum.Write([]byte(t.Name))
+		sum.Write([]byte{0})
+		sum.Write([]byte(t.Description))
+		sum.Write([]byte{0})
+		sum.Write(t.InputSchema.(json.RawMessage))
+		sum.Write([]byte{0})
 	}
 	return tools, string(sum.Sum(nil)), nil
 }
@@ -161,7 +166,11 @@ func toolOf(md method) *sdk.Tool {
 	case md.Summary != "" && !strings.HasPrefix(desc, md.Summary):
 		desc = md.Summary + "\n\n" + desc
 	}
-	return &sdk.Tool{Name: md.Name, Description: desc, InputSchema: in}
+	schema, err := json.Marshal(in)
+	if err != nil { // a param's schema is not JSON: the method takes any object
+		schema = []byte(`{"type":"object"}`)
+	}
+	return &sdk.Tool{Name: md.Name, Description: desc, InputSchema: json.RawMessage(schema)}
 }
 
 // toolsMayChange wakes followTools: the provided methods changed (it is
