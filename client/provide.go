@@ -133,10 +133,28 @@ type provisions struct {
 type provided struct {
 	exact    map[string]peer.Handler
 	patterns []*Provision // with wildcards, by method
-	// described serves the exact names, for rpc.discover. Nil when there
-	// is none. docs are their descriptions, when given.
+	// docs are the descriptions of exact names, when given.
+	docs map[string]*Description
+	// described serves the exact names, for rpc.discover: made on the
+	// first rpc.discover of this snapshot, as it takes a while with many.
+	once      sync.Once
 	described *peer.Mux
-	docs      map[string]*Description
+}
+
+// describer returns the Mux that describes the exact names.
+func (s *provided) describer() *peer.Mux {
+	s.once.Do(func() {
+		names := make([]string, 0, len(s.exact))
+		for m := range s.exact {
+			names = append(names, m)
+		}
+		sort.Strings(names)
+		s.described = peer.NewMux()
+		for _, m := range names {
+			s.described.Handle(m, s.exact[m])
+		}
+	})
+	return s.described
 }
 
 func (ps *provisions) add(p *Provision) bool {
@@ -190,10 +208,6 @@ func (ps *provisions) publishLocked() {
 	for m, p := range ps.all {
 		if !hasWildcard(m) {
 			s.exact[m] = p.h
-			if s.described == nil {
-				s.described = peer.NewMux()
-			}
-			s.described.Handle(m, p.h)
 			if p.doc != nil {
 				if s.docs == nil {
 					s.docs = make(map[string]*Description)
@@ -226,10 +240,10 @@ func (ps *provisions) lookup(method string, h peer.Handler, mode peer.Mode) (pee
 	case s == nil:
 		return h, mode
 	case method == "rpc.discover":
-		if s.described == nil {
+		if len(s.exact) == 0 {
 			return h, mode
 		}
-		return &discoverHandler{user: h, provided: s.described, docs: s.docs}, peer.Concurrent
+		return &discoverHandler{user: h, provided: s.describer(), docs: s.docs}, peer.Concurrent
 	case h != nil:
 		return h, mode
 	}
