@@ -23,6 +23,7 @@ type Provision struct {
 	c      *Client
 	method string
 	h      peer.Handler
+	doc    *Description // nil: none given
 }
 
 // Method returns the name or pattern the provision was made with.
@@ -51,15 +52,20 @@ type methodsParams struct {
 // which the hub relays to its peers, a method provided by name is
 // described as a peer.Mux would describe h (with JSON Schemas when h is a
 // [peer.Func]); the methods behind a pattern are described when
-// Options.Router, a peer.Mux say, lists them.
+// Options.Router, a peer.Mux say, lists them. [Client.ProvideDescribed]
+// describes it more: a summary, and the params' descriptions or schema.
 func (c *Client) Provide(ctx context.Context, method string, h peer.Handler) (*Provision, error) {
+	return c.provide(ctx, method, h, nil)
+}
+
+func (c *Client) provide(ctx context.Context, method string, h peer.Handler, doc *Description) (*Provision, error) {
 	switch {
 	case h == nil:
 		return nil, errors.New("client: Provide with a nil handler")
 	case method == "" || strings.HasPrefix(method, "rpc."):
 		return nil, fmt.Errorf("client: cannot provide %q", method)
 	}
-	p := &Provision{c: c, method: method, h: h}
+	p := &Provision{c: c, method: method, h: h, doc: doc}
 	// order keeps this rpc.provide and the rpc.unprovide of an earlier
 	// provision of the same method in the order they were made.
 	c.prov.order.Lock()
@@ -127,9 +133,28 @@ type provisions struct {
 type provided struct {
 	exact    map[string]peer.Handler
 	patterns []*Provision // with wildcards, by method
-	// described serves the exact names, for rpc.discover. Nil when there
-	// is none.
+	// docs are the descriptions of exact names, when given.
+	docs map[string]*Description
+	// described serves the exact names, for rpc.discover: made on the
+	// first rpc.discover of this snapshot, as it takes a while with many.
+	once      sync.Once
 	described *peer.Mux
+}
+
+// describer returns the Mux that describes the exact names.
+func (s *provided) describer() *peer.Mux {
+	s.once.Do(func() {
+		names := make([]string, 0, len(s.exact))
+		for m := range s.exact {
+			names = append(names, m)
+		}
+		sort.Strings(names)
+		s.described = peer.NewMux()
+		for _, m := range names {
+			s.described.Handle(m, s.exact[m])
+		}
+	})
+	return s.described
 }
 
 func (ps *provisions) add(p *Provision) bool {
@@ -183,10 +208,12 @@ func (ps *provisions) publishLocked() {
 	for m, p := range ps.all {
 		if !hasWildcard(m) {
 			s.exact[m] = p.h
-			if s.described == nil {
-				s.described = peer.NewMux()
+			if p.doc != nil {
+				if s.docs == nil {
+					s.docs = make(map[string]*Description)
+				}
+				s.docs[m] = p.doc
 			}
-			s.described.Handle(m, p.h)
 			continue
 		}
 		s.patterns = append(s.patterns, p)
@@ -213,10 +240,10 @@ func (ps *provisions) lookup(method string, h peer.Handler, mode peer.Mode) (pee
 	case s == nil:
 		return h, mode
 	case method == "rpc.discover":
-		if s.described == nil {
+		if len(s.exact) == 0 {
 			return h, mode
 		}
-		return &discoverHandler{user: h, provided: s.described}, peer.Concurrent
+		return &discoverHandler{user: h, provided: s.describer(), docs: s.docs}, peer.Concurrent
 	case h != nil:
 		return h, mode
 	}
@@ -236,6 +263,7 @@ func (ps *provisions) lookup(method string, h peer.Handler, mode peer.Mode) (pee
 type discoverHandler struct {
 	user     peer.Handler
 	provided *peer.Mux
+	docs     map[string]*Description
 }
 
 func (d *discoverHandler) ServeRPC(ctx context.Context, req *peer.Request) (any, error) {
@@ -261,6 +289,9 @@ func (d *discoverHandler) ServeRPC(ctx context.Context, req *peer.Request) (any,
 	methods, err := openrpc.Methods(b)
 	if err != nil {
 		return nil, err
+	}
+	for i, m := range methods {
+		methods[i] = describeMethod(m, d.docs[m.Name])
 	}
 	out, err := openrpc.Add(doc, methods)
 	if err != nil { // the user's document is not one: leave it as it is

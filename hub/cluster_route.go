@@ -248,8 +248,10 @@ type Provider struct {
 	InFlight int      `json:"inflight"`
 }
 
-// changed tells the Directory, if any, that provisions changed.
+// changed tells the Directory, if any, that provisions changed, and the
+// functions of WatchProvided.
 func (h *Hub) changed() {
+	h.routes.watch.notify()
 	if d := h.directory(); d != nil {
 		d.Changed()
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -214,4 +216,103 @@ func (p *Peer) Provided() []string {
 	r.mu.RUnlock()
 	sort.Strings(methods)
 	return methods
+}
+
+// provWatchers holds the functions of WatchProvided. Telling them takes
+// no lock: a hub without any pays one atomic load per change.
+type provWatchers struct {
+	mu  sync.Mutex
+	fns atomic.Pointer[[]*func()] // copied on write, under mu
+}
+
+// notify calls each function watching. It may run with the routes' lock
+// held: the functions must not block.
+func (w *provWatchers) notify() {
+	if fns := w.fns.Load(); fns != nil {
+		for _, fn := range *fns {
+			(*fn)()
+		}
+	}
+}
+
+// WatchProvided calls fn each time the methods that peers provide may
+// have changed: a peer of this hub provides, withdraws or leaves, or, in a
+// cluster, the Directory tells that another node's peers did
+// ([BrokerHandle.RemoteProvidedChanged]). fn runs on the goroutine that
+// made the change, possibly with the hub's locks held: it must not block
+// nor call the hub (signal a goroutine of your own instead). stop ends
+// the watch: fn is not called for the changes made after it returns (one
+// under way meanwhile may still call it). A hub watched by no one pays
+// one atomic load per change.
+func (h *Hub) WatchProvided(fn func()) (stop func()) {
+	w := &h.routes.watch
+	key := &fn
+	w.mu.Lock()
+	var fns []*func()
+	if old := w.fns.Load(); old != nil {
+		fns = append(fns, *old...)
+	}
+	fns = append(fns, key)
+	w.fns.Store(&fns)
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			var rest []*func()
+			for _, f := range *w.fns.Load() {
+				if f != key {
+					rest = append(rest, f)
+				}
+			}
+			if len(rest) == 0 {
+				w.fns.Store(nil)
+			} else {
+				w.fns.Store(&rest)
+			}
+		})
+	}
+}
+
+// RemoteProvidedChanged tells the hub that the methods the peers of
+// another node provide changed, for [Hub.WatchProvided]. A [Directory]
+// calls it when it learns so; it does not block.
+func (b *BrokerHandle) RemoteProvidedChanged() { b.h.routes.watch.notify() }
+
+// A ProvidedLister is a [Directory] that also lists the names and
+// patterns the peers of the other nodes provide, for [Hub.ProvidedNames].
+type ProvidedLister interface {
+	Directory
+
+	// RemoteProvided returns the names and patterns the peers of the
+	// other nodes provide, as far as the directory knows, in any order,
+	// possibly with repeats.
+	RemoteProvided() []string
+}
+
+// ProvidedNames returns the method names and patterns that peers
+// provide, sorted, each once: those of this hub's peers and, when its
+// Broker is a [ProvidedLister], those of the other nodes' peers.
+func (h *Hub) ProvidedNames() []string {
+	r := &h.routes
+	seen := make(map[string]bool)
+	r.mu.RLock()
+	for p := range r.providers {
+		for m := range p.prov.patterns {
+			seen[m] = true
+		}
+	}
+	r.mu.RUnlock()
+	if l, ok := h.o.Broker.(ProvidedLister); ok {
+		for _, m := range l.RemoteProvided() {
+			seen[m] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for m := range seen {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
 }

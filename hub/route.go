@@ -46,6 +46,8 @@ type routes struct {
 
 	forwarded sync.Map // method -> *atomic.Uint64
 	methods   atomic.Int64
+
+	watch provWatchers // WatchProvided's (provide.go)
 }
 
 // provision is what one peer provides. Guarded by routes.mu, except

@@ -12,10 +12,12 @@ const isPattern = (method) => /(^|\.)[*>](\.|$)/.test(method);
 export class Provision {
   #provided;
 
-  constructor(provided, method, handler) {
+  constructor(provided, method, handler, description, params) {
     this.#provided = provided;
     this.method = method;
     this.handler = handler;
+    this.description = description;
+    this.params = params;
   }
 
   /** withdraw tells the hub to stop forwarding the method's calls
@@ -42,10 +44,10 @@ export class Provided {
   // accepted: Client.provide. A withdrawal of the same method still under
   // way ends first, so that a method can be provided again straight
   // after withdraw() without waiting for it.
-  async add(method, handler, options) {
+  async add(method, handler, options, description, params) {
     await this.#withdrawing.get(method)?.catch(() => {});
     if (this.#map.has(method)) throw new TypeError(`provide: ${method} is provided already`);
-    const prov = new Provision(this, method, handler);
+    const prov = new Provision(this, method, handler, description, params);
     // Registered before the hub is told, so that the first call it
     // forwards finds the handler.
     this.#map.set(method, prov);
@@ -96,6 +98,32 @@ export class Provided {
   // names lists the provided methods that are not patterns.
   names() {
     return [...this.#map.keys()].filter((k) => !isPattern(k));
+  }
+
+  // describe returns the OpenRPC method object of a provided name, for
+  // rpc.discover: with its description and its params' schema when
+  // provide() was given them, else taking any params.
+  describe(name) {
+    const prov = this.#map.get(name);
+    const m = { name };
+    if (prov?.description) m.description = prov.description;
+    const schema = prov?.params;
+    if (schema) {
+      const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+      m.paramStructure = "by-name";
+      m.params = Object.keys(schema.properties ?? {})
+        .sort()
+        .map((p) => {
+          const d = { name: p, schema: schema.properties[p] };
+          if (required.has(p)) d.required = true;
+          return d;
+        });
+    } else {
+      m.paramStructure = "either";
+      m.params = [{ name: "params", schema: {} }];
+    }
+    m.result = { name: "result", schema: {} };
+    return m;
   }
 
   // resume is the rpc.provide that provides everything again on a new

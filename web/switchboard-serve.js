@@ -77,12 +77,14 @@ export class Handlers {
 
   // describe is the answer to rpc.discover: the methods served by name.
   describe() {
-    const methods = [...new Set([...this.#handlers.keys(), ...this.#provided.names()])].sort().map((name) => ({
-      name,
-      paramStructure: "either",
-      params: [{ name: "params", schema: {} }],
-      result: { name: "result", schema: {} },
-    }));
+    const provided = new Set(this.#provided.names());
+    const methods = [...new Set([...this.#handlers.keys(), ...provided])].sort().map((name) =>
+      // A registered method serves first; a provided one is described
+      // as provide() was told.
+      !this.#handlers.has(name) && provided.has(name)
+        ? this.#provided.describe(name)
+        : { name, paramStructure: "either", params: [{ name: "params", schema: {} }], result: { name: "result", schema: {} } },
+    );
     return { openrpc: "1.3.2", info: { title: "switchboard.js", version: "0.0.0" }, methods };
   }
 }

@@ -288,6 +288,22 @@ export interface CallOptions {
   onProgress?: (data: any) => void;
 }
 
+/** The JSON Schema of a provided method's params object: each property is a named param. */
+export interface ParamsSchema {
+  type?: "object";
+  properties?: Record<string, unknown>;
+  required?: readonly string[];
+  [keyword: string]: unknown;
+}
+
+/** Options of provide(): a description for rpc.discover (and so for the hub's MCP tools), and call()'s for the rpc.provide. */
+export interface ProvideOptions extends CallOptions {
+  /** What the method does: the MCP tool's description. */
+  description?: string;
+  /** The JSON Schema of its params object: the MCP tool's input schema. */
+  params?: ParamsSchema;
+}
+
 export type NotifyOptions = Pick<CallOptions, "signal" | "timeout" | "failFast">;
 export type BatchOptions = Pick<CallOptions, "signal" | "timeout" | "failFast">;
 
@@ -368,6 +384,10 @@ export declare class Subscription<T = any> {
 export declare class Provision {
   readonly method: string;
   readonly handler: Handler;
+  /** The description provide() was given, if any. */
+  readonly description: string | undefined;
+  /** The params' JSON Schema provide() was given, if any. */
+  readonly params: ParamsSchema | undefined;
   /** Tells the hub to stop forwarding its calls (rpc.unprovide); then the handler stops serving. A provide() of the same method made meanwhile waits for it. */
   withdraw(): Promise<void>;
 }
@@ -403,7 +423,7 @@ export declare class Client<API extends object = Untyped> extends EventTarget {
   /** Subscribes handler to the topics matching pattern ("chat.*", "news.>"); it resumes from its position after a reconnection. */
   subscribe<T = any>(pattern: string, handler: Subscriber<T>, options?: SubscribeOptions): Promise<Subscription<T>>;
   /** Serves method (a name, or a pattern such as "billing.*") to the hub's other peers, which call it through the hub; provided again after each reconnection. */
-  provide<P = any, R = unknown>(method: string, handler: Handler<P, R>, options?: CallOptions): Promise<Provision>;
+  provide<P = any, R = unknown>(method: string, handler: Handler<P, R>, options?: ProvideOptions): Promise<Provision>;
   /** The recent events of a topic or pattern that the hub holds (rpc.history). */
   history<T = any>(topic: string, options?: HistoryOptions): Promise<History<T>>;
   /** The peers that an event published on topic would reach (rpc.presence). */

@@ -277,14 +277,29 @@ export class Client extends EventTarget {
    * RPCError, -32001, when its policy refuses; -32602 for a malformed
    * name). The method is provided again after each reconnection, until
    * provision.withdraw() or close().
+   *
+   * options.description (text) and options.params (the JSON Schema of the
+   * params object: {type: "object", properties: {name: schema, ...},
+   * required: [name, ...]}) describe a method provided by name in this
+   * client's answer to rpc.discover, which the hub relays: through the
+   * hub's MCP endpoint it is a tool with that description and input
+   * schema. The other options are call()'s, for the rpc.provide.
    */
   async provide(method, handler, options = {}) {
     if (typeof method !== "string" || method === "" || method.startsWith("rpc.")) {
       throw new TypeError(`provide: ${JSON.stringify(method)} cannot be provided (rpc.* is reserved)`);
     }
     if (typeof handler !== "function") throw new TypeError("provide: want a handler function");
+    const { description, params, ...callOptions } = options;
+    if (description !== undefined && typeof description !== "string") throw new TypeError("provide: description wants a string");
+    if (params !== undefined) {
+      const ok = params !== null && typeof params === "object" && !Array.isArray(params);
+      if (!ok || (params.type !== undefined && params.type !== "object") || (params.properties !== undefined && (params.properties === null || typeof params.properties !== "object"))) {
+        throw new TypeError('provide: params wants the JSON Schema of the params object: {type: "object", properties: {...}, required: [...]}');
+      }
+    }
     if (this.state === "closed") throw new ClosedError();
-    return this.#provided.add(method, handler, options);
+    return this.#provided.add(method, handler, callOptions, description, params);
   }
 
   /**

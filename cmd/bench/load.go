@@ -96,6 +96,8 @@ var scenarios = []*scenario{
 	{name: "addressed-relay", unit: "calls/s", run: addressedScenario, floorRun: relayScenario},
 	{name: "relay-floor", unit: "calls/s", run: relayScenario, baseline: seqScenario, onFloor: true},
 	{name: "cluster-js", unit: "ns CPU/delivery", lowerIsBetter: true, target: 2.0, run: crossNodeJSScenario, baseline: sameNodeJSScenario},
+	{name: "mcp", unit: "ns CPU/call", lowerIsBetter: true, target: 1.5, run: mcpCallScenario, baseline: mcpForwardedScenario},
+	{name: "mcp-list", unit: "ns CPU/list", lowerIsBetter: true, run: mcpListScenario, baseline: discoverScenario},
 }
 
 func callFrame(id int) []byte {

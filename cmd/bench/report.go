@@ -167,7 +167,12 @@ back, parsing nothing; **relay-floor**, that relay against the floor's
 echo, both on the floor: what the machine allows a call that crosses a
 server twice against one that crosses it once;
 **cluster-js**, the cluster scenario with JetStream: every event goes through the
-stream, on the publisher's node too.
+stream, on the publisher's node too; **mcp**, sequential MCP ` + "`tools/call`" + ` of a
+method a peer provides (the Go SDK's client, on ` + "`/mcp`" + `) against the same call
+as an HTTP POST to ` + "`/rpc`" + `, forwarded to the same peer, as the hub's CPU time per
+call (lower is better; within 1.5x is the target); **mcp-list**, ` + "`tools/list`" + `
+with 1,000 methods provided and described, against ` + "`rpc.discover`" + ` listing them,
+as CPU time per list.
 
 Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
 at any hub:
@@ -234,6 +239,9 @@ var scenarioText = map[string]string{
 	"addressed-topic": "rpc.call to 1,000 peers vs a publish to them",
 	"addressed-relay": "rpc.call to one peer vs the floor relaying it",
 	"relay-floor":     "the floor: a relayed call vs an echoed one",
+
+	"mcp":      "MCP tools/call vs a forwarded POST, CPU per call",
+	"mcp-list": "MCP tools/list of 1,000 vs rpc.discover, CPU per list",
 }
 
 // ratioChart draws the ratios as horizontal bars, with each scenario's

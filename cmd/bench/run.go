@@ -66,7 +66,7 @@ func runCmd(ctx context.Context, args []string) error {
 	l := &load{}
 	fs.DurationVar(&l.duration, "duration", 2*time.Second, "how long each timed scenario runs")
 	reps := fs.Int("reps", 5, "repetitions of each scenario (idle runs once)")
-	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client,handoff,clientpipe,neighbor,beside,addressed,addressed-fwd,addressed-topic,addressed-relay,relay-floor", "the `list` of scenarios to run")
+	only := fs.String("scenarios", "idle,seq,pipe,conns,batch,fanout,client,handoff,clientpipe,neighbor,beside,addressed,addressed-fwd,addressed-topic,addressed-relay,relay-floor,mcp,mcp-list", "the `list` of scenarios to run")
 	fs.IntVar(&l.window, "window", 64, "calls in flight in pipe")
 	fs.IntVar(&l.conns, "conns", 100, "connections in conns")
 	fs.IntVar(&l.batch, "batch", 100, "requests per batch in batch")

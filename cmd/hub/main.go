@@ -249,7 +249,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
 	metrics.Watch(srv)
-	stopMCP := mountMCP(c.mcp || c.demo, srv, c.maxInFlight, log)
+	stopMCP, mcpReloaded := mountMCP(c.mcp || c.demo, srv, c.maxInFlight, log)
+	lv.reloaded = mcpReloaded
 
 	routes := http.NewServeMux()
 	routes.Handle("/", srv)

@@ -95,6 +95,8 @@ type live struct {
 	// hub, once set, has its peers reauthorized after each reload, so
 	// that narrowed rules end what they no longer allow.
 	hub *hub.Hub
+
+	reloaded func() // called after each reload (the MCP tool lists); set before watch
 }
 
 func newLive(ctx context.Context, c *config, args []string, level zap.AtomicLevel, log *zap.Logger) (*live, error) {
@@ -217,6 +219,9 @@ func (lv *live) reload(ctx context.Context, log *zap.Logger) error {
 	}
 	lv.cur.Store(st)
 	old.stop()
+	if lv.reloaded != nil {
+		lv.reloaded()
+	}
 	lv.level.SetLevel(level)
 	restart := changedFlags(lv.conf.flags, c.flags)
 	lv.conf = c

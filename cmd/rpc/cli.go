@@ -50,6 +50,8 @@ type cli struct {
 	serve    specFlag       // call: METHOD=COMMAND the hub may call back
 	to       client.Address // call: the peers to call the method on
 	present  listFlag       // serve: topics to subscribe to
+	describe listFlag       // serve, provide: METHOD=TEXT
+	schemas  listFlag       // serve, provide: METHOD=SCHEMA (-params)
 
 	running sync.WaitGroup // the shell commands running (shellHandler)
 }

@@ -21,18 +21,30 @@ interrupted, and reconnects and provides again when the connection drops.
 Needs a ws:// or wss:// URL, and a hub whose policy lets this peer provide
 (any peer may with hub -demo or hub -allow-provide).
 
+-describe and -params describe a METHOD in rpc.discover, which the hub
+relays: through the hub's MCP endpoint it is a tool with that description
+and input schema.
+
 Examples:
   rpc provide ws://127.0.0.1:8080/rpc text.upper='tr a-z A-Z'
   rpc provide ws://127.0.0.1:8080/rpc 'host.*=echo "$RPC_METHOD on $(hostname)"'
+  rpc provide -describe 'text.upper=Upper-cases text' \
+    -params 'text.upper={"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}' \
+    ws://127.0.0.1:8080/rpc text.upper='jq -r .text | tr a-z A-Z'
 `,
 	setup: func(o *cli) {
 		o.fs.StringVar(&o.shell, "shell", "sh", "the `shell` that runs the commands (with -c)")
+		describeFlags(o)
 	},
 	run: func(ctx context.Context, o *cli, args []string) error {
 		if len(args) < 2 {
 			return usagef("want URL and at least one METHOD=COMMAND")
 		}
 		names, commands, err := parseSpecs(args[1:])
+		if err != nil {
+			return err
+		}
+		docs, err := o.descriptions(names)
 		if err != nil {
 			return err
 		}
@@ -47,7 +59,7 @@ Examples:
 		pctx, cancel := o.withTimeout(ctx)
 		defer cancel()
 		for i, name := range names {
-			if _, err := c.Provide(pctx, name, o.shellHandler(commands[i])); err != nil {
+			if _, err := c.ProvideDescribed(pctx, name, o.shellHandler(commands[i]), docs[name]); err != nil {
 				return fmt.Errorf("provide %s: %w", name, err)
 			}
 		}

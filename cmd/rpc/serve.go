@@ -26,7 +26,8 @@ newline). A command that exits with a non-zero status answers error -32000
 with its stderr (or its exit status) as the message; a cancelled call kills
 it. serve runs until interrupted and reconnects when the connection drops.
 Needs a ws:// or wss:// URL. It prints its peer id, which other peers
-call it by (rpc call -peer).
+call it by (rpc call -peer). -describe and -params describe a METHOD in
+its answer to rpc.discover.
 
 Examples:
   rpc serve ws://127.0.0.1:8080/rpc upper='tr a-z A-Z' uptime='uptime -p'
@@ -36,6 +37,7 @@ Examples:
 	setup: func(o *cli) {
 		o.fs.StringVar(&o.shell, "shell", "sh", "the `shell` that runs the commands (with -c)")
 		o.fs.Var(&o.present, "subscribe", "subscribe to `topic` too, to be among its peers for rpc call -topic (repeatable; the events are not printed)")
+		describeFlags(o)
 	},
 	run: func(ctx context.Context, o *cli, args []string) error {
 		if len(args) < 2 {
@@ -45,8 +47,12 @@ Examples:
 		if err != nil {
 			return err
 		}
+		docs, err := o.descriptions(names)
+		if err != nil {
+			return err
+		}
 		opts := o.options()
-		opts.Router = mux
+		opts.Router = describedRouter{mux, docs}
 		opts.MaxAttempts = 0
 		opts.OnState = o.reportState()
 		c, err := o.dial(ctx, args[0], opts)

@@ -3,6 +3,7 @@ package natsbroker
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"github.com/switchboard-rpc/switchboard/hub"
@@ -81,4 +82,50 @@ func (b *Broker) Members() []Member {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out
+}
+
+// RemoteProvided implements hub.ProvidedLister: the names and patterns
+// the peers of the other nodes provide, as they last announced them.
+func (b *Broker) RemoteProvided() []string {
+	d := b.dir.Load()
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, m := range d.members {
+		for _, p := range m.providers {
+			out = append(out, p.Methods...)
+		}
+	}
+	return out
+}
+
+var (
+	_ hub.ProvidedLister = (*Broker)(nil)
+	_ hub.ProvidedLister = sequencer{}
+)
+
+// providedChanged tells the hub when a node's providers, from before to
+// after, provide other methods (their calls in flight aside), for
+// hub.Hub.WatchProvided. It does not block.
+func (d *directory) providedChanged(before, after []hub.Provider) {
+	if !sameMethods(before, after) {
+		d.h.RemoteProvidedChanged()
+	}
+}
+
+// sameMethods reports whether a and b are the same providers of the same
+// methods; a node announces them sorted.
+func sameMethods(a, b []hub.Provider) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Peer != b[i].Peer || !slices.Equal(a[i].Methods, b[i].Methods) {
+			return false
+		}
+	}
+	return true
 }

@@ -170,6 +170,7 @@ func (d *directory) expire(now time.Time) {
 			close(m.gone)
 			delete(d.members, name)
 			d.updatedLocked()
+			defer d.providedChanged(m.providers, nil)
 		}
 	}
 }
@@ -194,6 +195,7 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 			close(m.gone)
 			delete(d.members, a.Node)
 			d.updatedLocked()
+			defer d.providedChanged(m.providers, nil)
 		}
 		d.mu.Unlock()
 		d.log.Info("cluster node left", zap.String("peer_node", a.Node))
@@ -202,6 +204,7 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 		m = d.addLocked(a.Node)
 		defer d.Changed() // so that it learns about this one at once
 	}
+	defer d.providedChanged(m.providers, a.Providers)
 	m.providers, m.seen = a.Providers, time.Now()
 	d.updatedLocked()
 	d.mu.Unlock()
@@ -306,6 +309,7 @@ func (d *directory) drop(node string) {
 		close(m.gone)
 		delete(d.members, node)
 		d.updatedLocked()
+		defer d.providedChanged(m.providers, nil)
 	}
 }
 

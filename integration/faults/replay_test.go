@@ -62,12 +62,12 @@ func TestReplayAmplification(t *testing.T) {
 		defer cs[i].CloseNow()
 		pipeline(t, ctx, cs[i], []string{subscribe})
 	}
-	m := h.WaitMetrics("every connection replaying", func(m map[string]float64) bool {
+	h.WaitMetrics("every connection replaying", func(m map[string]float64) bool {
 		return m["switchboard_replayed_total"] >= conns && m["switchboard_connections"] >= conns
 	})
 	serves(t, h)
 	heap := h.HeapAfterGC()
-	m = h.Metrics()
+	m := h.Metrics()
 	t.Logf("%d connections resuming from the start, unread: heap after GC %.1f MiB, %.1f KiB per connection; queued %.1f MiB; %.0f events replayed",
 		conns, heap/(1<<20), (heap-base)/conns/(1<<10), m["switchboard_queued_bytes"]/(1<<20), m["switchboard_replayed_total"])
 	if bound := base + 256<<20; heap > bound {

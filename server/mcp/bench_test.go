@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -72,6 +73,41 @@ func BenchmarkForwardedWebSocket(b *testing.B) {
 	for b.Loop() {
 		if err := c.Call(b.Context(), "calc.sum", sumParams{1, 2}, &sum); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkToolsList lists 1,000 methods one peer provides and describes.
+func BenchmarkToolsList(b *testing.B) {
+	th := newTestHub(b, nil)
+	ctx := context.Background()
+	c, err := client.Dial(ctx, th.wsURL(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	for i := range 1000 {
+		if _, err := c.ProvideDescribed(ctx, fmt.Sprintf("bench.m%04d", i), peer.Func(func(_ context.Context, p sumParams) (float64, error) { return p.A + p.B, nil }),
+			client.Description{Summary: "Adds two numbers", Params: map[string]string{"a": "the first"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sc := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := sc.Connect(b.Context(), &sdk.StreamableClientTransport{Endpoint: th.URL + "/mcp"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	for b.Loop() {
+		n := 0
+		for _, err := range cs.Tools(b.Context(), nil) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n < 1000 {
+			b.Fatalf("%d tools", n)
 		}
 	}
 }

@@ -11,8 +11,10 @@
 //     rpc.discover on the hub describes (never rpc.*), with an input schema
 //     made of the method's named params; a provided method nobody
 //     describes takes any object. The list follows the peers: a provider
-//     that provides, withdraws or leaves makes every session get
-//     notifications/tools/list_changed within 2 s.
+//     that provides, withdraws or leaves, here or on another node, makes
+//     every session get notifications/tools/list_changed within 2 s (the
+//     hub tells of each change: [hub.Hub.WatchProvided]); so does a token
+//     with other grants, and [Handler.ToolsChanged] after new rules.
 //   - tools/call runs the method as an HTTP POST caller's call would run
 //     ([server.Server.Respond]): the hub's own, or forwarded to a provider,
 //     here or on another node. rpc.progress from the provider becomes
@@ -30,6 +32,10 @@
 //	srv.Handle("/mcp", m)
 //	...
 //	m.Shutdown(ctx) // with srv.Shutdown: ends the sessions
+//
+// A session ends when the token of its latest request expires, as a
+// WebSocket closes with 4001, and a subscription its latest token no
+// longer allows sends nothing more.
 //
 // An MCP session is not a peer: it is in no presence list and cannot be
 // addressed.

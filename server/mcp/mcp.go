@@ -47,10 +47,11 @@ const (
 	DefaultMaxSessions    = 10000
 )
 
-// pollInterval is how often the tool lists are computed again, to tell
-// sessions that they changed: the hub has no event for a provider that
-// describes its methods, nor for one on another node that provides.
-const pollInterval = 500 * time.Millisecond
+// recomputeWait bounds the computing of the tool lists again after the
+// provided methods changed, so that list_changed goes within 2 s: a
+// provider that does not describe itself by then is listed as
+// undescribed.
+const recomputeWait = 1500 * time.Millisecond
 
 // Handler is an http.Handler serving MCP's Streamable HTTP transport. Give
 // it to [server.Server.Handle], which authenticates its requests. Its
@@ -81,15 +82,18 @@ type Handler struct {
 	sessions map[*sdk.ServerSession]*session
 	topics   map[string]*watched // topics sessions subscribe to
 	closing  bool
-	wg       sync.WaitGroup // one per session, and the poller
-	stop     chan struct{}  // closed by Shutdown: stops the poller
+	wg       sync.WaitGroup // one per session, and followTools and notifyUpdated
+	stop     chan struct{}  // closed by Shutdown: stops followTools and notifyUpdated
 	dirty    chan struct{}  // 1-buffered: a watched topic has new events
+	provided chan struct{}  // 1-buffered: the provided methods, or a session's grants, changed
+	unwatch  func()         // the hub's WatchProvided, while sessions are open
 }
 
 // New returns a Handler serving the methods and topics of srv.
 func New(srv *server.Server, opts *Options) *Handler {
 	m := &Handler{srv: srv, hub: srv.Hub(), sessions: make(map[*sdk.ServerSession]*session),
-		topics: make(map[string]*watched), stop: make(chan struct{}), dirty: make(chan struct{}, 1)}
+		topics: make(map[string]*watched), stop: make(chan struct{}), dirty: make(chan struct{}, 1),
+		provided: make(chan struct{}, 1)}
 	if opts != nil {
 		m.o = *opts
 	}
@@ -125,6 +129,7 @@ func New(srv *server.Server, opts *Options) *Handler {
 		URITemplate: topicURI + "{topic}",
 	}, m.readResource)
 	m.mcp.AddReceivingMiddleware(m.middleware)
+	m.mcp.AddSendingMiddleware(m.sending)
 	timeout := m.o.SessionTimeout
 	if timeout < 0 {
 		timeout = 0
@@ -143,7 +148,7 @@ func New(srv *server.Server, opts *Options) *Handler {
 		return &auth.TokenInfo{UserID: userKey(id), Extra: map[string]any{identityExtra: id}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	m.wg.Add(2)
-	go m.poll()
+	go m.followTools()
 	go m.notifyUpdated()
 	return m
 }

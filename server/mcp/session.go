@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-rpc/switchboard/hub"
@@ -23,6 +24,7 @@ type session struct {
 	calls    map[*int]context.CancelFunc
 	topics   map[string]bool // subscribed
 	tools    string          // fingerprint of the tools it may list, "" before known
+	expiry   *time.Timer     // ends it when its latest token expires (expiry.go)
 }
 
 // track returns the session of ss, registering it on its first request.
@@ -32,14 +34,27 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 	s := m.sessions[ss]
 	if s != nil {
 		s.mu.Lock()
+		old := s.identity
 		s.identity = identity
+		s.armLocked()
 		s.mu.Unlock()
+		if !sameGrants(old, identity) {
+			// What the session may list may have changed with its token.
+			m.toolsMayChange()
+		}
 		return s
 	}
 	s = &session{m: m, ss: ss, user: userKey(identity), identity: identity,
 		calls: make(map[*int]context.CancelFunc), topics: make(map[string]bool)}
 	if m.closing {
 		return s // not kept: the server refuses requests once shutting down
+	}
+	s.mu.Lock()
+	s.armLocked()
+	s.mu.Unlock()
+	if len(m.sessions) == 0 {
+		// Follow the provided methods while sessions are open only.
+		m.unwatch = m.hub.WatchProvided(m.toolsMayChange)
 	}
 	m.sessions[ss] = s
 	m.wg.Add(1)
@@ -56,8 +71,13 @@ func (m *Handler) track(ss *sdk.ServerSession, identity any) *session {
 // unwatched.
 func (m *Handler) forget(s *session) {
 	s.cancelCalls()
+	s.stopExpiry()
 	m.mu.Lock()
 	delete(m.sessions, s.ss)
+	if len(m.sessions) == 0 && m.unwatch != nil {
+		m.unwatch()
+		m.unwatch = nil
+	}
 	s.mu.Lock()
 	topics := s.topics
 	s.topics = nil

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,21 +107,25 @@ func (m *Handler) tools(ctx context.Context) ([]*sdk.Tool, string, error) {
 		seen[md.Name] = true
 		tools = append(tools, toolOf(md))
 	}
-	// Provided and described by nobody: any object.
-	for _, p := range m.hub.Peers() {
-		for _, name := range p.Provided() {
-			if seen[name] || strings.ContainsAny(name, "*>") || m.srv.Callable(ctx, name) != nil {
-				continue
-			}
-			seen[name] = true
-			tools = append(tools, &sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	// Provided and described by nobody, here or on another node: any
+	// object.
+	for _, name := range m.hub.ProvidedNames() {
+		if seen[name] || strings.ContainsAny(name, "*>") || m.srv.Callable(ctx, name) != nil {
+			continue
 		}
+		seen[name] = true
+		tools = append(tools, &sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	sum := sha256.New()
 	for _, t := range tools {
-		b, _ := json.Marshal(t)
-		sum.Write(b)
+		// Each schema is raw JSON already: nothing is encoded again.
+		sum.Write([]byte(t.Name))
+		sum.Write([]byte{0})
+		sum.Write([]byte(t.Description))
+		sum.Write([]byte{0})
+		sum.Write(t.InputSchema.(json.RawMessage))
+		sum.Write([]byte{0})
 	}
 	return tools, string(sum.Sum(nil)), nil
 }
@@ -163,20 +166,41 @@ func toolOf(md method) *sdk.Tool {
 	case md.Summary != "" && !strings.HasPrefix(desc, md.Summary):
 		desc = md.Summary + "\n\n" + desc
 	}
-	return &sdk.Tool{Name: md.Name, Description: desc, InputSchema: in}
+	schema, err := json.Marshal(in)
+	if err != nil { // a param's schema is not JSON: the method takes any object
+		schema = []byte(`{"type":"object"}`)
+	}
+	return &sdk.Tool{Name: md.Name, Description: desc, InputSchema: json.RawMessage(schema)}
 }
 
-// poll computes again, every pollInterval, the tools each session may
-// list, and tells the sessions when any has changed.
-func (m *Handler) poll() {
+// toolsMayChange wakes followTools: the provided methods changed (it is
+// the hub's WatchProvided function, run with the hub's locks held, so it
+// does nothing more), or a session's grants did.
+func (m *Handler) toolsMayChange() {
+	select {
+	case m.provided <- struct{}{}:
+	default:
+	}
+}
+
+// ToolsChanged tells the Handler that what sessions may list may have
+// changed other than by the peers' provisions, which it follows by
+// itself: the rules or the policy were replaced (a configuration
+// reloaded), or the server serves other methods. It works out again, per
+// user with an open session, the tools they may list, and tells the
+// sessions within 2 s when any changed. It does not block.
+func (m *Handler) ToolsChanged() { m.toolsMayChange() }
+
+// followTools computes again the tools each session may list each time
+// the provided methods change, and tells the sessions when any has
+// changed. Changes that come while it computes are taken together next.
+func (m *Handler) followTools() {
 	defer m.wg.Done()
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-m.stop:
 			return
-		case <-t.C:
+		case <-m.provided:
 		}
 		if m.toolsChanged() {
 			m.notifyToolsChanged()
@@ -185,7 +209,7 @@ func (m *Handler) poll() {
 }
 
 // toolsChanged reports whether the tools a session may list changed since
-// it last listed them or since the last poll. Sessions of one user share
+// it last listed them or since the last change. Sessions of one user share
 // one computation.
 func (m *Handler) toolsChanged() bool {
 	m.mu.Lock()
@@ -194,7 +218,7 @@ func (m *Handler) toolsChanged() bool {
 		sessions = append(sessions, s)
 	}
 	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), recomputeWait)
 	defer cancel()
 	byUser := make(map[string]string)
 	changed := false

@@ -62,6 +62,12 @@ async function untyped() {
   });
   await prov.withdraw();
   console.log(peers.length, prov.method);
+  const described = await rpc.provide("page.summary", (p: { words: number }) => `${p.words} words`, {
+    description: "Summarizes the open page",
+    params: { type: "object", properties: { words: { type: "integer" } }, required: ["words"] },
+    timeout: 1000,
+  });
+  console.log(described.description, described.params?.required);
   const off = rpc.register("greet", async (p: { name: string }, { signal, progress }) => {
     progress(1);
     if (signal.aborted) throw new RPCError(4001, "no", { why: "aborted" });
