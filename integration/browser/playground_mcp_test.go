@@ -121,3 +121,22 @@ func TestPlaygroundMCPPanelToken(t *testing.T) {
 		t.Error("the panel shows the token")
 	}
 }
+
+// A hub that does not serve MCP: the panel says how to turn it on, and
+// still shows the configuration.
+func TestPlaygroundMCPPanelOff(t *testing.T) {
+	h := hubproc.Start(t, nil)
+	tb := newTab(t)
+	tb.do(
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(h.URL()+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="open"]`)),
+	)
+	tb.waitText("#mcp-status", "This hub does not serve MCP: start it with -mcp")
+	if n := eval[int](tb, `document.querySelectorAll("#mcp-tools li").length`); n != 0 {
+		t.Errorf("%d tools listed by a hub without MCP", n)
+	}
+	if c := readMCPConfig(t, tb); c.MCPServers["switchboard"].URL != h.URL()+"/mcp" {
+		t.Errorf("the snippet: %+v", c)
+	}
+}
