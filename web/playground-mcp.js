@@ -176,12 +176,14 @@ async function start() {
 }
 
 let told = true; // whether the session's stream tells changes
+let reads = 0; // tools/list asked so far: only the latest answer shows
 
 async function refresh(s, listening = told) {
   told = listening;
+  const n0 = ++reads;
   try {
     const tools = await s.tools();
-    if (s !== current) return;
+    if (s !== current || n0 !== reads) return;
     showTools(tools);
     const n = `${tools.length} tool${tools.length === 1 ? "" : "s"}`;
     say(
@@ -189,7 +191,7 @@ async function refresh(s, listening = told) {
         (told ? "Updated as peers provide and withdraw methods." : "The hub did not open the session's stream: Refresh to read the list again."),
     );
   } catch (err) {
-    if (s === current) say(`tools/list failed: ${err.message}`);
+    if (s === current && n0 === reads) say(`tools/list failed: ${err.message}`);
   }
 }
 
