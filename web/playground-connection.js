@@ -24,6 +24,9 @@ let token = query.get("token") ?? storage()?.getItem(tokenKey) ?? undefined;
 // usesToken tells whether the page sends a token.
 export const usesToken = () => token !== undefined;
 
+// currentToken is the token the page connects with, or undefined.
+export const currentToken = () => token;
+
 function storage() {
   try {
     return sessionStorage;

@@ -11,6 +11,7 @@ import { resubscribe, reopened } from "./playground-topics.js";
 import { served, serveOn, register } from "./playground-serve.js";
 import "./playground-raw.js";
 import "./playground-library.js";
+import "./playground-mcp.js";
 import { connect } from "./playground-connection.js";
 
 // ---- the connection ----
