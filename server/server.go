@@ -163,6 +163,14 @@ type Options struct {
 	// diagnostics at Debug. Nil discards them.
 	Logger *zap.Logger
 
+	// AuthorizeAdmin, if set, decides who may call the admin API
+	// (admin.peers, admin.disconnect, ...; see [AdminMethods]) on this
+	// endpoint, with the request's context and the method: nil allows,
+	// an error refuses with -32001 (or the code of a *peer.Error). Nil:
+	// nobody may here; AdminHandler serves it to operators.
+	// rules.Set.AuthorizeAdmin suits it.
+	AuthorizeAdmin func(ctx context.Context, method string) error
+
 	// Ready, if set, tells /readyz whether the hub can serve beyond being
 	// alive: an error (a cluster node's NATS link down, its stream not
 	// read yet) makes /readyz answer 503 with the error's text. /readyz
@@ -203,6 +211,9 @@ type Server struct {
 	proxies  proxies
 	expiries expiries // of the connections with a token
 	handled  sync.Map // the paths given to Handle
+
+	adminInit sync.Once
+	admin     *adminState // the admin methods (admin.go)
 
 	mu       sync.Mutex
 	closing  bool
@@ -246,6 +257,7 @@ func New(opts *Options) *Server {
 	s.proxies = proxies{trusted: s.o.TrustedProxies, max: s.o.MaxConnsPerAddr}
 	s.hub = s.o.Hub
 	s.log = s.o.Logger
+	s.revocable()
 	app := s.o.Router
 	if app != nil && s.o.Authorize != nil {
 		app = authorizer{app, s.o.Authorize}
