@@ -56,7 +56,8 @@ func (s *Server) AdminHandler(auth func(*http.Request) (any, error)) http.Handle
 			return
 		}
 		var identity any
-		if auth != nil && !(r.Method == http.MethodOptions || r.Method == http.MethodGet && !isUpgrade(r)) {
+		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+		if auth != nil && !preflight { // browsers send no credentials with a preflight
 			id, ok := s.authenticateWith(auth, w, r, r.Method == http.MethodPost)
 			if !ok {
 				return
