@@ -203,6 +203,26 @@ func dialRaw(addr, token string) (*rawPeer, error) {
 func (p *rawPeer) roundTrip(msg string) (string, error) {
 	_ = p.c.SetDeadline(time.Now().Add(30 * time.Second))
 	defer p.c.SetDeadline(time.Time{})
+	if err := p.write(msg); err != nil {
+		return "", err
+	}
+	return p.read()
+}
+
+// next reads the next message, failing the test after testkit.Wait.
+func (p *rawPeer) next(t testing.TB) string {
+	t.Helper()
+	_ = p.c.SetReadDeadline(time.Now().Add(testkit.Wait))
+	defer p.c.SetReadDeadline(time.Time{})
+	msg, err := p.read()
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return msg
+}
+
+// write writes one text message.
+func (p *rawPeer) write(msg string) error {
 	frame := []byte{0x81}
 	switch n := len(msg); {
 	case n < 126:
@@ -212,9 +232,12 @@ func (p *rawPeer) roundTrip(msg string) (string, error) {
 	}
 	frame = append(frame, 0, 0, 0, 0) // a zero mask leaves the payload as it is
 	frame = append(frame, msg...)
-	if _, err := p.c.Write(frame); err != nil {
-		return "", err
-	}
+	_, err := p.c.Write(frame)
+	return err
+}
+
+// read reads one text message.
+func (p *rawPeer) read() (string, error) {
 	var h [2]byte
 	if _, err := io.ReadFull(p.br, h[:]); err != nil {
 		return "", err
