@@ -26,7 +26,7 @@ import (
 func TestTenThousandPeers(t *testing.T) {
 	const perNode, users = 5000, 100
 	ns := startNATS(t)
-	hubs := startCluster(t, ns, 2, "-max-conns", "0", "-max-conns-per-addr", "0", "-ping-interval", "-1")
+	hubs := startCluster(t, ns, 2, "-max-conns", "0", "-max-conns-per-addr", "0", "-ping-interval=-1s")
 	tokens := make([]string, users)
 	for i := range tokens {
 		tokens[i] = jwtFor(t, fmt.Sprintf("user-%d", i), nil)
