@@ -101,10 +101,16 @@ func pageSize(n int) int {
 	return min(n, MaxPageSize)
 }
 
+// sizedPeer is a peer of a page with the size of its encoding.
+type sizedPeer struct {
+	d    PeerDetail
+	json []byte
+}
+
 // localPeerPage lists this hub's peers that q selects, at most q.Limit,
 // whose encoding takes at most room bytes (at least one is listed); more
 // reports whether others were left for the next page.
-func (h *Hub) localPeerPage(q PeerQuery, room int) (page []PeerDetail, more bool) {
+func (h *Hub) localPeerPage(q PeerQuery, room int) (page []sizedPeer, more bool) {
 	limit := pageSize(q.Limit)
 	if q.Node != "" && q.Node != h.node() {
 		return nil, false
@@ -135,7 +141,7 @@ func (h *Hub) localPeerPage(q PeerQuery, room int) (page []PeerDetail, more bool
 		h.mu.Unlock()
 		cands = kept
 	}
-	used := len(`{"peers":[],"next":""}`) + len(q.After) + 64 // the next cursor is an id: ids are short
+	used := len(`{"peers":[],"next":""}`) + 64 // the next cursor is an id: ids are short
 	for i, p := range cands {
 		if i == limit {
 			return page, true
@@ -145,7 +151,7 @@ func (h *Hub) localPeerPage(q PeerQuery, room int) (page []PeerDetail, more bool
 		if used += len(b) + 1; used > room && len(page) > 0 {
 			return page, true
 		}
-		page = append(page, d)
+		page = append(page, sizedPeer{d, b})
 	}
 	return page, false
 }

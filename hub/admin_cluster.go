@@ -64,7 +64,11 @@ func (b *BrokerHandle) ServeAdmin(ctx context.Context, op string, params json.Ra
 			return nil, err
 		}
 		page, more := h.localPeerPage(q.PeerQuery, min(q.Room, remoteRoom))
-		res = peersAnswer{Peers: page, More: more}
+		a := peersAnswer{Peers: make([]json.RawMessage, len(page)), More: more}
+		for i, p := range page {
+			a.Peers[i] = p.json
+		}
+		res = a
 	case opTopics:
 		var q TopicQuery
 		if err := json.Unmarshal(params, &q); err != nil {
@@ -140,8 +144,8 @@ type peersRequest struct {
 }
 
 type peersAnswer struct {
-	Peers []PeerDetail `json:"peers"`
-	More  bool         `json:"more,omitempty"`
+	Peers []json.RawMessage `json:"peers"` // PeerDetail
+	More  bool              `json:"more,omitempty"`
 }
 
 // ListPeers lists the peers of the whole cluster that q selects, a page
@@ -162,23 +166,29 @@ func (h *Hub) ListPeers(ctx context.Context, q PeerQuery) (PeerPage, error) {
 			return PeerPage{}, err
 		}
 	}
-	local, more := h.localPeerPage(q, room)
-	all := local
+	all, more := h.localPeerPage(q, room)
 	for _, a := range remote {
-		all = append(all, a.v.Peers...)
 		more = more || a.v.More
+		for _, raw := range a.v.Peers {
+			var d PeerDetail
+			if err := json.Unmarshal(raw, &d); err != nil {
+				return PeerPage{}, fmt.Errorf("node %s: %w", a.node, err)
+			}
+			all = append(all, sizedPeer{d, raw})
+		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
+	if len(remote) > 0 {
+		sort.Slice(all, func(i, j int) bool { return all[i].d.ID < all[j].d.ID })
+	}
 	limit := pageSize(q.Limit)
 	used := 64
-	page := PeerPage{Peers: []PeerDetail{}}
-	for i, d := range all {
-		b, _ := jsonx.Marshal(d)
-		if used += len(b) + 1; i == limit || used > room && i > 0 {
+	page := PeerPage{Peers: make([]PeerDetail, 0, min(len(all), limit))}
+	for i, p := range all {
+		if used += len(p.json) + 1; i == limit || used > room && i > 0 {
 			more = true
 			break
 		}
-		page.Peers = append(page.Peers, d)
+		page.Peers = append(page.Peers, p.d)
 	}
 	if more && len(page.Peers) > 0 {
 		page.Next = page.Peers[len(page.Peers)-1].ID
