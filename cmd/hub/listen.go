@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/server"
+	adminpage "github.com/switchboard-rpc/switchboard/web/admin"
 	"go.uber.org/zap"
 )
 
@@ -138,8 +139,8 @@ func (c *listenConfig) hideMetrics(h http.Handler) http.Handler {
 }
 
 // serveMetrics serves /metrics, /healthz and /readyz of h on -metrics-addr, if
-// set, the admin API (admin, which authenticates its callers) at /rpc, and
-// Go's profiles with -pprof, until stop is called. guard puts the Host
+// set, the admin API (admin, which authenticates its callers) at /rpc and
+// its page at /admin/, and Go's profiles with -pprof, until stop is called. guard puts the Host
 // check in front of every path of that listener, which a request by IP
 // address passes; it asks for no token (see the -metrics-addr flag).
 func (c *listenConfig) serveMetrics(h, admin http.Handler, guard func(http.Handler) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
@@ -158,6 +159,7 @@ func (c *listenConfig) serveMetrics(h, admin http.Handler, guard func(http.Handl
 	mux.Handle("/healthz", h)
 	mux.Handle("/readyz", h)
 	mux.Handle("/rpc", admin)
+	mux.Handle("/admin/", adminpage.Handler("/admin/")) // the page calls /rpc with the token it is given
 	if c.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index) // and the named profiles: heap, allocs, goroutine...
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
