@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
+	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 )
 
@@ -183,5 +184,23 @@ func TestAdminDisconnectRevokes(t *testing.T) {
 	got := roundTrip(t, again, `{"jsonrpc":"2.0","method":"rpc.auth","params":{"token":"`+old+`"},"id":2}`)
 	if !strings.Contains(got, `"code":-32001`) {
 		t.Fatalf("rpc.auth with the old token: %s", got)
+	}
+}
+
+// Callable, which the MCP gateway asks before listing and calling a tool,
+// answers the admin methods as their callers are answered: an admin
+// identity may, another gets -32001.
+func TestAdminCallable(t *testing.T) {
+	ts, _ := newAdminServer(t)
+	ops := hub.WithIdentity(t.Context(), rules.NewIdentity(&rules.Token{Subject: "carol", Claims: map[string]any{"role": "ops"}}))
+	user := hub.WithIdentity(t.Context(), rules.NewIdentity(&rules.Token{Subject: "alice", Claims: map[string]any{}}))
+	for _, m := range server.AdminMethods {
+		if err := ts.srv.Callable(ops, m); err != nil {
+			t.Errorf("Callable(%s) for ops: %v", m, err)
+		}
+		var e *peer.Error
+		if err := ts.srv.Callable(user, m); !errors.As(err, &e) || e.Code != peer.CodeUnauthorized {
+			t.Errorf("Callable(%s) for a user: %v, want -32001", m, err)
+		}
 	}
 }
