@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -79,7 +80,7 @@ func (s *Server) adminAllowed(ctx context.Context, method string) error {
 		if err == nil {
 			return nil
 		}
-		if e, ok := err.(*peer.Error); ok {
+		if e, ok := errors.AsType[*peer.Error](err); ok {
 			return e
 		}
 	}
@@ -155,9 +156,9 @@ func (s *Server) adminDoc() []openrpc.Method { return s.adminState().doc }
 func (s *Server) adminState() *adminState {
 	s.adminInit.Do(func() {
 		m := s.newAdminMux()
-		res, _ := m.Lookup("rpc.discover")
+		discover, _ := m.Lookup("rpc.discover")
 		var doc []openrpc.Method
-		if raw, err := res.ServeRPC(context.Background(), &peer.Request{Method: "rpc.discover"}); err == nil {
+		if raw, err := discover.ServeRPC(context.Background(), &peer.Request{Method: "rpc.discover"}); err == nil {
 			if b, err := jsonx.Marshal(raw); err == nil {
 				doc, _ = openrpc.Methods(b)
 			}
