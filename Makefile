@@ -86,10 +86,11 @@ py-test:
 	cd python/tests && SWITCHBOARD_HUB=$(CURDIR)/bin/hub SWITCHBOARD_RPC=$(CURDIR)/bin/rpc \
 		../../bin/pyenv/bin/python -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir .. .
 
-## screenshots: the playground's pictures in docs/img, taken by the browser tests
+## screenshots: the playground's and the admin page's pictures in docs/img, taken by the browser tests
 screenshots:
 	mkdir -p docs/img
 	cd integration && SWITCHBOARD_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestPlayground$$' ./browser
+	cd integration && SWITCHBOARD_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestAdminPage$$' ./adminpage
 
 ## fuzz-short: about ten seconds of each fuzz target (make fuzz FUZZTIME=5m for longer)
 fuzz-short:

@@ -134,7 +134,8 @@ type Hub struct {
 		subscribe, unsubscribe, publish, history, presence peer.Handler
 	}
 
-	routes routes // the methods peers provide (route.go)
+	routes routes   // the methods peers provide (route.go)
+	adm    adminHub // for the admin API (admin.go)
 
 	stats struct {
 		published, delivered, dropped, slow atomic.Uint64
@@ -149,6 +150,7 @@ func New(opts *Options) *Hub {
 		peers:  make(map[string]*Peer),
 		byConn: make(map[*peer.Conn]*Peer),
 	}
+	h.adm.started = time.Now()
 	if opts != nil {
 		h.o = *opts
 	}
@@ -220,6 +222,7 @@ type Peer struct {
 
 	prov provision // the methods it provides (route.go)
 	auth reauth    // for Reauthorize (revoke.go)
+	adm  adminPeer // for the admin API (admin.go)
 }
 
 // ID returns the peer's id, unique in the hub (a UUID unless the server
@@ -276,6 +279,7 @@ func (h *Hub) Join(conn *peer.Conn, id string, identity any) *Peer {
 		id = uuid.NewString()
 	}
 	p := &Peer{id: id, identity: identity, conn: conn, h: h}
+	p.adm.since = time.Now()
 	h.pmu.Lock()
 	if _, dup := h.peers[id]; dup {
 		h.pmu.Unlock()

@@ -102,7 +102,8 @@ func (s *Server) Respond(ctx context.Context, body []byte) []byte {
 }
 
 // Callable reports whether the caller behind ctx may call method, as a
-// POST caller would: nil when the method is one of the Router's and
+// POST caller would: nil when the method is one of the admin API's and
+// AuthorizeAdmin lets it, or is one of the Router's and
 // Authorize lets it (or is nil), or is provided by a peer, here or on
 // another node, and the hub's Policy lets it be called. It answers -32601
 // for the rpc.* methods and for those nobody serves, and the refusal
@@ -111,6 +112,9 @@ func (s *Server) Callable(ctx context.Context, method string) error {
 	notFound := &peer.Error{Code: peer.CodeMethodNotFound, Message: "Method not found"}
 	if strings.HasPrefix(method, "rpc.") {
 		return notFound
+	}
+	if h, _ := s.adminLookup(method, nil); h != nil {
+		return s.adminAllowed(ctx, method) // the admin API's, to an admin identity (admin.go)
 	}
 	if s.o.Router != nil {
 		if h, _ := s.o.Router.Lookup(method); h != nil {

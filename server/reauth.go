@@ -149,5 +149,8 @@ func (a authRouter) Lookup(method string) (peer.Handler, peer.Mode) {
 	if method == "rpc.auth" {
 		return peer.HandlerFunc(a.s.serveAuth), peer.Concurrent
 	}
+	if h, mode := a.s.adminLookup(method, a.next); h != nil {
+		return h, mode
+	}
 	return a.next.Lookup(method)
 }

@@ -170,6 +170,14 @@ type Options struct {
 	// the server's own, to Logger.
 	Audit *Audit
 
+	// AuthorizeAdmin, if set, decides who may call the admin API
+	// (admin.peers, admin.disconnect, ...; see [AdminMethods]) on this
+	// endpoint, with the request's context and the method: nil allows,
+	// an error refuses with -32001 (or the code of a *peer.Error). Nil:
+	// nobody may here; AdminHandler serves it to operators.
+	// rules.Set.AuthorizeAdmin suits it.
+	AuthorizeAdmin func(ctx context.Context, method string) error
+
 	// Ready, if set, tells /readyz whether the hub can serve beyond being
 	// alive: an error (a cluster node's NATS link down, its stream not
 	// read yet) makes /readyz answer 503 with the error's text. /readyz
@@ -217,6 +225,9 @@ type Server struct {
 	handled  sync.Map // the paths given to Handle
 	audit    *Audit
 
+	adminInit sync.Once
+	admin     *adminState // the admin methods (admin.go)
+
 	mu       sync.Mutex
 	closing  bool
 	conns    map[*peer.Conn]bool // WebSockets served, and whether a ping waits for its pong
@@ -262,6 +273,7 @@ func New(opts *Options) *Server {
 	if s.audit = s.o.Audit; s.audit == nil {
 		s.audit = NewAudit(s.log)
 	}
+	s.revocable()
 	app := s.o.Router
 	if app != nil && s.o.Authorize != nil {
 		app = authorizer{app, s.o.Authorize, s}

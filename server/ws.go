@@ -89,6 +89,7 @@ func (s *Server) servePeer(ctx context.Context, t peer.Transport, remote string,
 	s.mu.Unlock()
 
 	p := s.hub.Join(conn, id, identity)
+	p.SetRemote(remote)
 	if tok, ok := identity.(*rules.Identity); ok {
 		defer s.expiries.watch(conn, tok)()
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/server"
+	adminpage "github.com/switchboard-rpc/switchboard/web/admin"
 	"go.uber.org/zap"
 )
 
@@ -51,7 +52,7 @@ func (c *listenConfig) flags(fs *flag.FlagSet) {
 		c.trustedProxies = p
 		return err
 	})
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication, to a Host of -hosts or any IP address (default: on -addr, only to a token of -token-file, never to a JSON Web Token)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `address` only, without authentication, to a Host of -hosts or any IP address (default: on -addr, only to a token of -token-file, never to a JSON Web Token); the admin API is served there at /rpc, to a token of -token-file")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/: CPU, heap, allocations, goroutines) on -metrics-addr, which it needs")
 }
 
@@ -138,10 +139,11 @@ func (c *listenConfig) hideMetrics(h http.Handler) http.Handler {
 }
 
 // serveMetrics serves /metrics, /healthz and /readyz of h on -metrics-addr, if
-// set, and Go's profiles with -pprof, until stop is called. guard puts the
-// Host check in front of every path of that listener, which a request by
-// IP address passes; it asks for no token (see the -metrics-addr flag).
-func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
+// set, the admin API (admin, which authenticates its callers) at /rpc and
+// its page at /admin/, and Go's profiles with -pprof, until stop is called. guard puts the Host
+// check in front of every path of that listener, which a request by IP
+// address passes; it asks for no token (see the -metrics-addr flag).
+func (c *listenConfig) serveMetrics(h, admin http.Handler, guard func(http.Handler) http.Handler, log *zap.Logger) (stop func(context.Context) error, err error) {
 	if c.metricsAddr == "" {
 		if c.pprof {
 			return nil, errors.New("-pprof needs -metrics-addr: profiles are not served on -addr")
@@ -156,6 +158,8 @@ func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler) htt
 	mux.Handle("/metrics", h)
 	mux.Handle("/healthz", h)
 	mux.Handle("/readyz", h)
+	mux.Handle("/rpc", admin)
+	mux.Handle("/admin/", adminpage.Handler("/admin/")) // the page calls /rpc with the token it is given
 	if c.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index) // and the named profiles: heap, allocs, goroutine...
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -166,7 +170,7 @@ func (c *listenConfig) serveMetrics(h http.Handler, guard func(http.Handler) htt
 	hs := &http.Server{Handler: guard(mux), ReadHeaderTimeout: c.headerTimeout, IdleTimeout: c.idleTimeout, ErrorLog: httpErrorLog(log)}
 	log.Info("metrics listening", zap.String("addr", ln.Addr().String()))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-		log.Warn("-metrics-addr is beyond loopback: anyone who reaches it can read the metrics")
+		log.Warn("-metrics-addr is beyond loopback: anyone who reaches it can read the metrics (and, without -token-file or JWTs, call the admin API)")
 	}
 	served := make(chan struct{})
 	go func() {

@@ -219,7 +219,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	defer lv.close()
-	hubOpts.Policy, opts.Authorize = lv.policy, lv.authorize
+	hubOpts.Policy, opts.Authorize, opts.AuthorizeAdmin = lv.policy, lv.authorize, lv.authorizeAdmin
 	var operator func(*http.Request) (any, error)
 	opts.Authenticate, opts.Reauthenticate, operator = lv.serverAuth()
 	c.routes.apply(hubOpts, c.identity.file.hasRules, log)
@@ -277,7 +277,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		return err
 	}
 	metrics.WatchListener(ln)
-	stopMetrics, err := c.listen.serveMetrics(routes, func(h http.Handler) http.Handler {
+	stopMetrics, err := c.listen.serveMetrics(routes, srv.AdminHandler(operator), func(h http.Handler) http.Handler {
 		return srv.Guard(h, &server.GuardOptions{ByAddress: true}) // no token there; Prometheus scrapes by address
 	}, log)
 	if err != nil {

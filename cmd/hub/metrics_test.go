@@ -32,7 +32,8 @@ func TestMetricsNeedToken(t *testing.T) {
 }
 
 // TestMetricsAddr: -metrics-addr serves /metrics (and /healthz) there,
-// without a token, and nowhere else.
+// without a token, and nowhere else; and the admin API at /rpc, to a
+// token of the token file.
 func TestMetricsAddr(t *testing.T) {
 	file, tokens := writeTokens(t, 1)
 	p := startProc(t, "-token-file", file, "-metrics-addr", "127.0.0.1:0")
@@ -46,8 +47,12 @@ func TestMetricsAddr(t *testing.T) {
 	if status, _ := rawRequest(t, admin, "/healthz", ""); status != 200 {
 		t.Errorf("/healthz on -metrics-addr: %d", status)
 	}
-	if status, _ := rawRequest(t, admin, "/rpc", "Bearer "+tokens[0]); status != 404 {
-		t.Errorf("/rpc on -metrics-addr: %d, want 404", status)
+	// The admin API answers there, to a token of the file only.
+	if status, _ := rawRequest(t, admin, "/rpc", ""); status != 401 {
+		t.Errorf("/rpc on -metrics-addr without a token: %d, want 401", status)
+	}
+	if status, _ := rawRequest(t, admin, "/rpc", "Bearer "+tokens[0]); status != 426 {
+		t.Errorf("GET /rpc on -metrics-addr with the token: %d, want 426 (JSON-RPC there)", status)
 	}
 	if status, _ := rawRequest(t, admin, "/debug/pprof/", ""); status != 404 {
 		t.Errorf("/debug/pprof/ on -metrics-addr without -pprof: %d, want 404", status)

@@ -42,6 +42,7 @@ var reloadableFlags = []string{"config", "token-file", "jwt-key", "jwks", "jwt-a
 // each SIGHUP.
 type state struct {
 	policy hub.Policy       // grants first, then the rules, the demo or the defaults
+	admin  *rules.Set       // who may call the admin API on -addr: grants, then the rules (never the demo)
 	access *access          // authentication
 	cert   *tls.Certificate // nil without TLS
 	stop   context.CancelFunc
@@ -59,8 +60,11 @@ func newState(ctx context.Context, c *config, demo bool, log *zap.Logger) (*stat
 	if err != nil {
 		return nil, err
 	}
+	admin := set
 	if set != nil { // the config file's rules, in demo mode too
 		base = set.Policy
+	} else if admin, err = rules.Compile(nil); err != nil { // only tokens' grants
+		return nil, err
 	}
 	if base == nil && c.routes.allowProvide {
 		base = allowProvide
@@ -77,7 +81,7 @@ func newState(ctx context.Context, c *config, demo bool, log *zap.Logger) (*stat
 	}
 	// A token's grants hold whatever decides for the others: the rules,
 	// the demo's "anyone may do anything", or the default policy.
-	return &state{policy: grantsFirst(base), access: acc, cert: cert, stop: stop}, nil
+	return &state{policy: grantsFirst(base), admin: admin, access: acc, cert: cert, stop: stop}, nil
 }
 
 // live holds the running state, replaced whole by a reload. Its methods
@@ -115,6 +119,10 @@ func (lv *live) policy(ctx context.Context, a hub.Action, target string) error {
 
 func (lv *live) authorize(ctx context.Context, method string) error {
 	return lv.policy(ctx, hub.Call, method)
+}
+
+func (lv *live) authorizeAdmin(ctx context.Context, method string) error {
+	return lv.cur.Load().admin.AuthorizeAdmin(ctx, method)
 }
 
 func (lv *live) authenticate(r *http.Request) (any, error) {

@@ -62,7 +62,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		callCmd, notifyCmd, batchCmd, subscribeCmd, publishCmd, historyCmd, presenceCmd, whoamiCmd, discoverCmd, genTSCmd, genPyCmd, serveCmd, provideCmd,
+		callCmd, notifyCmd, batchCmd, subscribeCmd, publishCmd, historyCmd, presenceCmd, whoamiCmd, discoverCmd, genTSCmd, genPyCmd, serveCmd, provideCmd, adminCmd,
 	}
 }
 

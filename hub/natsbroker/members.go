@@ -89,6 +89,7 @@ func (b *Broker) startDirectory(h *hub.BrokerHandle) error {
 		b.Subject("presence"):            d.onPresence,
 		b.Subject("presence", "changed"): d.onPresenceChanged,
 		b.Subject("discover"):            d.onDiscover,
+		b.Subject("admin"):               d.onAdmin,
 		d.replies + "*":                  d.onReply,
 	} {
 		sub, err := b.nc.Subscribe(subject, fn)

@@ -62,6 +62,7 @@ type Grants struct {
 	Provide   []string  `json:"provide"`
 	Call      *[]string `json:"call"`
 	Address   []string  `json:"address"` // "peer.<id>", "user.<identity>", "topic.<topic>"
+	Admin     []string  `json:"admin"`   // the admin API's methods: "admin.*", "admin.peers"
 }
 
 // ParseGrants reads a "switchboard" claim, checking its patterns.
@@ -70,7 +71,7 @@ func ParseGrants(raw json.RawMessage) (*Grants, error) {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		return nil, fmt.Errorf("switchboard claim: %w", err)
 	}
-	lists := [][]string{g.Subscribe, g.Publish, g.Provide, g.Address}
+	lists := [][]string{g.Subscribe, g.Publish, g.Provide, g.Address, g.Admin}
 	if g.Call != nil {
 		lists = append(lists, *g.Call)
 	}
@@ -101,6 +102,8 @@ func (g *Grants) allow(a action, target string) bool {
 		list = *g.Call
 	case actAddress:
 		list = g.Address
+	case actAdmin:
+		list = g.Admin
 	}
 	for _, p := range list {
 		if covers(p, target, "") {

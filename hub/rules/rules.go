@@ -14,12 +14,13 @@ import (
 // Rule is one entry of a rule set, as a config file writes it.
 type Rule struct {
 	// Allow lists the actions: subscribe (with rpc.history and
-	// rpc.presence), publish, provide, call, address.
+	// rpc.presence), publish, provide, call, address, and admin (the
+	// admin API's methods, such as admin.peers: see AllowAdmin).
 	Allow []string `json:"allow" yaml:"allow"`
 	// To lists the patterns the actions may be done on: topics for
 	// subscribe and publish, methods for provide and call, rpc.call
 	// addresses ("user.<identity>", "topic.<topic>", "peer.<id>") for
-	// address.
+	// address, admin methods ("admin.*") for admin.
 	To []string `json:"to" yaml:"to"`
 	// Who is "anyone", "authenticated", or "claim=value", where claim
 	// may be a dotted path into nested claims ("realm_access.roles").
@@ -34,10 +35,11 @@ const (
 	actProvide
 	actCall
 	actAddress
+	actAdmin
 	numActions
 )
 
-var actionNames = [numActions]string{"subscribe", "publish", "provide", "call", "address"}
+var actionNames = [numActions]string{"subscribe", "publish", "provide", "call", "address", "admin"}
 
 // Set is a compiled rule set. Its methods are safe for concurrent use.
 type Set struct {
@@ -116,10 +118,11 @@ func (s *Set) add(r Rule) error {
 	return nil
 }
 
-// Demo is the rule set of a demo hub: anyone may do anything.
+// Demo is the rule set of a demo hub: anyone may do anything but call
+// the admin API.
 func Demo() *Set {
 	all := make([]string, 0, numActions)
-	all = append(all, actionNames[:]...)
+	all = append(all, actionNames[:actAdmin]...) // never admin
 	s, err := Compile([]Rule{{Allow: all, To: []string{">"}, Who: "anyone"}})
 	if err != nil {
 		panic(err)
@@ -156,6 +159,10 @@ func (s *Set) Allow(identity any, a hub.Action, target string) bool {
 	if act == actCall && alwaysAllowed(target) {
 		return true
 	}
+	return s.allow(identity, act, target)
+}
+
+func (s *Set) allow(identity any, act action, target string) bool {
 	var user string
 	var tok *Token
 	switch id := identity.(type) {
