@@ -170,17 +170,20 @@ func (c *Conn) Ping(ctx context.Context) error {
 }
 
 // PingIdle is Ping for keeping a connection alive: it pings only when
-// the other side has shown no sign of life since the previous PingIdle,
-// and otherwise returns nil at once. A sign of life is a message read,
-// or this side's reader waiting for room for its replies meanwhile: a
-// peer that does not read them is the business of the write-stall
+// the other side has shown no sign of life since the previous PingIdle
+// and has nothing waiting to be written to it, and otherwise returns nil
+// at once. A sign of life is a message read, or this side's reader
+// waiting for room for its replies meanwhile. Whether a peer with
+// messages waiting for it reads them is the business of the write-stall
 // watchdog (Options.WriteStall), which closes it once writes make no
-// progress. A peer that keeps sending is not asked to answer a ping: one
-// that pipelines calls has its writer blocked behind them, and its
-// WebSocket library may give a pong no more than 5 s to get through.
+// progress. Neither is asked to answer a ping: a peer that pipelines
+// calls has its writer blocked behind them once this side stops reading,
+// and its WebSocket library may give a pong no more than 5 s to get
+// through; a ping sent in a lull of its sending would be read behind its
+// replies, at a moment when its writer is blocked.
 func (c *Conn) PingIdle(ctx context.Context) error {
 	mark := c.reads.Load() + c.pauses.Load()
-	if c.pingMark.Swap(mark) != mark || c.paused.Load() {
+	if c.pingMark.Swap(mark) != mark || c.paused.Load() || c.out.bytes.Load() > 0 {
 		return nil
 	}
 	return c.Ping(ctx)

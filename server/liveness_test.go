@@ -98,8 +98,10 @@ func TestPingClosesSilentPeer(t *testing.T) {
 // A peer that pipelines calls and stops reading its replies for a while,
 // longer than the WebSocket library gives a ping frame to be written
 // (5 s) and than PingInterval, but shorter than PingTimeout, is not
-// closed by the pings meanwhile: they wait behind its replies, and their
-// pongs come once it reads again. Every reply reaches it.
+// closed by the pings meanwhile: it is not pinged while its replies wait
+// (its own library, its writer blocked behind its calls, would give the
+// pong only 5 s: this test failed so under load), and a ping sent before
+// waits behind them. Every reply reaches it.
 func TestPingWaitsForSlowReader(t *testing.T) {
 	const (
 		calls = 3000
@@ -149,9 +151,10 @@ func TestPingWaitsForSlowReader(t *testing.T) {
 
 // A peer that resumes a subscription from the start of a long history
 // and stops reading for longer than the WebSocket library gives a ping
-// frame to be written (5 s) is not closed by the pings meanwhile (it
-// sends nothing, so it is pinged): the ping waits behind the replayed
-// events, and the pong comes once the peer reads again.
+// frame to be written (5 s) is not closed by the pings meanwhile: it is
+// not pinged while replayed events wait for it (whether it reads them is
+// the write-stall watchdog's business), and a ping sent before waits
+// behind the events, its pong coming once the peer reads again.
 func TestPingWaitsForSlowReplay(t *testing.T) {
 	const (
 		events = 600
