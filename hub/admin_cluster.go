@@ -46,6 +46,7 @@ const (
 	opNode        = "node"
 	opDisconnect  = "disconnect"
 	opUnsubscribe = "unsubscribe"
+	opRefusals    = "refusals"
 )
 
 // remoteRoom bounds what another node puts in an answer, in bytes: NATS
@@ -96,6 +97,12 @@ func (b *BrokerHandle) ServeAdmin(ctx context.Context, op string, params json.Ra
 			return nil, err
 		}
 		res = h.unsubscribeLocal(ctx, u)
+	case opRefusals:
+		var q RefusalQuery
+		if err := json.Unmarshal(params, &q); err != nil {
+			return nil, err
+		}
+		res = h.localRefusals(q)
 	default:
 		return nil, fmt.Errorf("hub: unknown admin request %q", op)
 	}
