@@ -348,6 +348,7 @@ type NodeInfo struct {
 	Queued        int64     `json:"queued_bytes"` // bytes waiting to be written to its peers
 	Published     uint64    `json:"published"`
 	Delivered     uint64    `json:"delivered"`
+	Calls         uint64    `json:"calls"`  // requests served (Options.Calls)
 	Linked        bool      `json:"linked"` // linked to the other nodes now (always true alone)
 }
 
@@ -356,6 +357,9 @@ func (h *Hub) localNode() NodeInfo {
 	n := NodeInfo{
 		Node: st.Cluster.Node, Started: h.adm.started, Peers: st.Peers, Subscriptions: st.Subscriptions,
 		Published: st.Published, Delivered: st.Delivered, Linked: h.o.Broker == nil || st.Cluster.Connected,
+	}
+	if h.o.Calls != nil {
+		n.Calls = h.o.Calls()
 	}
 	for _, p := range h.Peers() {
 		l := p.conn.Load()
