@@ -218,6 +218,12 @@ type TopicDetail struct {
 	Last         uint64 `json:"last,omitempty"` // the position of its latest event held
 	History      int    `json:"history"`        // its events held
 	HistoryBytes int64  `json:"history_bytes"`  // their size
+	// Published counts the events published on it, held or since
+	// dropped, from when the history began to hold it (it starts again
+	// from 0 when the history forgets an idle topic): the difference
+	// between two listings is the topic's events in between, where Last
+	// counts those of every topic.
+	Published uint64 `json:"published"`
 }
 
 // TopicPage is one page of [Hub.ListTopics], sorted by topic.
@@ -262,7 +268,7 @@ func (h *Hub) ListTopics(ctx context.Context, q TopicQuery) (TopicPage, error) {
 			}
 			m.Subscribers += t.Subscribers
 			if t.Last > m.Last {
-				m.Last, m.History, m.HistoryBytes = t.Last, t.History, t.HistoryBytes
+				m.Last, m.History, m.HistoryBytes, m.Published = t.Last, t.History, t.HistoryBytes, t.Published
 			}
 		}
 	}

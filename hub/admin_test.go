@@ -173,6 +173,32 @@ func TestListTopics(t *testing.T) {
 	}
 }
 
+// A topic's published count goes on when its history is full, and
+// counts its own events only, where its last position counts every
+// topic's: the admin page's event rates come from it.
+func TestListTopicsCountsPublished(t *testing.T) {
+	h := hub.New(&hub.Options{History: hub.History{Retention: hub.Retention{Events: 2}}})
+	for range 5 {
+		if _, err := h.Publish(ctx(t), "busy", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.Publish(ctx(t), "quiet", "x"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := h.ListTopics(ctx(t), hub.TopicQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Topics) != 2 {
+		t.Fatalf("topics: %+v", page.Topics)
+	}
+	busy, quiet := page.Topics[0], page.Topics[1]
+	if busy.Published != 5 || busy.History != 2 || quiet.Published != 1 || quiet.Last != 6 {
+		t.Fatalf("busy %+v, quiet %+v", busy, quiet)
+	}
+}
+
 func TestListProviders(t *testing.T) {
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
 	a := connect(t, h, "svc", nil)

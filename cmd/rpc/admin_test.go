@@ -42,7 +42,7 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatalf("admin peers -all: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 	rpc(t, "", "admin", "peers", "-topic", "other.>", h.HTTP()).check(t, 0, `{"peers":[]}`+"\n")
-	rpc(t, "", "admin", "topics", h.HTTP(), "news").check(t, 0, `{"topics":[{"topic":"news","subscribers":1,"history":0,"history_bytes":0}]}`+"\n")
+	rpc(t, "", "admin", "topics", h.HTTP(), "news").check(t, 0, `{"topics":[{"topic":"news","subscribers":1,"history":0,"history_bytes":0,"published":0}]}`+"\n")
 	if r := rpc(t, "", "admin", "broadcast", h.HTTP(), `{"n":1}`, "news", "other"); r.code != 0 || !strings.Contains(r.stdout, `{"topic":"news","delivered":1`) {
 		t.Fatalf("admin broadcast: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
