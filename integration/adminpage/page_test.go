@@ -198,7 +198,8 @@ func whoami(t *testing.T, ctx context.Context, ws *websocket.Conn) string {
 	return id
 }
 
-// screenshots saves the page, light and dark, in $SWITCHBOARD_SCREENSHOTS.
+// screenshots saves the whole page, light and dark, in
+// $SWITCHBOARD_SCREENSHOTS.
 func screenshots(t *testing.T, ctx context.Context) {
 	dir := os.Getenv("SWITCHBOARD_SCREENSHOTS")
 	if dir == "" {
@@ -206,12 +207,21 @@ func screenshots(t *testing.T, ctx context.Context) {
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := chromedp.Do(sctx, chromedp.EmulateViewport(1280, 760), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
-			})
-			return err
-		}))
+		height := int64(760)
+		err := chromedp.Do(sctx, chromedp.EmulateViewport(1280, height))
+		if err == nil {
+			var h float64
+			h, err = chromedp.Run(sctx, chromedp.Evaluate[float64](`document.documentElement.scrollHeight`))
+			height = max(height, int64(h))
+		}
+		if err == nil {
+			err = chromedp.Do(sctx, chromedp.EmulateViewport(1280, height), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+				})
+				return err
+			}))
+		}
 		var png []byte
 		if err == nil {
 			png, err = chromedp.Run(sctx, chromedp.CaptureScreenshot())
