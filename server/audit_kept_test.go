@@ -69,3 +69,13 @@ func TestAuditKeepAllocs(t *testing.T) {
 		t.Fatalf("kept %+v", got)
 	}
 }
+
+// BenchmarkAuditKeep is the cost of keeping one refusal, the log off.
+func BenchmarkAuditKeep(b *testing.B) {
+	a := NewAudit(nil)
+	w := who{identity: "alice", peer: "p1", remote: "10.0.0.1:5"}
+	b.ReportAllocs()
+	for b.Loop() {
+		a.limit(w, peer.LimitRate)
+	}
+}
