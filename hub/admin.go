@@ -27,8 +27,9 @@ type adminPeer struct {
 type adminHub struct {
 	started time.Time // set by New
 
-	mu      sync.Mutex
-	revoked map[string]time.Time // user: tokens issued before this are refused (admin_act.go)
+	mu       sync.Mutex
+	revoked  map[string]time.Time // user: tokens issued before this are refused (admin_act.go)
+	refusals RefusalLister        // SetRefusals's (admin_refusals.go)
 }
 
 // SetRemote records the network address the peer connected from (the

@@ -46,6 +46,7 @@ const (
 	opNode        = "node"
 	opDisconnect  = "disconnect"
 	opUnsubscribe = "unsubscribe"
+	opRefusals    = "refusals"
 )
 
 // remoteRoom bounds what another node puts in an answer, in bytes: NATS
@@ -96,6 +97,12 @@ func (b *BrokerHandle) ServeAdmin(ctx context.Context, op string, params json.Ra
 			return nil, err
 		}
 		res = h.unsubscribeLocal(ctx, u)
+	case opRefusals:
+		var q RefusalQuery
+		if err := json.Unmarshal(params, &q); err != nil {
+			return nil, err
+		}
+		res = h.localRefusals(q)
 	default:
 		return nil, fmt.Errorf("hub: unknown admin request %q", op)
 	}
@@ -211,6 +218,12 @@ type TopicDetail struct {
 	Last         uint64 `json:"last,omitempty"` // the position of its latest event held
 	History      int    `json:"history"`        // its events held
 	HistoryBytes int64  `json:"history_bytes"`  // their size
+	// Published counts the events published on it, held or since
+	// dropped, from when the history began to hold it (it starts again
+	// from 0 when the history forgets an idle topic): the difference
+	// between two listings is the topic's events in between, where Last
+	// counts those of every topic.
+	Published uint64 `json:"published"`
 }
 
 // TopicPage is one page of [Hub.ListTopics], sorted by topic.
@@ -255,7 +268,7 @@ func (h *Hub) ListTopics(ctx context.Context, q TopicQuery) (TopicPage, error) {
 			}
 			m.Subscribers += t.Subscribers
 			if t.Last > m.Last {
-				m.Last, m.History, m.HistoryBytes = t.Last, t.History, t.HistoryBytes
+				m.Last, m.History, m.HistoryBytes, m.Published = t.Last, t.History, t.HistoryBytes, t.Published
 			}
 		}
 	}
@@ -341,6 +354,7 @@ type NodeInfo struct {
 	Queued        int64     `json:"queued_bytes"` // bytes waiting to be written to its peers
 	Published     uint64    `json:"published"`
 	Delivered     uint64    `json:"delivered"`
+	Calls         uint64    `json:"calls"`  // requests served (Options.Calls)
 	Linked        bool      `json:"linked"` // linked to the other nodes now (always true alone)
 }
 
@@ -349,6 +363,9 @@ func (h *Hub) localNode() NodeInfo {
 	n := NodeInfo{
 		Node: st.Cluster.Node, Started: h.adm.started, Peers: st.Peers, Subscriptions: st.Subscriptions,
 		Published: st.Published, Delivered: st.Delivered, Linked: h.o.Broker == nil || st.Cluster.Connected,
+	}
+	if h.o.Calls != nil {
+		n.Calls = h.o.Calls()
 	}
 	for _, p := range h.Peers() {
 		l := p.conn.Load()

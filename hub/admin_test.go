@@ -173,6 +173,32 @@ func TestListTopics(t *testing.T) {
 	}
 }
 
+// A topic's published count goes on when its history is full, and
+// counts its own events only, where its last position counts every
+// topic's: the admin page's event rates come from it.
+func TestListTopicsCountsPublished(t *testing.T) {
+	h := hub.New(&hub.Options{History: hub.History{Retention: hub.Retention{Events: 2}}})
+	for range 5 {
+		if _, err := h.Publish(ctx(t), "busy", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.Publish(ctx(t), "quiet", "x"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := h.ListTopics(ctx(t), hub.TopicQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Topics) != 2 {
+		t.Fatalf("topics: %+v", page.Topics)
+	}
+	busy, quiet := page.Topics[0], page.Topics[1]
+	if busy.Published != 5 || busy.History != 2 || quiet.Published != 1 || quiet.Last != 6 {
+		t.Fatalf("busy %+v, quiet %+v", busy, quiet)
+	}
+}
+
 func TestListProviders(t *testing.T) {
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
 	a := connect(t, h, "svc", nil)
@@ -195,14 +221,33 @@ func TestListProviders(t *testing.T) {
 }
 
 func TestNodesAlone(t *testing.T) {
-	h := hub.New(nil)
+	h := hub.New(&hub.Options{Calls: func() uint64 { return 42 }})
 	connect(t, h, "a", nil)
 	nodes, err := h.Nodes(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(nodes) != 1 || nodes[0].Peers != 1 || !nodes[0].Linked || nodes[0].Started.IsZero() {
+	if len(nodes) != 1 || nodes[0].Peers != 1 || !nodes[0].Linked || nodes[0].Started.IsZero() || nodes[0].Calls != 42 {
 		t.Fatalf("nodes: %+v", nodes)
+	}
+}
+
+// refusals is a node's last refusals, as a server's Audit keeps them.
+type refusals []hub.RefusalDetail
+
+func (r refusals) Refusals(limit int) []hub.RefusalDetail { return r[:min(limit, len(r))] }
+
+// ListRefusals lists what the node's RefusalLister keeps, up to the
+// limit; without one, none.
+func TestListRefusalsAlone(t *testing.T) {
+	h := hub.New(nil)
+	if got, err := h.ListRefusals(ctx(t), hub.RefusalQuery{}); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("without a lister: %v, %v; want an empty list", got, err)
+	}
+	h.SetRefusals(refusals{{Target: "b"}, {Target: "a"}})
+	got, err := h.ListRefusals(ctx(t), hub.RefusalQuery{Limit: 1})
+	if err != nil || len(got) != 1 || got[0].Target != "b" {
+		t.Fatalf("the last one: %+v, %v", got, err)
 	}
 }
 

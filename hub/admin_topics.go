@@ -11,6 +11,10 @@ type TopicHistory struct {
 	Last   uint64 // the position of its latest event held
 	Events int    // its events held
 	Bytes  int64  // their size
+	// Added counts the events appended to it, held or since dropped,
+	// from when the store began to hold it: the admin page's event rate
+	// (positions count the events of every topic).
+	Added uint64
 }
 
 // A TopicLister is a [Store] that can list the topics it holds (a
@@ -33,7 +37,7 @@ func (s *MemoryStore) Topics(covered func(topic string) bool) []TopicHistory {
 		if n == 0 || !covered(name) {
 			continue
 		}
-		out = append(out, TopicHistory{Topic: name, Last: t.entries.at(n - 1).seq, Events: n, Bytes: int64(t.bytes)})
+		out = append(out, TopicHistory{Topic: name, Last: t.entries.at(n - 1).seq, Events: n, Bytes: int64(t.bytes), Added: t.added})
 	}
 	return out
 }
@@ -64,7 +68,7 @@ func (h *Hub) localTopics(q TopicQuery) (page []TopicDetail, more bool) {
 				t = &TopicDetail{Topic: th.Topic}
 				by[th.Topic] = t
 			}
-			t.Last, t.History, t.HistoryBytes = th.Last, th.Events, th.Bytes
+			t.Last, t.History, t.HistoryBytes, t.Published = th.Last, th.Events, th.Bytes, th.Added
 		}
 	}
 	names := make([]string, 0, len(by))

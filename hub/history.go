@@ -191,6 +191,7 @@ type topicLog struct {
 	entries fifo
 	bytes   int
 	dropped uint64 // the latest position dropped from this topic
+	added   uint64 // the events appended, for the admin API's rates
 }
 
 // ageClass holds the events of the topics with one age bound.
@@ -360,6 +361,7 @@ func (s *MemoryStore) append(topic string, seq uint64, data []byte) {
 	now := s.now()
 	e := &entry{seq: seq, data: data, at: now, size: len(data) + 2*len(topic) + eventOverhead, t: t}
 	t.entries.push(e)
+	t.added++
 	t.bytes += e.size
 	s.log.push(e)
 	if t.age != nil {

@@ -88,6 +88,12 @@ type Options struct {
 	// Policy, it may run on the peer's reader: it must not block. An audit
 	// log hooks here (see server.Audit).
 	OnRefused func(ctx context.Context, r Refusal)
+
+	// Calls, if set, returns the requests this node's server has served
+	// so far (server/prom's Metrics.Calls counts them): the admin API
+	// shows it with each node (admin.info), where the admin page reads
+	// calls per second. Nil: shown as 0.
+	Calls func() uint64
 }
 
 // The defaults of the Options limits.

@@ -25,6 +25,7 @@ import (
 var AdminMethods = []string{
 	"admin.peers", "admin.topics", "admin.providers", "admin.info",
 	"admin.disconnect", "admin.unsubscribe", "admin.publish", "admin.broadcast",
+	"admin.refusals",
 }
 
 // operatorKey marks the context of a request that came through
@@ -109,6 +110,7 @@ func (s *Server) adminLookup(method string, next peer.Router) (peer.Handler, pee
 	}
 	return peer.HandlerFunc(func(ctx context.Context, req *peer.Request) (any, error) {
 		if err := s.adminAllowed(ctx, req.Method); err != nil {
+			s.audit.HubRefused(ctx, hub.Refusal{Peer: s.hub.PeerFromContext(ctx), Action: hub.Call, Target: req.Method, Err: err})
 			return nil, err
 		}
 		return h.ServeRPC(ctx, req)
@@ -209,6 +211,9 @@ type (
 	broadcastResult struct {
 		Published []hub.Published `json:"published"`
 	}
+	refusalsResult struct {
+		Refusals []hub.RefusalDetail `json:"refusals"`
+	}
 )
 
 // newAdminMux returns the admin methods, typed so that rpc.discover
@@ -277,6 +282,12 @@ func (s *Server) newAdminMux() *peer.Mux {
 		return broadcastResult{Published: out}, err
 	}))
 	m.Describe("admin.broadcast", peer.Doc{Summary: "Publishes data on each of several topics, in order."})
+	m.Handle("admin.refusals", peer.Func(func(ctx context.Context, q hub.RefusalQuery) (refusalsResult, error) {
+		list, err := h.ListRefusals(ctx, q)
+		return refusalsResult{Refusals: list}, err
+	}))
+	m.Describe("admin.refusals", peer.Doc{Summary: "The last refusals of the audit trail on every node, newest first: who was refused what, by which check.",
+		Params: map[string]string{"limit": "at most this many (default 100, at most 1000); each node keeps its last 100"}})
 	return m
 }
 

@@ -204,3 +204,33 @@ func TestAdminCallable(t *testing.T) {
 		}
 	}
 }
+
+// admin.refusals lists the last refusals of the audit trail, newest
+// first: a token refused at /rpc, an admin call refused for want of the
+// grant.
+func TestAdminRefusals(t *testing.T) {
+	ts, adminURL := newAdminServer(t)
+	if status, _, _ := adminPost(t, ts.URL, "not-a-token", "rpc.ping", nil); status != http.StatusUnauthorized {
+		t.Fatalf("a bad token: %d, want 401", status)
+	}
+	if _, _, code := adminPost(t, ts.URL, hs(t, jwt.MapClaims{"sub": "alice"}), "admin.peers", nil); code != -32001 {
+		t.Fatalf("admin.peers by alice: code %d, want -32001", code)
+	}
+	_, res, code := adminPost(t, adminURL, "op-secret", "admin.refusals", map[string]any{"limit": 10})
+	var out struct{ Refusals []hub.RefusalDetail }
+	if err := json.Unmarshal(res, &out); err != nil || code != 0 || len(out.Refusals) != 2 {
+		t.Fatalf("admin.refusals: %s, code %d", res, code)
+	}
+	alice, bad := out.Refusals[0], out.Refusals[1]
+	if alice.Kind != "rules" || alice.Identity != "alice" || alice.Action != "call" || alice.Target != "admin.peers" || alice.Error == "" {
+		t.Errorf("the newest, alice's admin call: %+v", alice)
+	}
+	if bad.Kind != "auth" || bad.Action != "POST" || bad.Target != "/rpc" || bad.Status != 401 ||
+		!strings.HasPrefix(bad.Remote, "127.0.0.1:") || bad.Time.After(alice.Time) {
+		t.Errorf("the bad token: %+v", bad)
+	}
+	if _, res, _ := adminPost(t, adminURL, "op-secret", "admin.refusals", map[string]any{"limit": 1}); !strings.Contains(string(res), `"target":"admin.peers"`) ||
+		strings.Contains(string(res), `"/rpc"`) {
+		t.Errorf("admin.refusals with limit 1: %s", res)
+	}
+}

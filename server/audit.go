@@ -28,6 +28,7 @@ type Audit struct {
 	log     *zap.Logger
 	now     func() time.Time // time.Now; tests set their own
 	buckets [numAuditKinds]auditBucket
+	kept    refusalRing // the last refusals, for admin.refusals (audit_kept.go)
 }
 
 // auditKind is a kind of refusal, with its own level and token bucket.
@@ -118,9 +119,16 @@ func identityField(id any) zap.Field {
 	return zap.Any("identity", id)
 }
 
-// refused logs one refusal of kind k, if the level and the rate limit let
-// it: reason is the check that refused, action and target what was asked.
-func (a *Audit) refused(k auditKind, reason string, w who, action, target string, extra ...zap.Field) {
+// refused keeps one refusal of kind k, and logs it if the level and the
+// rate limit let it: reason is the check that refused, action and target
+// what was asked, err the refusal's error (or nil).
+func (a *Audit) refused(k auditKind, reason string, w who, action, target string, err error, extra ...zap.Field) {
+	a.keep(k, reason, w, action, target, err, 0)
+	a.log1(k, reason, w, action, target, err, extra...)
+}
+
+// log1 logs one refusal, if the level and the rate limit let it.
+func (a *Audit) log1(k auditKind, reason string, w who, action, target string, err error, extra ...zap.Field) {
 	level := auditLevels[k]
 	if !a.log.Core().Enabled(level) {
 		return // not counted against the bucket either
@@ -132,12 +140,15 @@ func (a *Audit) refused(k auditKind, reason string, w who, action, target string
 	if dropped > 0 {
 		a.log.Log(level, "refusals not logged", zap.String("kind", auditKindNames[k]), zap.Uint64("count", dropped))
 	}
-	f := make([]zap.Field, 0, 10+len(extra))
+	f := make([]zap.Field, 0, 11+len(extra))
 	f = append(f, zap.String("kind", auditKindNames[k]), zap.String("reason", reason))
 	f = w.fields(f)
 	f = append(f, zap.String("action", action))
 	if target != "" {
 		f = append(f, zap.String("target", target))
+	}
+	if err != nil {
+		f = append(f, zap.Error(err))
 	}
 	a.log.Log(level, "refused", append(f, extra...)...)
 }
@@ -154,31 +165,34 @@ func (a *Audit) HubRefused(ctx context.Context, r hub.Refusal) {
 	if r.Limit != "" {
 		kind, reason = auditLimit, r.Limit
 	}
-	a.refused(kind, reason, w, r.Action.String(), r.Target, zap.Error(r.Err))
+	a.refused(kind, reason, w, r.Action.String(), r.Target, r.Err)
 }
 
-// request logs a refused HTTP request: before there is an identity.
-func (a *Audit) request(k auditKind, reason string, r *http.Request, status int, extra ...zap.Field) {
-	if !a.log.Core().Enabled(auditLevels[k]) {
-		return
-	}
+// request keeps and logs a refused HTTP request: before there is an
+// identity.
+func (a *Audit) request(k auditKind, reason string, r *http.Request, status int, err error) {
 	action := r.Method
 	if isUpgrade(r) {
 		action = "connect"
 	}
-	extra = append(extra, zap.Int("status", status))
+	w := who{remote: r.RemoteAddr}
+	a.keep(k, reason, w, action, r.URL.Path, err, status)
+	if !a.log.Core().Enabled(auditLevels[k]) {
+		return
+	}
+	extra := []zap.Field{zap.Int("status", status)}
 	if h := r.Header.Get("Origin"); h != "" && k == auditLimit {
 		extra = append(extra, zap.String("origin", h))
 	}
 	if k == auditLimit {
 		extra = append(extra, zap.String("host", r.Host))
 	}
-	a.refused(k, reason, who{remote: r.RemoteAddr}, action, r.URL.Path, extra...)
+	a.log1(k, reason, w, action, r.URL.Path, err, extra...)
 }
 
 // limit logs a message of a peer over a limit (peer.Options.OnLimit).
 func (a *Audit) limit(w who, l peer.Limit) {
-	a.refused(auditLimit, l.String(), w, "message", "")
+	a.refused(auditLimit, l.String(), w, "message", "", nil)
 }
 
 // onLimit returns the peer.Options.OnLimit of a connection or POST: it

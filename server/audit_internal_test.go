@@ -20,20 +20,20 @@ func TestAuditRateLimit(t *testing.T) {
 	r := httptest.NewRequest("GET", "/rpc", nil)
 
 	for range auditBurst + 50 {
-		a.request(auditAuth, "auth", r, 401)
+		a.request(auditAuth, "auth", r, 401, nil)
 	}
 	if n := logs.FilterMessage("refused").Len(); n != auditBurst {
 		t.Fatalf("%d lines for a flood, want %d", n, auditBurst)
 	}
 	// Another kind is not held back by the first one's flood.
-	a.request(auditLimit, "host", r, 403)
+	a.request(auditLimit, "host", r, 403, nil)
 	if n := logs.FilterMessage("refused").Len(); n != auditBurst+1 {
 		t.Fatalf("%d lines, want %d: a kind is held back by another", n, auditBurst+1)
 	}
 
 	now = now.Add(auditEvery)
-	a.request(auditAuth, "auth", r, 401)
-	a.request(auditAuth, "auth", r, 401) // no token left: counted
+	a.request(auditAuth, "auth", r, 401, nil)
+	a.request(auditAuth, "auth", r, 401, nil) // no token left: counted
 	all := logs.TakeAll()
 	if n := len(all); n != auditBurst+3 {
 		t.Fatalf("%d lines, want %d", n, auditBurst+3)
@@ -51,7 +51,7 @@ func TestAuditRateLimit(t *testing.T) {
 	// left out before.
 	now = now.Add(time.Hour)
 	for range auditBurst {
-		a.request(auditAuth, "auth", r, 401)
+		a.request(auditAuth, "auth", r, 401, nil)
 	}
 	all = logs.TakeAll()
 	if len(all) != auditBurst+1 || all[0].ContextMap()["count"] != uint64(1) {
@@ -67,7 +67,7 @@ func TestAuditLevelOff(t *testing.T) {
 	a.now = func() time.Time { return now }
 	r := httptest.NewRequest("GET", "/rpc", nil)
 	for range auditBurst * 2 {
-		a.request(auditLimit, "host", r, 403)
+		a.request(auditLimit, "host", r, 403, nil)
 	}
 	if logs.Len() != 0 {
 		t.Fatalf("%d Debug lines logged at Info", logs.Len())

@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-
-	"go.uber.org/zap"
 )
 
 // originAllowed reports whether a browser request from its Origin may use
@@ -150,7 +148,7 @@ func (s *Server) authenticateWith(auth func(*http.Request) (any, error), w http.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 	}
 	s.counters.refused[refusedAuth].Add(1)
-	s.audit.request(auditAuth, "auth", r, status, zap.Error(err))
+	s.audit.request(auditAuth, "auth", r, status, err)
 	if post {
 		writeJSON(w, status, []byte(`{"jsonrpc":"2.0","error":{"code":-32001,"message":"Unauthorized"},"id":null}`))
 	} else {

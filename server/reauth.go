@@ -114,11 +114,11 @@ func (s *Server) serveAuth(ctx context.Context, req *peer.Request) (any, error) 
 	}
 	t, err := s.o.Reauthenticate(ctx, p.Token)
 	if err != nil {
-		s.audit.refused(auditAuth, "auth", s.whoOf(ctx), "rpc.auth", "", zap.Error(err))
+		s.audit.refused(auditAuth, "auth", s.whoOf(ctx), "rpc.auth", "", err)
 		return nil, peer.Errorf(peer.CodeUnauthorized, "Unauthorized: %v", err)
 	}
 	if err := id.Replace(t); err != nil {
-		s.audit.refused(auditAuth, "auth", s.whoOf(ctx), "rpc.auth", "", zap.Error(err), zap.String("subject", t.Subject))
+		s.audit.refused(auditAuth, "auth", s.whoOf(ctx), "rpc.auth", "", err, zap.String("subject", t.Subject))
 		return nil, peer.Errorf(peer.CodeUnauthorized, "Unauthorized: the token is for another user")
 	}
 	s.expiries.arm(id)

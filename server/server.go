@@ -273,6 +273,7 @@ func New(opts *Options) *Server {
 	if s.audit = s.o.Audit; s.audit == nil {
 		s.audit = NewAudit(s.log)
 	}
+	s.hub.SetRefusals(s.audit)
 	s.revocable()
 	app := s.o.Router
 	if app != nil && s.o.Authorize != nil {
@@ -482,7 +483,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, reason
 	if reason == refusedAuth {
 		kind = auditAuth
 	}
-	s.audit.request(kind, reason.String(), r, code)
+	s.audit.request(kind, reason.String(), r, code, nil)
 	if code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfter)
 	}

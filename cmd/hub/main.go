@@ -236,6 +236,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	// One audit trail for the server's refusals and the rules'.
 	opts.Audit = server.NewAudit(log)
 	hubOpts.OnRefused = opts.Audit.HubRefused
+	metrics := prom.New()
+	hubOpts.Calls = metrics.Calls // for admin.info: the page's calls per second
 	opts.Hub = hub.New(hubOpts)
 	lv.hub = opts.Hub
 	if cl != nil {
@@ -245,7 +247,6 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		opts.Ready = cl.broker.Ready
 	}
 	opts.Ready = lv.ready(opts.Ready)
-	metrics := prom.New()
 	opts.OnServe = metrics.Observe
 	srv := server.New(opts)
 	metrics.Watch(srv)

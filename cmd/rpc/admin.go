@@ -13,7 +13,7 @@ import (
 var adminCmd = &command{
 	name:    "admin",
 	args:    "SUBCOMMAND [flags] URL [ARGS...]",
-	summary: "call the hub's admin API: list peers, topics, providers; kick, unsubscribe, broadcast",
+	summary: "call the hub's admin API: list peers, topics, providers, refusals; kick, unsubscribe, broadcast",
 	help: `URL is the admin listener's endpoint (the hub's -metrics-addr, at /rpc,
 with a token of its -token-file), or the hub's own for a token that holds
 the admin grant. Flags may come before or after the subcommand.
@@ -37,11 +37,15 @@ Subcommands:
         publish DATA (JSON, or else a string) on TOPIC, whatever the rules say
   broadcast URL DATA TOPIC...
         publish DATA on each TOPIC
+  refusals [-limit N] [-all] URL
+        the last refusals of the audit trail on every node, newest first (each node
+        keeps its last 100): who was refused what, by which check; -all prints one per line
 
 Examples:
   rpc admin peers -user alice -token $OPS http://127.0.0.1:9090/rpc
   rpc admin kick -user alice -code 4003 -reason "account closed" -revoke http://127.0.0.1:9090/rpc
   rpc admin broadcast http://127.0.0.1:9090/rpc '{"text": "maintenance at 10:00"}' news alerts
+  rpc admin refusals -limit 20 -all http://127.0.0.1:9090/rpc
 `,
 	run: runAdmin,
 }
@@ -55,7 +59,7 @@ type adminFlags struct {
 
 func runAdmin(ctx context.Context, o *cli, args []string) error {
 	if len(args) == 0 {
-		return usagef("want a SUBCOMMAND: peers, topics, providers, info, kick, unsubscribe, publish or broadcast")
+		return usagef("want a SUBCOMMAND: peers, topics, providers, info, refusals, kick, unsubscribe, publish or broadcast")
 	}
 	sub := args[0]
 	var f adminFlags
@@ -67,8 +71,8 @@ func runAdmin(ctx context.Context, o *cli, args []string) error {
 	fs.StringVar(&f.topic, "topic", "", "peers: only those subscribed to a `pattern` overlapping this one")
 	fs.StringVar(&f.node, "node", "", "peers: only those of this `node`")
 	fs.StringVar(&f.cursor, "cursor", "", "peers, topics: the page after this `cursor` (the next of the page before)")
-	fs.IntVar(&f.limit, "limit", 0, "peers, topics: at most `n` per page (default 100, at most 1000)")
-	fs.BoolVar(&f.all, "all", false, "peers, topics: every page, one entry per line")
+	fs.IntVar(&f.limit, "limit", 0, "peers, topics, refusals: at most `n` per page (default 100, at most 1000)")
+	fs.BoolVar(&f.all, "all", false, "peers, topics, refusals: every page, one entry per line")
 	fs.IntVar(&f.code, "code", 0, "kick: the close `code` (default 4003)")
 	fs.StringVar(&f.reason, "reason", "", "kick: the close `reason`")
 	fs.BoolVar(&f.revoke, "revoke", false, "kick: refuse the user's tokens issued before now, until the hub restarts")
@@ -120,6 +124,11 @@ func runAdmin(ctx context.Context, o *cli, args []string) error {
 		return o.callAndPrint(ctx, url, "admin.providers", p)
 	case "info":
 		return o.callAndPrint(ctx, url, "admin.info", map[string]any{})
+	case "refusals":
+		if len(rest) != 0 {
+			return usagef("refusals takes no argument after the URL")
+		}
+		return o.adminList(ctx, url, "admin.refusals", "refusals", map[string]any{"limit": f.limit}, f.all)
 	case "kick":
 		if len(who) == 0 || len(rest) != 0 {
 			return usagef("kick takes -user or -peer, and nothing after the URL")
@@ -151,7 +160,7 @@ func runAdmin(ctx context.Context, o *cli, args []string) error {
 		}
 		return o.callAndPrint(ctx, url, "admin.broadcast", map[string]any{"data": jsonOrString(rest[0]), "topics": rest[1:]})
 	}
-	return usagef("unknown subcommand %q: want peers, topics, providers, info, kick, unsubscribe, publish or broadcast", sub)
+	return usagef("unknown subcommand %q: want peers, topics, providers, info, refusals, kick, unsubscribe, publish or broadcast", sub)
 }
 
 // jsonOrString reads s as JSON, or else as a string.

@@ -42,7 +42,7 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatalf("admin peers -all: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 	rpc(t, "", "admin", "peers", "-topic", "other.>", h.HTTP()).check(t, 0, `{"peers":[]}`+"\n")
-	rpc(t, "", "admin", "topics", h.HTTP(), "news").check(t, 0, `{"topics":[{"topic":"news","subscribers":1,"history":0,"history_bytes":0}]}`+"\n")
+	rpc(t, "", "admin", "topics", h.HTTP(), "news").check(t, 0, `{"topics":[{"topic":"news","subscribers":1,"history":0,"history_bytes":0,"published":0}]}`+"\n")
 	if r := rpc(t, "", "admin", "broadcast", h.HTTP(), `{"n":1}`, "news", "other"); r.code != 0 || !strings.Contains(r.stdout, `{"topic":"news","delivered":1`) {
 		t.Fatalf("admin broadcast: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
@@ -70,5 +70,29 @@ func TestAdminRefused(t *testing.T) {
 	r := rpc(t, "", "admin", "peers", h.HTTP())
 	if r.code != exitRPCError || !strings.Contains(r.stderr, "error -32001") {
 		t.Fatalf("admin peers without the grant: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// rpc admin refusals lists the last refusals: a bad token shows there.
+func TestAdminRefusals(t *testing.T) {
+	h := hubtest.Start(t, &hubtest.Options{Server: server.Options{
+		Authenticate:   server.TokenAuth(map[string]string{"ops-token": "ops"}),
+		AuthorizeAdmin: func(context.Context, string) error { return nil },
+	}})
+	if r := rpc(t, "", "admin", "info", "-token", "wrong", h.HTTP()); r.code == 0 {
+		t.Fatalf("admin info with a wrong token: exit 0, %q", r.stdout)
+	}
+	r := rpc(t, "", "admin", "refusals", "-all", "-token", "ops-token", h.HTTP())
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var first struct {
+		Kind, Action, Target string
+		Status               int
+	}
+	if r.code != 0 || len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &first) != nil ||
+		first.Kind != "auth" || first.Action != "POST" || first.Target != "/rpc" || first.Status != 401 {
+		t.Fatalf("admin refusals -all: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := rpc(t, "", "admin", "refusals", "-token", "ops-token", h.HTTP(), "extra"); r.code != exitUsage {
+		t.Errorf("admin refusals with an argument: exit %d", r.code)
 	}
 }

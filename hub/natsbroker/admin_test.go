@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -66,5 +67,36 @@ func TestAdminAcrossNodes(t *testing.T) {
 	}
 	if _, ok := b.h.RevokedBefore("bob"); !ok {
 		t.Error("node b did not record the revocation")
+	}
+}
+
+// refusalsOf is a node's last refusals, as a server's Audit keeps them.
+type refusalsOf []hub.RefusalDetail
+
+func (r refusalsOf) Refusals(limit int) []hub.RefusalDetail { return r[:min(limit, len(r))] }
+
+// admin.refusals gathers the last refusals of both nodes, newest first,
+// each with its node.
+func TestAdminRefusalsAcrossNodes(t *testing.T) {
+	url := startNATS(t)
+	a, b := startQuietNode(t, url, "a", 0), startQuietNode(t, url, "b", 0)
+	testkit.WaitFor(t, "the nodes know each other", func() bool {
+		return len(a.b.Members()) == 1 && len(b.b.Members()) == 1
+	})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	a.h.SetRefusals(refusalsOf{{Time: at(3), Target: "a3"}, {Time: at(1), Target: "a1"}})
+	b.h.SetRefusals(refusalsOf{{Time: at(4), Target: "b4"}, {Time: at(2), Target: "b2"}})
+
+	got, err := a.h.ListRefusals(t.Context(), hub.RefusalQuery{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, r := range got {
+		seen = append(seen, r.Node+":"+r.Target)
+	}
+	if want := []string{"b:b4", "a:a3", "b:b2"}; !slices.Equal(seen, want) {
+		t.Fatalf("listed %v, want %v", seen, want)
 	}
 }

@@ -26,6 +26,7 @@ var adminCalls = []struct {
 	{"admin.unsubscribe", map[string]any{"user": "nobody", "topic": "chat.>"}},
 	{"admin.publish", map[string]any{"topic": "news", "data": 1}},
 	{"admin.broadcast", map[string]any{"topics": []string{"news", "chat.room1"}, "data": 1}},
+	{"admin.refusals", map[string]any{"limit": 10}},
 }
 
 // Every admin method answers an identity with the admin grant (by a rule

@@ -201,6 +201,23 @@ func TestKickAcrossCluster(t *testing.T) {
 		}
 		p.close()
 	}
+
+	// The refusals of the old token, on every node, are listed from one.
+	var last struct {
+		Refusals []struct{ Node, Kind, Action, Target string }
+	}
+	mustCall(t, hubs[0].AdminURL(), opToken, "admin.refusals", map[string]any{"limit": 100}, &last)
+	refusedOn := map[string]int{}
+	for _, r := range last.Refusals {
+		if r.Kind == "auth" && r.Target == "/rpc" {
+			refusedOn[r.Node]++
+		}
+	}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if refusedOn[n] != 2 { // the handshake and the POST
+			t.Errorf("admin.refusals lists %d refusals of the old token on %s, want 2: %+v", refusedOn[n], n, last.Refusals)
+		}
+	}
 }
 
 // admin.broadcast on one node reaches the subscribers of every node on

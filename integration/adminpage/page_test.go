@@ -1,7 +1,9 @@
 // Package adminpage_test drives the hub's admin page (/admin/ on the admin
 // listener) in a real headless Chromium against a real hub process: it
-// lists a peer that connects with its topic, kicks it (the peer sees the
-// close code), and updates its counts without a reload.
+// lists a peer that connects with its topic, shows a refused request among
+// the last refusals, charts the calls per second, ranks the topics by
+// their events per second, kicks the peer (it sees the close code), and
+// updates all of that without a reload.
 //
 // SWITCHBOARD_SCREENSHOTS=dir saves screenshots of the page there (make
 // screenshots writes docs/img).
@@ -11,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -94,11 +97,43 @@ func TestAdminPage(t *testing.T) {
 	wait("the peer listed with its topic", row+` !== null && `+row+`.textContent.includes("news")`)
 	wait("two connections counted", `document.getElementById("conns").textContent === "2"`)
 	wait("the topic listed", `[...document.querySelectorAll("#topics td")].some((td) => td.textContent === "news")`)
+	marker := eval(`window.stillTheSamePage = "yes"; window.stillTheSamePage`)
+
+	// A request with a bad token is refused: the page lists the refusal.
+	if status, reply := post(t, wctx, h.URL()+"/rpc", "not-the-token", `{"jsonrpc":"2.0","method":"echo","params":["x"],"id":1}`); status != http.StatusUnauthorized {
+		t.Fatalf("a bad token: %d %s, want 401", status, reply)
+	}
+	wait("the refusal listed", `[...document.querySelectorAll('#refusals tr[data-kind="auth"]')].some((tr) => tr.textContent.includes("POST /rpc") && tr.textContent.includes("401"))`)
+
+	// A hundred calls: the calls per second chart rises.
+	batch := strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","method":"echo","params":["x"],"id":1},`, 100), ",")
+	if status, reply := post(t, wctx, h.URL()+"/rpc", opToken, "["+batch+"]"); status != http.StatusOK {
+		t.Fatalf("a batch of calls: %d %s", status, reply)
+	}
+	wait("the calls per second charted", `parseFloat(document.getElementById("calls").textContent) >= 20`)
+
+	// Topics are ranked by their events per second: a burst on zulu puts
+	// it first, then one on alpha puts alpha first.
+	broadcast := func(n int, topic string) {
+		t.Helper()
+		topics := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("%q,", topic), n), ",")
+		body := `{"jsonrpc":"2.0","method":"admin.broadcast","params":{"topics":[` + topics + `],"data":1},"id":1}`
+		if status, reply := post(t, wctx, h.AdminURL()+"/rpc", opToken, body); status != http.StatusOK || !strings.Contains(reply, `"result"`) {
+			t.Fatalf("admin.broadcast on %s: %d %s", topic, status, reply)
+		}
+	}
+	broadcast(1, "alpha")
+	broadcast(1, "zulu")
+	const first = `document.querySelector("#topics tbody tr").dataset.topic`
+	wait("alpha and zulu listed", `document.querySelector('#topics tr[data-topic="alpha"]') !== null && document.querySelector('#topics tr[data-topic="zulu"]') !== null`)
+	broadcast(20, "zulu")
+	wait("zulu first, with its rate", first+` === "zulu" && parseFloat(document.querySelector('#topics tr[data-topic="zulu"] td.rate').textContent) > 0`)
+	broadcast(20, "alpha")
+	wait("alpha first", first+` === "alpha"`)
 	screenshots(t, ctx)
 
 	// Kick it from the page: its connection is closed with 4003, and the
 	// page drops it without a reload.
-	marker := eval(`window.stillTheSamePage = "yes"; window.stillTheSamePage`)
 	run("kick", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-peer=%q] button.kick`, id))))
 	_, _, err = ws.Read(wctx)
 	var ce websocket.CloseError
@@ -116,6 +151,28 @@ func TestAdminPage(t *testing.T) {
 	if w := eval(`String(document.documentElement.scrollWidth)`); w != "390" {
 		t.Errorf("at phone width the page is %s px wide", w)
 	}
+}
+
+// post sends body to url with token and returns the status and the body
+// of the answer.
+func post(t *testing.T, ctx context.Context, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
 
 func roundTrip(t *testing.T, ctx context.Context, ws *websocket.Conn, msg string) string {
@@ -141,7 +198,8 @@ func whoami(t *testing.T, ctx context.Context, ws *websocket.Conn) string {
 	return id
 }
 
-// screenshots saves the page, light and dark, in $SWITCHBOARD_SCREENSHOTS.
+// screenshots saves the whole page, light and dark, in
+// $SWITCHBOARD_SCREENSHOTS.
 func screenshots(t *testing.T, ctx context.Context) {
 	dir := os.Getenv("SWITCHBOARD_SCREENSHOTS")
 	if dir == "" {
@@ -149,12 +207,21 @@ func screenshots(t *testing.T, ctx context.Context) {
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := chromedp.Do(sctx, chromedp.EmulateViewport(1280, 760), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
-			})
-			return err
-		}))
+		height := int64(760)
+		err := chromedp.Do(sctx, chromedp.EmulateViewport(1280, height))
+		if err == nil {
+			var h float64
+			h, err = chromedp.Run(sctx, chromedp.Evaluate[float64](`document.documentElement.scrollHeight`))
+			height = max(height, int64(h))
+		}
+		if err == nil {
+			err = chromedp.Do(sctx, chromedp.EmulateViewport(1280, height), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+				})
+				return err
+			}))
+		}
 		var png []byte
 		if err == nil {
 			png, err = chromedp.Run(sctx, chromedp.CaptureScreenshot())

@@ -101,6 +101,21 @@ func (c *calls) method(method string) *methodCalls {
 	return mc
 }
 
+// total returns the requests counted, over every method and outcome.
+func (c *calls) total() uint64 {
+	p := c.methods.Load()
+	if p == nil {
+		return 0
+	}
+	var n uint64
+	for _, mc := range *p {
+		for i := range mc.ok {
+			n += mc.ok[i].Load() + mc.failed[i].Load()
+		}
+	}
+	return n
+}
+
 func (c *calls) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCalls
 	ch <- descLatency

@@ -38,6 +38,9 @@ func TestObserve(t *testing.T) {
 	if strings.Contains(body, `switchboard_call_duration_seconds_count{method=""}`) {
 		t.Error("latency recorded for unknown methods")
 	}
+	if n := m.Calls(); n != 5 {
+		t.Errorf("Calls: %d, want the 5 observed", n)
+	}
 }
 
 // The latency histogram puts each request, failed or not, in the bucket

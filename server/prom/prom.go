@@ -51,6 +51,12 @@ func (m *Metrics) Observe(method string, code peer.Code, elapsed time.Duration) 
 	m.calls.observe(method, code, elapsed)
 }
 
+// Calls returns the requests Observe has counted, of every method and
+// outcome: the sum of switchboard_calls_total. It reads the counters the
+// calls already add to, and adds nothing to a call. Give it to
+// hub.Options.Calls, for the admin API (admin.info).
+func (m *Metrics) Calls() uint64 { return m.calls.total() }
+
 // Watch adds s's counters ([server.Server.Stats]), read at each scrape.
 // Call it once per server.
 func (m *Metrics) Watch(s *server.Server) {

@@ -1,7 +1,9 @@
 // The admin page: the admin API's listings (docs/operations.md), called
 // every two seconds over one WebSocket to the operator's endpoint (/rpc of
-// this listener), drawn as tables and charts. Everything shown is text
-// nodes: names from peers never become markup.
+// this listener), drawn as tables and charts. Rates (calls and events per
+// second, each topic's events per second) are the differences of the
+// counters between two refreshes. Everything shown is text nodes: names
+// from peers never become markup.
 
 const $ = (id) => document.getElementById(id);
 const every = 2000; // ms between refreshes
@@ -13,7 +15,8 @@ const pending = new Map();
 let timer = 0;
 let user = "";
 const samples = [];
-const lastSeen = new Map(); // topic -> last position at the previous refresh
+const lastSeen = new Map(); // topic -> {published, t} at the previous refresh
+const refusalsShown = 20;
 
 function setStatus(text, up) {
   $("status").textContent = text;
@@ -126,11 +129,12 @@ async function refresh() {
   try {
     const query = { limit: 100 };
     if (user) query.user = user;
-    const [info, peers, topics, providers] = await Promise.all([
+    const [info, peers, topics, providers, refusals] = await Promise.all([
       call("admin.info", {}),
       call("admin.peers", query),
       call("admin.topics", { limit: 100 }),
       call("admin.providers", {}),
+      call("admin.refusals", { limit: refusalsShown }),
     ]);
     showInfo(info);
     fill("peers", peers.peers, (tr, p) => {
@@ -150,17 +154,7 @@ async function refresh() {
       cell(tr, "").append(b);
     });
     $("more").textContent = peers.next ? "More peers than shown: search by user to narrow." : "";
-    topics.topics.sort((a, b) => b.subscribers - a.subscribers || a.topic.localeCompare(b.topic));
-    fill("topics", topics.topics, (tr, t) => {
-      const fresh = lastSeen.has(t.topic) && t.last > lastSeen.get(t.topic);
-      lastSeen.set(t.topic, t.last || 0);
-      if (fresh) tr.className = "hot";
-      cell(tr, t.topic);
-      cell(tr, String(t.subscribers));
-      cell(tr, `${t.history} (${bytes(t.history_bytes)})`);
-      cell(tr, t.last ? String(t.last) : "");
-      cell(tr, fresh ? "yes" : "");
-    });
+    showTopics(topics.topics);
     fill("providers", providers.providers, (tr, p) => {
       cell(tr, p.peer, "id");
       cell(tr, p.user || "");
@@ -168,11 +162,48 @@ async function refresh() {
       cell(tr, p.methods.join(" "));
       cell(tr, String(p.in_flight));
     });
+    fill("refusals", refusals.refusals, (tr, r) => {
+      tr.dataset.kind = r.kind;
+      cell(tr, new Date(r.time).toLocaleTimeString());
+      cell(tr, r.node || "");
+      cell(tr, r.kind);
+      cell(tr, r.reason + (r.status ? ` ${r.status}` : ""));
+      cell(tr, r.identity || "");
+      cell(tr, r.remote || "");
+      cell(tr, [r.action, r.target].filter(Boolean).join(" "));
+      cell(tr, r.error || "", "error");
+    });
   } catch (err) {
     if (ws) setStatus(`error: ${err.message}`, true);
   } finally {
     refreshing = false;
   }
+}
+
+// showTopics ranks the topics by their events per second since the last
+// refresh (from each topic's published count), then by subscribers.
+function showTopics(topics) {
+  const now = Date.now();
+  const seen = new Set();
+  for (const t of topics) {
+    const prev = lastSeen.get(t.topic);
+    // A count that went down started again (the history forgot the topic).
+    const n = prev ? (t.published >= prev.published ? t.published - prev.published : t.published) : 0;
+    t.rate = prev && now > prev.t ? (n * 1000) / (now - prev.t) : 0;
+    lastSeen.set(t.topic, { published: t.published, t: now });
+    seen.add(t.topic);
+  }
+  for (const name of lastSeen.keys()) if (!seen.has(name)) lastSeen.delete(name);
+  topics.sort((a, b) => b.rate - a.rate || b.subscribers - a.subscribers || a.topic.localeCompare(b.topic));
+  fill("topics", topics, (tr, t) => {
+    tr.dataset.topic = t.topic;
+    if (t.rate > 0) tr.className = "hot";
+    cell(tr, t.topic);
+    cell(tr, t.rate > 0 ? t.rate.toFixed(1) : "", "rate");
+    cell(tr, String(t.subscribers));
+    cell(tr, `${t.history} (${bytes(t.history_bytes)})`);
+    cell(tr, t.last ? String(t.last) : "");
+  });
 }
 
 function showInfo(info) {
@@ -185,18 +216,25 @@ function showInfo(info) {
     cell(tr, String(n.in_flight));
     cell(tr, bytes(n.queued_bytes));
     cell(tr, String(n.published));
+    cell(tr, String(n.calls));
     cell(tr, n.linked ? "yes" : "no");
   });
   const now = Date.now();
-  const conns = info.nodes.reduce((s, n) => s + n.peers, 0);
-  const published = info.nodes.reduce((s, n) => s + n.published, 0);
+  const sum = (key) => info.nodes.reduce((s, n) => s + n[key], 0);
+  const conns = sum("peers");
+  const published = sum("published");
+  const calls = sum("calls");
   const prev = samples[samples.length - 1];
-  const rate = prev ? Math.max(0, ((published - prev.published) * 1000) / (now - prev.t)) : 0;
-  samples.push({ t: now, conns, published, rate });
+  const per = (v, was) => (prev && now > prev.t ? Math.max(0, ((v - was) * 1000) / (now - prev.t)) : 0);
+  const rate = per(published, prev?.published);
+  const callRate = per(calls, prev?.calls);
+  samples.push({ t: now, conns, published, rate, calls, callRate });
   if (samples.length > kept) samples.shift();
   $("conns").textContent = String(conns);
   $("rate").textContent = rate.toFixed(1);
+  $("calls").textContent = callRate.toFixed(1);
   chart("chart-conns", samples.map((s) => s.conns));
+  chart("chart-calls", samples.map((s) => s.callRate));
   chart("chart-rate", samples.map((s) => s.rate));
 }
 
