@@ -136,16 +136,18 @@ func (d *directory) loop() {
 	t := time.NewTicker(d.interval)
 	defer t.Stop()
 	d.announce(false)
-	d.b.markEvents()
+	d.b.markEvents(false)
 	for {
 		select {
 		case <-d.stop:
 			return
 		case <-d.changed:
 			d.announce(false)
+		case <-d.b.rl.remark:
+			d.b.markEvents(true)
 		case now := <-t.C:
 			d.announce(false)
-			d.b.markEvents()
+			d.b.markEvents(false)
 			d.expire(now)
 		}
 	}
