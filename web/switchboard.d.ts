@@ -217,7 +217,10 @@ export interface Position {
  * subscription's position, or holding another epoch (a hub that
  * restarted), or when the subscription had to drop events it held while
  * waiting for the hub's answer (more than 10000): what was built from the
- * events is stale. The events it still has follow it.
+ * events is stale. The events it still has follow it. In a cluster of
+ * hubs, a hub that lost events from another node tells the subscriptions
+ * of their topics (rpc.missed): the client resumes them on the same
+ * connection, and their handlers get a MissedEvent this way.
  */
 export declare class MissedEvent {
   readonly missed: true;

@@ -474,6 +474,10 @@ export class Client extends EventTarget {
       case "rpc.leave":
         if (p && typeof p.topic === "string") this.#topics.presence(m.method === "rpc.join", p);
         return isCall ? Promise.resolve(response(id, { result: null })) : undefined;
+      case "rpc.missed":
+        // Events of these patterns were lost between hubs: resume them.
+        if (p && Array.isArray(p.topics)) this.#topics.missed(p.topics.filter((t) => typeof t === "string"));
+        return isCall ? Promise.resolve(response(id, { result: null })) : undefined;
       case "rpc.progress":
         this.#calls.progress(p);
         return undefined;
