@@ -98,11 +98,14 @@ func (b *Broker) answerGap(m *nats.Msg) {
 	_ = m.Respond(msg)
 }
 
-// askGap finds out the topics of node's events missed, from its run's
-// from to to, and tells the subscribers of those topics. It runs on a
-// goroutine of its own, so that events go on being delivered meanwhile:
-// the subscribers are told after them, and resume from past them.
-func (b *Broker) askGap(node string, q gapQuestion) {
+// missed finds out the topics of node's events missed, from its run's
+// q.From to q.To, and tells the subscribers of those topics. It runs on
+// the events' subscription, before the event that showed the gap is
+// delivered: the subscribers are told before any later event. The
+// others' events wait meanwhile, at most gapWait (the answer comes from
+// the sender's own subscription, so two nodes asking each other wait for
+// neither).
+func (b *Broker) missed(node string, q gapQuestion) {
 	topics, err := b.gapTopics(node, q)
 	if err != nil {
 		b.log.Warn("cluster events missed, their topics unknown: telling every subscriber",
@@ -133,11 +136,6 @@ func (b *Broker) gapTopics(node string, q gapQuestion) ([]string, error) {
 	}
 	slices.Sort(a.Topics)
 	return a.Topics, nil
-}
-
-// missed starts finding out the topics of node's missed events.
-func (b *Broker) missed(node string, q gapQuestion) {
-	b.rl.asking.Go(func() { b.askGap(node, q) })
 }
 
 // remark sends this node's latest number at once (the directory's loop

@@ -361,7 +361,6 @@ func (b *Broker) Close() error {
 	}
 	b.nc.Close() // which also ends the consumers' Stop sooner
 	b.st.stopping.Wait()
-	b.rl.asking.Wait() // their requests fail at once now
 	return nil
 }
 

@@ -3,7 +3,6 @@ package natsbroker
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -31,9 +30,8 @@ type relayState struct {
 	marked uint64             // the latest number a mark said, plus one (0: none yet); the directory's loop alone uses it
 	from   map[string]*origin // the latest number heard from each node; receive alone uses it
 
-	topics sentTopics     // the topics of the latest events sent (gap.go)
-	remark chan struct{}  // 1-buffered: send a mark now, changed or not
-	asking sync.WaitGroup // the questions about gaps in flight
+	topics sentTopics    // the topics of the latest events sent (gap.go)
+	remark chan struct{} // 1-buffered: send a mark now, changed or not
 }
 
 // origin is where a node's events are, as this one heard them.
