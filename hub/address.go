@@ -199,9 +199,21 @@ func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address,
 // The answer is gathered as the peers answer, within the hub's message
 // size limit (gathered.go).
 func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
-	local, remote, unanswered, err := h.addressees(ctx, a)
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	start := time.Now()
+	if a.timeout > 0 {
+		// Asking the other nodes for their peers takes at most half the
+		// call's time, and the peers get what is left: the answer, which
+		// names the nodes that did not say in time, comes within it.
+		actx, cancel = context.WithTimeout(ctx, a.timeout/2)
+	}
+	local, remote, unanswered, err := h.addressees(actx, a)
+	cancel()
 	if err != nil {
 		return nil, err
+	}
+	if a.timeout > 0 {
+		a.timeout = max(a.timeout-time.Since(start), time.Millisecond)
 	}
 	n := len(local) + len(remote)
 	if n > h.o.MaxAddressed {

@@ -71,4 +71,17 @@ func TestUserCallReportsStalledNode(t *testing.T) {
 		t.Fatalf("incomplete %v, unanswered %v: want x named", all.Incomplete, all.Unanswered)
 	}
 	t.Logf("answered in %v", took)
+
+	// With a timeout shorter than the presence wait (2 s), the answer
+	// still comes, and names x, within about that timeout.
+	start = time.Now()
+	all.Incomplete, all.Unanswered = false, nil
+	if err := caller.Call(ctx, "rpc.call", map[string]any{"user": "alice", "method": "svc.echo", "timeout": 300}, &all); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); !all.Incomplete || strings.Join(all.Unanswered, ",") != "x" || took >= 2*time.Second {
+		t.Fatalf("with a 300 ms timeout: incomplete %v, unanswered %v, after %v", all.Incomplete, all.Unanswered, took)
+	} else {
+		t.Logf("with a 300 ms timeout, answered in %v", took)
+	}
 }
