@@ -70,3 +70,21 @@ async def test_missed_resumes_on_the_same_connection():
             assert a.position == switchboard.Position(E, 5)
             assert connections == 1
             done.set()
+
+
+@run
+async def test_call_user_names_unanswered_nodes():
+    async def hub(ws: Any, *_: Any) -> None:
+        async for msg in ws:
+            m = json.loads(msg)
+            if m.get("method") == "rpc.call":
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+                    "results": [{"peer": {"id": "a", "user": "alice", "node": "n1"}, "result": "x"}],
+                    "incomplete": True, "unanswered": ["n3"]}}))
+
+    async with websockets.serve(hub, "127.0.0.1", 0) as server:
+        port = list(server.sockets)[0].getsockname()[1]
+        async with switchboard.connect(f"ws://127.0.0.1:{port}/rpc") as c:
+            got = await c.call_user("alice", "draft")
+            assert [r.value() for r in got] == ["x"]
+            assert got.unanswered == ["n3"] and not got.truncated and got.asked == 1
