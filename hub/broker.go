@@ -258,7 +258,8 @@ const CloseRestart = 1012
 // resuming from before now is told it did not recover everything, and the
 // peers that subscribe are closed with [CloseRestart] and reason, so that
 // their clients resume at once and report what they missed, rather than
-// go on unaware.
+// go on unaware. A broker that knows the topics of the events lost calls
+// [BrokerHandle.MissedTopics] instead, which closes nobody.
 func (b *BrokerHandle) Missed(reason string) {
 	h := b.h
 	h.mu.Lock()
