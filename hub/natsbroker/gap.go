@@ -107,6 +107,9 @@ func (b *Broker) answerGap(m *nats.Msg) {
 // neither).
 func (b *Broker) missed(node string, q gapQuestion) {
 	topics, err := b.gapTopics(node, q)
+	if b.closing.Load() {
+		return // the question failed for the node closing: nobody is to be told
+	}
 	if err != nil {
 		b.log.Warn("cluster events missed, their topics unknown: telling every subscriber",
 			zap.String("peer_node", node), zap.Uint64("from", q.From), zap.Uint64("to", q.To), zap.Error(err))
