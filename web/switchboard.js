@@ -355,8 +355,6 @@ export class Client extends EventTarget {
     // the entries that do not fit: it then says so, and how many it asked.
     answers.truncated = res.truncated === true;
     answers.asked = answers.truncated ? res.asked : answers.length;
-    // In a cluster, the nodes that did not say in time which peers they
-    // have: their peers were not called.
     answers.unanswered = res.incomplete === true && Array.isArray(res.unanswered) ? res.unanswered : [];
     return answers;
   }
@@ -479,8 +477,7 @@ export class Client extends EventTarget {
       case "rpc.leave":
         if (p && typeof p.topic === "string") this.#topics.presence(m.method === "rpc.join", p);
         return isCall ? Promise.resolve(response(id, { result: null })) : undefined;
-      case "rpc.missed":
-        // Events of these patterns were lost between hubs: resume them.
+      case "rpc.missed": // events of these patterns were lost between hubs: resume them
         if (p && Array.isArray(p.topics)) this.#topics.missed(p.topics.filter((t) => typeof t === "string"));
         return isCall ? Promise.resolve(response(id, { result: null })) : undefined;
       case "rpc.progress":
