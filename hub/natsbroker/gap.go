@@ -38,7 +38,7 @@ const maxGapTopics = 1000
 
 // gapWait bounds how long a node waits for another to name the topics of
 // the events it missed.
-var gapWait = time.Second
+const gapWait = time.Second
 
 // sentTopics is the ring of the topics of a node's latest events.
 type sentTopics struct {
