@@ -33,11 +33,15 @@ type PeerResult struct {
 // hub's. When the peers' answers together would exceed the hub's message
 // size limit, the hub leaves out those that do not fit: Truncated is then
 // true, and Asked, the number of peers called, is more than
-// len(Results).
+// len(Results). In a cluster of hubs, when nodes did not say in time which
+// peers they have, their peers were not called: Incomplete is then true,
+// and Unanswered names those nodes.
 type PeerResults struct {
-	Results   []PeerResult `json:"results"`
-	Truncated bool         `json:"truncated,omitempty"`
-	Asked     int          `json:"asked,omitempty"` // the hub says it when Truncated; else len(Results)
+	Results    []PeerResult `json:"results"`
+	Truncated  bool         `json:"truncated,omitempty"`
+	Asked      int          `json:"asked,omitempty"` // the hub says it when Truncated; else len(Results)
+	Incomplete bool         `json:"incomplete,omitempty"`
+	Unanswered []string     `json:"unanswered,omitempty"` // the nodes whose peers were not called
 }
 
 // Decode decodes the peer's result into v (a pointer), or returns its

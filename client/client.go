@@ -98,6 +98,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 		events:   peer.HandlerFunc(c.onEvent),
 		presence: peer.HandlerFunc(c.onPresence),
 		revoked:  peer.HandlerFunc(c.onRevoked),
+		missed:   peer.HandlerFunc(c.onMissed),
 		prov:     &c.prov,
 	}
 	c.ctx, c.stop = context.WithCancel(context.Background())
@@ -420,6 +421,7 @@ type router struct {
 	events   peer.Handler
 	presence peer.Handler // rpc.join and rpc.leave, the same way
 	revoked  peer.Handler // rpc.revoked, on a goroutine: it calls OnRevoked
+	missed   peer.Handler // rpc.missed, inline: it starts the resumption on a goroutine
 	prov     *provisions
 }
 
@@ -431,6 +433,8 @@ func (r router) Lookup(method string) (peer.Handler, peer.Mode) {
 		return r.presence, peer.Inline
 	case "rpc.revoked":
 		return r.revoked, peer.Concurrent
+	case "rpc.missed":
+		return r.missed, peer.Inline
 	}
 	var h peer.Handler
 	mode := peer.Concurrent

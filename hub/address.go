@@ -199,9 +199,21 @@ func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address,
 // The answer is gathered as the peers answer, within the hub's message
 // size limit (gathered.go).
 func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
-	local, remote, err := h.addressees(ctx, a)
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	start := time.Now()
+	if a.timeout > 0 {
+		// Asking the other nodes for their peers takes at most half the
+		// call's time, and the peers get what is left: the answer, which
+		// names the nodes that did not say in time, comes within it.
+		actx, cancel = context.WithTimeout(ctx, a.timeout/2)
+	}
+	local, remote, unanswered, err := h.addressees(actx, a)
+	cancel()
 	if err != nil {
 		return nil, err
+	}
+	if a.timeout > 0 {
+		a.timeout = max(a.timeout-time.Since(start), time.Millisecond)
 	}
 	n := len(local) + len(remote)
 	if n > h.o.MaxAddressed {
@@ -225,7 +237,7 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 	quiet, stop := context.WithCancel(context.Background())
 	defer stop()
 	defer context.AfterFunc(ctx, stop)()
-	g := newGathered(n, h.o.MaxMessage-len(a.call.ID.String())-replyEnvelope)
+	g := newGathered(n, h.o.MaxMessage-len(a.call.ID.String())-replyEnvelope, unanswered)
 	var wg sync.WaitGroup
 	for _, p := range local {
 		info := p.Info()
@@ -245,8 +257,9 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 }
 
 // addressees returns the peers of a's user or topic: those of this hub,
-// other than the caller, and those of the other nodes.
-func (h *Hub) addressees(ctx context.Context, a *address) (local []*Peer, remote []PeerInfo, err error) {
+// other than the caller, and those of the other nodes, and the nodes that
+// did not say which peers they have in time.
+func (h *Hub) addressees(ctx context.Context, a *address) (local []*Peer, remote []PeerInfo, unanswered []string, err error) {
 	if a.topic != "" {
 		local, _ = h.Presence(a.topic) // readAddress checked the topic
 	} else {
@@ -266,18 +279,20 @@ func (h *Hub) addressees(ctx context.Context, a *address) (local []*Peer, remote
 	}
 	d := h.directory()
 	if d == nil {
-		return local, nil, nil
+		return local, nil, nil, nil
 	}
 	others, err := d.Peers(ctx, a.topic) // "" for a user: all of them
-	if err != nil {
-		return nil, nil, err
+	if ue, ok := errors.AsType[*UnansweredError](err); ok {
+		unanswered = ue.Nodes
+	} else if err != nil {
+		return nil, nil, nil, err
 	}
 	for _, info := range others {
 		if a.topic != "" || info.User == a.user {
 			remote = append(remote, info)
 		}
 	}
-	return local, remote, nil
+	return local, remote, unanswered, nil
 }
 
 func errNoSuchPeer(id string) *peer.Error {

@@ -103,6 +103,19 @@ type BrokerStats struct {
 	Resets      uint64 // times the stream was found replaced, and its new epoch adopted (a Sequencer)
 }
 
+// UnansweredError is the error of [Directory.Peers] when some nodes did
+// not answer in time (or could not be asked: the link was down): the
+// peers returned with it are those of the other nodes. An rpc.call to a
+// user or a topic reports them in its answer ("incomplete": true,
+// "unanswered": [nodes]).
+type UnansweredError struct {
+	Nodes []string // sorted
+}
+
+func (e *UnansweredError) Error() string {
+	return fmt.Sprintf("hub: nodes %v did not answer in time", e.Nodes)
+}
+
 // ClusterStats describe a hub's place in a cluster, in [Stats].
 type ClusterStats struct {
 	Node string // the node's name; "" for a hub alone
@@ -140,7 +153,8 @@ type Directory interface {
 
 	// Peers returns the peers of the other nodes that an event on topic
 	// would reach, or with topic "" all of them, each with its Node set.
-	// Nodes that do not answer in time are left out.
+	// Nodes that do not answer in time are left out, and named by an
+	// [*UnansweredError] returned with the peers of those that did.
 	Peers(ctx context.Context, topic string) ([]PeerInfo, error)
 
 	// Changed tells the directory that the methods this hub's peers
@@ -244,7 +258,8 @@ const CloseRestart = 1012
 // resuming from before now is told it did not recover everything, and the
 // peers that subscribe are closed with [CloseRestart] and reason, so that
 // their clients resume at once and report what they missed, rather than
-// go on unaware.
+// go on unaware. A broker that knows the topics of the events lost calls
+// [BrokerHandle.MissedTopics] instead, which closes nobody.
 func (b *BrokerHandle) Missed(reason string) {
 	h := b.h
 	h.mu.Lock()

@@ -68,6 +68,7 @@ var builtins = [...]builtin{
 		serve: func(h *Hub, _ peer.Router) peer.Handler { return h.handlers.presence }, mode: peer.Concurrent},
 	{Builtin: Builtin{Name: "rpc.join", Notification: true, Home: HomeClient}},
 	{Builtin: Builtin{Name: "rpc.leave", Notification: true, Home: HomeClient}},
+	{Builtin: Builtin{Name: "rpc.missed", Notification: true, Home: HomeClient}},
 	{Builtin: Builtin{Name: "rpc.cancel", Notification: true, Home: HomePeer}},
 	{Builtin: Builtin{Name: "rpc.progress", Notification: true, Home: HomePeer}},
 	{Builtin: Builtin{Name: "rpc.ping", Call: true, Home: HomePeer}},

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -135,8 +136,8 @@ func (h *Hub) clusterPresence(ctx context.Context, topic string) ([]PeerInfo, er
 		return local, nil
 	}
 	remote, err := d.Peers(ctx, topic)
-	if err != nil {
-		return nil, err
+	if _, partial := errors.AsType[*UnansweredError](err); err != nil && !partial {
+		return nil, err // presence leaves out the nodes that did not answer
 	}
 	all := append(local, remote...)
 	sort.SliceStable(all, func(i, j int) bool {

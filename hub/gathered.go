@@ -20,15 +20,18 @@ import (
 
 // gathered is the answer of an rpc.call to several peers under
 // construction: {"results":[...]}, and when entries were left out,
-// "truncated": true and "asked": the number of peers called. Its methods
-// are safe for concurrent use.
+// "truncated": true and "asked": the number of peers called; when nodes of
+// the cluster did not say in time which peers they have (so theirs were
+// not called), "incomplete": true and "unanswered": [their names]. Its
+// methods are safe for concurrent use.
 type gathered struct {
-	mu    sync.Mutex
-	b     []byte // `{"results":[` and the entries so far; never more than room
-	room  int    // the bytes the answer may take, its tail included
-	asked int    // the peers called
-	n     int    // entries in b
-	left  int    // entries left out
+	mu         sync.Mutex
+	b          []byte // `{"results":[` and the entries so far; never more than room
+	room       int    // the bytes the answer may take, its tail included
+	asked      int    // the peers called
+	n          int    // entries in b
+	left       int    // entries left out
+	unanswered []byte // `,"incomplete":true,"unanswered":[...]`, or nothing
 }
 
 // gatheredTail is the longest ending of a gathered answer, beside the
@@ -37,11 +40,16 @@ type gathered struct {
 const gatheredTail = len(`],"truncated":true,"asked":}`)
 
 // newGathered starts the answer for asked peers, to take at most max
-// bytes. It allocates only as the entries come.
-func newGathered(asked, max int) *gathered {
+// bytes, and to name the nodes that did not answer. It allocates only as
+// the entries come.
+func newGathered(asked, max int, unanswered []string) *gathered {
 	g := &gathered{asked: asked}
 	g.b = append(make([]byte, 0, 64), `{"results":[`...)
-	g.room = max - gatheredTail - len(strconv.Itoa(asked))
+	if len(unanswered) > 0 {
+		nodes, _ := jsonx.Marshal(unanswered) // strings only: it cannot fail
+		g.unanswered = append([]byte(`,"incomplete":true,"unanswered":`), nodes...)
+	}
+	g.room = max - gatheredTail - len(strconv.Itoa(asked)) - len(g.unanswered)
 	return g
 }
 
@@ -99,7 +107,7 @@ func (g *gathered) grow(n int) {
 	if need <= cap(g.b) {
 		return
 	}
-	limit := g.room + gatheredTail + len(strconv.Itoa(g.asked))
+	limit := g.room + gatheredTail + len(strconv.Itoa(g.asked)) + len(g.unanswered)
 	b := make([]byte, len(g.b), min(max(2*cap(g.b), need), limit))
 	copy(b, g.b)
 	g.b = b
@@ -109,10 +117,11 @@ func (g *gathered) grow(n int) {
 func (g *gathered) answer() json.RawMessage {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.left == 0 {
-		return append(g.b, "]}"...)
+	g.b = append(g.b, ']')
+	if g.left > 0 {
+		g.b = append(g.b, `,"truncated":true,"asked":`...)
+		g.b = strconv.AppendInt(g.b, int64(g.asked), 10)
 	}
-	g.b = append(g.b, `],"truncated":true,"asked":`...)
-	g.b = strconv.AppendInt(g.b, int64(g.asked), 10)
+	g.b = append(g.b, g.unanswered...)
 	return append(g.b, '}')
 }

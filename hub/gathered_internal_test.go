@@ -24,7 +24,7 @@ func TestGatheredBounded(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	g := newGathered(peers, limit)
+	g := newGathered(peers, limit, nil)
 	for _, info := range infos {
 		g.add(info, res, nil)
 	}
@@ -49,5 +49,34 @@ func TestGatheredBounded(t *testing.T) {
 	// to a few KB more: 3 MiB is far below the 200 MB offered.
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*limit {
 		t.Fatalf("gathering allocated %d bytes, want at most %d", alloc, 3*limit)
+	}
+}
+
+// Nodes that did not answer are named in the answer, which stays within
+// its bound: the entries that would not fit beside them are left out.
+func TestGatheredUnanswered(t *testing.T) {
+	const limit = 200
+	g := newGathered(5, limit, []string{"n3", "n4"})
+	for i := range 5 {
+		g.add(PeerInfo{ID: "peer-" + strconv.Itoa(i), Node: "n1"}, json.RawMessage(`"ok"`), nil)
+	}
+	answer := g.answer()
+	if len(answer) > limit {
+		t.Fatalf("answer of %d bytes, over the bound %d: %s", len(answer), limit, answer)
+	}
+	var got struct {
+		Results    []json.RawMessage
+		Truncated  bool
+		Incomplete bool
+		Unanswered []string
+	}
+	if err := json.Unmarshal(answer, &got); err != nil {
+		t.Fatalf("%v: %s", err, answer)
+	}
+	if !got.Incomplete || strings.Join(got.Unanswered, ",") != "n3,n4" || !got.Truncated || len(got.Results) == 0 {
+		t.Fatalf("answer %s: want incomplete, n3 and n4 unanswered, some results, truncated", answer)
+	}
+	if a := string(newGathered(1, limit, nil).answer()); a != `{"results":[]}` {
+		t.Fatalf("answer without entries: %s", a)
 	}
 }

@@ -229,6 +229,41 @@ export class Topics {
     return out;
   }
 
+  // missed resumes the subscriptions to the patterns an rpc.missed names,
+  // on the same connection: in a cluster of hubs, the hub lost events from
+  // another node on topics they match. Each pattern subscribes again from
+  // the earliest position of its subscriptions; they hold their events
+  // until the answer is in, which says recovered: false, so their
+  // handlers get a MissedEvent, then every later event once and in order.
+  missed(names) {
+    for (const name of names) {
+      const pattern = this.#patterns.get(name);
+      if (!pattern?.onHub) continue;
+      const feeds = [...pattern.feeds].filter((f) => f.active && f.known && f.pos?.epoch);
+      if (feeds.length === 0) continue;
+      const params = { topic: name };
+      for (const f of feeds) {
+        f.reset();
+        if (f.onPresence) params.presence = true;
+        if (!params.since) params.since = { ...f.pos };
+        else if (f.pos.epoch === params.since.epoch && f.pos.seq < params.since.seq) params.since.seq = f.pos.seq;
+      }
+      pattern
+        .inOrder(() => this.#call("rpc.subscribe", params, { failFast: true }))
+        .then(
+          (res) => {
+            for (const f of feeds) f.start(res, f.pos);
+          },
+          (err) => {
+            // A lost connection is resumed by the reconnection.
+            if (err instanceof ConnectionError) return;
+            this.report(err, `resuming ${name} after missed events`);
+            for (const f of feeds) f.start({ ...params.since, recovered: false }, f.pos);
+          },
+        );
+    }
+  }
+
   // lost forgets what the hub had: the connection is gone.
   lost() {
     for (const pattern of this.#patterns.values()) {

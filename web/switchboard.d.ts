@@ -48,8 +48,8 @@ export type Address = { peer: string; user?: never; topic?: never } | { user: st
 /** PeerAnswer is one peer's answer to a call of a user or a topic. */
 export type PeerAnswer<R = unknown> = { peer: PeerInfo; result: R; error?: undefined } | { peer: PeerInfo; error: RPCError; result?: undefined };
 
-/** PeerAnswers is the answer of a call of a user or a topic: one entry per peer, as many as fit in one message of the hub's size limit; truncated says some were left out, asked is the number of peers called (the length when not truncated). */
-export type PeerAnswers<R = unknown> = PeerAnswer<R>[] & { truncated: boolean; asked: number };
+/** PeerAnswers is the answer of a call of a user or a topic: one entry per peer, as many as fit in one message of the hub's size limit; truncated says some were left out, asked is the number of peers called (the length when not truncated); unanswered names the nodes of a cluster that did not say in time which peers they have, whose peers were not called (empty when all did). */
+export type PeerAnswers<R = unknown> = PeerAnswer<R>[] & { truncated: boolean; asked: number; unanswered: string[] };
 
 /** OpenRPCDocument is what rpc.discover returns (OpenRPC 1.x). */
 export interface OpenRPCDocument {
@@ -217,7 +217,10 @@ export interface Position {
  * subscription's position, or holding another epoch (a hub that
  * restarted), or when the subscription had to drop events it held while
  * waiting for the hub's answer (more than 10000): what was built from the
- * events is stale. The events it still has follow it.
+ * events is stale. The events it still has follow it. In a cluster of
+ * hubs, a hub that lost events from another node tells the subscriptions
+ * of their topics (rpc.missed): the client resumes them on the same
+ * connection, and their handlers get a MissedEvent this way.
  */
 export declare class MissedEvent {
   readonly missed: true;

@@ -344,7 +344,9 @@ export class Client extends EventTarget {
    * (-32003 for a peer that did not answer in time). The array's
    * truncated is true when the hub left out the entries that did not fit
    * in one message of its size limit, and its asked is the number of
-   * peers called (its length when not truncated). options are call's:
+   * peers called (its length when not truncated); its unanswered names
+   * the nodes of a cluster that did not say in time which peers they have
+   * (their peers were not called; empty when all did). options are call's:
    * the timeout also bounds the call at the hub, a little before it passes
    * here; signal cancels it at the peers; onProgress gets the rpc.progress
    * data of one peer (the hub passes on none from a user's or a topic's).
@@ -368,6 +370,7 @@ export class Client extends EventTarget {
     // the entries that do not fit: it then says so, and how many it asked.
     answers.truncated = res.truncated === true;
     answers.asked = answers.truncated ? res.asked : answers.length;
+    answers.unanswered = res.incomplete === true && Array.isArray(res.unanswered) ? res.unanswered : [];
     return answers;
   }
 
@@ -488,6 +491,9 @@ export class Client extends EventTarget {
       case "rpc.join":
       case "rpc.leave":
         if (p && typeof p.topic === "string") this.#topics.presence(m.method === "rpc.join", p);
+        return isCall ? Promise.resolve(response(id, { result: null })) : undefined;
+      case "rpc.missed": // events of these patterns were lost between hubs: resume them
+        if (p && Array.isArray(p.topics)) this.#topics.missed(p.topics.filter((t) => typeof t === "string"));
         return isCall ? Promise.resolve(response(id, { result: null })) : undefined;
       case "rpc.progress":
         this.#calls.progress(p);

@@ -3,6 +3,7 @@ package natsbroker
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,16 +138,18 @@ func (d *directory) loop() {
 	t := time.NewTicker(d.interval)
 	defer t.Stop()
 	d.announce(false)
-	d.b.markEvents()
+	d.b.markEvents(false)
 	for {
 		select {
 		case <-d.stop:
 			return
 		case <-d.changed:
 			d.announce(false)
+		case <-d.b.rl.remark:
+			d.b.markEvents(true)
 		case now := <-t.C:
 			d.announce(false)
-			d.b.markEvents()
+			d.b.markEvents(false)
 			d.expire(now)
 		}
 	}
@@ -319,6 +322,18 @@ func (d *directory) nodes() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.members)
+}
+
+// names returns the other nodes this one knows, sorted.
+func (d *directory) names() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.members))
+	for name := range d.members {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // goneOf returns the channel closed when node is gone (closed already

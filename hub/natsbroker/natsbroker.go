@@ -17,8 +17,9 @@
 // starts a new epoch there. While NATS is unreachable, each node
 // delivers its own events only; those are not sent later. Each node
 // numbers the events it sends, so the others notice those they missed
-// (relay.go) and tell their subscribers, closing them with
-// hub.CloseRestart: they resume, and learn they missed events.
+// (relay.go), learn their topics from it (gap.go) and tell the
+// subscribers of those topics with an rpc.missed notification: they
+// resume on the same connection, and learn they missed events.
 //
 // With JetStream (Options.JetStream), publishing appends the event to a
 // stream (subject "<prefix>.js.<topic>") and every node, the publishing
@@ -117,6 +118,7 @@ type Broker struct {
 	nc     *nats.Conn
 	node   string
 	prefix string
+	run    string // a random word naming this Broker's run: its events' numbers start again with it
 	evPub  string // "<prefix>.ev.<node>.<run>.", the subject of this node's events before their number (relay.go)
 	evSub  string // "<prefix>.ev.", before the node
 	log    *zap.Logger
@@ -130,6 +132,7 @@ type Broker struct {
 	h       *hub.BrokerHandle // given by hub.New (Register)
 	started bool
 	sub     *nats.Subscription
+	gapSubs []*nats.Subscription // questions about gaps, and for marks (gap.go)
 	cons    jetstream.ConsumeContext
 
 	heartbeat time.Duration
@@ -175,10 +178,12 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	run := randomHex()
 	b := &Broker{
 		node:   opts.Node,
 		prefix: opts.Prefix,
-		evPub:  opts.Prefix + ".ev." + opts.Node + "." + randomHex() + ".",
+		run:    run,
+		evPub:  opts.Prefix + ".ev." + opts.Node + "." + run + ".",
 		evSub:  opts.Prefix + ".ev.",
 		log:    opts.Logger.With(zap.String("node", opts.Node)),
 		stream: opts.Stream,
@@ -186,6 +191,7 @@ func Connect(ctx context.Context, o *Options) (*Broker, error) {
 		jetStream: opts.JetStream,
 	}
 	b.st.kick = make(chan struct{}, 1)
+	b.rl.remark = make(chan struct{}, 1)
 	b.st.ctx, b.st.stop = context.WithCancel(context.Background())
 	b.heartbeat = opts.Heartbeat
 	if b.heartbeat <= 0 {
@@ -261,6 +267,16 @@ func (b *Broker) Start(ctx context.Context) error {
 		// leaves pending must not be dropped for a lower default.
 		_ = sub.SetPendingLimits(1<<20, 1<<30)
 		b.sub = sub
+		for subject, fn := range map[string]nats.MsgHandler{
+			b.Subject("gap", b.node): b.answerGap,
+			b.Subject("marks"):       func(*nats.Msg) { b.remark() },
+		} {
+			s, err := b.nc.Subscribe(subject, fn)
+			if err != nil {
+				return fmt.Errorf("natsbroker: subscribe: %w", err)
+			}
+			b.gapSubs = append(b.gapSubs, s)
+		}
 		// Once the server has the subscription, this node misses nothing
 		// published after Start; while NATS is down, it has it when the
 		// link is restored.
@@ -340,6 +356,9 @@ func (b *Broker) Close() error {
 	if b.sub != nil {
 		_ = b.sub.Unsubscribe()
 	}
+	for _, s := range b.gapSubs {
+		_ = s.Unsubscribe()
+	}
 	b.nc.Close() // which also ends the consumers' Stop sooner
 	b.st.stopping.Wait()
 	return nil
@@ -371,6 +390,11 @@ func (b *Broker) up(nc *nats.Conn, msg string) {
 	if b.connected.CompareAndSwap(false, true) {
 		b.log.Info(msg, zap.String("url", redact.URL(nc.ConnectedUrl())))
 		b.interrupted()
+		if !b.jetStream {
+			// Find the gaps of this outage now, on both sides.
+			b.remark()
+			b.askMarks(nc)
+		}
 		if b.jetStream {
 			// The stream may be another one now: check it before
 			// delivering what the consumer reads next, and at once.

@@ -104,6 +104,7 @@ func TestBrokerLinksOneHub(t *testing.T) {
 type client struct {
 	*peer.Conn
 	events chan event
+	missed chan []string // the topics of each rpc.missed, in order with the events
 }
 
 type routerFunc func(string) (peer.Handler, peer.Mode)
@@ -113,16 +114,27 @@ func (f routerFunc) Lookup(m string) (peer.Handler, peer.Mode) { return f(m) }
 func connect(t *testing.T, n *node) *client {
 	t.Helper()
 	events := make(chan event, 10000)
+	missed := make(chan []string, 100)
 	c, _ := attach(t, n, &peer.Options{MaxQueue: 1 << 20}, nil, routerFunc(func(method string) (peer.Handler, peer.Mode) {
-		if method != "rpc.event" {
-			return nil, peer.Concurrent
+		switch method {
+		case "rpc.event":
+			return peer.Func(func(_ context.Context, e event) (any, error) {
+				events <- e
+				return nil, nil
+			}), peer.Inline
+		case "rpc.missed":
+			return peer.Func(func(_ context.Context, p struct {
+				Topics []string `json:"topics"`
+				Epoch  string   `json:"epoch"`
+				Seq    uint64   `json:"seq"`
+			}) (any, error) {
+				missed <- p.Topics
+				return nil, nil
+			}), peer.Inline
 		}
-		return peer.Func(func(_ context.Context, e event) (any, error) {
-			events <- e
-			return nil, nil
-		}), peer.Inline
+		return nil, peer.Concurrent
 	}))
-	return &client{c, events}
+	return &client{c, events, missed}
 }
 
 // attach joins a peer to n over an in-memory pipe: the hub's end is

@@ -3,6 +3,7 @@ package natsbroker
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,7 +18,8 @@ import (
 // rpc.join and rpc.leave on to their watchers.
 
 // presenceWait bounds how long a presence query waits for the other
-// nodes' answers; a node that has not answered by then is left out.
+// nodes' answers; a node that has not answered by then is left out, and
+// named (hub.UnansweredError).
 const presenceWait = 2 * time.Second
 
 type presenceQuery struct {
@@ -38,14 +40,28 @@ type presenceChange struct {
 }
 
 // Peers implements hub.Directory: it asks every other node it knows and
-// gathers the answers that come within presenceWait (or ctx).
+// gathers the answers that come within presenceWait (or ctx). The nodes
+// that did not answer by then (all of them when the link is down) are
+// named by a *hub.UnansweredError, returned with the others' peers.
 func (d *directory) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, error) {
-	want := d.nodes()
-	if want == 0 {
+	want := d.names()
+	if len(want) == 0 {
 		return nil, nil
 	}
+	unanswered := func(seen map[string]bool) error {
+		var nodes []string
+		for _, n := range want {
+			if !seen[n] {
+				nodes = append(nodes, n)
+			}
+		}
+		if len(nodes) == 0 {
+			return nil
+		}
+		return &hub.UnansweredError{Nodes: nodes}
+	}
 	inbox := d.b.nc.NewRespInbox()
-	answers := make(chan *nats.Msg, want+16)
+	answers := make(chan *nats.Msg, len(want)+16)
 	sub, err := d.b.nc.ChanSubscribe(inbox, answers)
 	if err != nil {
 		return nil, err
@@ -53,13 +69,13 @@ func (d *directory) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, er
 	defer func() { _ = sub.Unsubscribe() }()
 	q, _ := jsonx.Marshal(presenceQuery{Node: d.b.node, Topic: topic})
 	if err := d.b.nc.PublishRequest(d.b.Subject("presence"), inbox, q); err != nil {
-		return nil, nil // the link is down: this node's peers only
+		return nil, unanswered(nil) // the link is down: this node's peers only
 	}
 	t := time.NewTimer(presenceWait)
 	defer t.Stop()
 	var peers []hub.PeerInfo
 	seen := make(map[string]bool)
-	for len(seen) < want {
+	for answered := 0; answered < len(want); {
 		select {
 		case msg := <-answers:
 			var a presenceAnswer
@@ -67,11 +83,14 @@ func (d *directory) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, er
 				continue
 			}
 			seen[a.Node] = true
+			if slices.Contains(want, a.Node) {
+				answered++
+			}
 			peers = append(peers, a.Peers...)
 		case <-t.C:
-			return peers, nil
+			return peers, unanswered(seen)
 		case <-ctx.Done():
-			return peers, nil
+			return peers, unanswered(seen)
 		}
 	}
 	return peers, nil

@@ -20,14 +20,18 @@ import (
 // arrives after them; a node that stops publishing after an outage is
 // noticed too. The first mark, sent at start, says 0, so that the others
 // know a node before it sends anything. A receiving node that finds numbers missing counts them
-// as lost and calls hub.BrokerHandle.Missed, which closes its subscribers so that
-// they resume and are told they missed events.
+// as lost, asks the sender which topics they carried, and tells the
+// subscribers of those topics (gap.go): they resume on the same
+// connection and are told they missed events.
 
 // relayState numbers the events sent and follows those received.
 type relayState struct {
 	sent   atomic.Uint64      // the number of the latest event sent; Forward alone writes it
 	marked uint64             // the latest number a mark said, plus one (0: none yet); the directory's loop alone uses it
 	from   map[string]*origin // the latest number heard from each node; receive alone uses it
+
+	topics sentTopics    // the topics of the latest events sent (gap.go)
+	remark chan struct{} // 1-buffered: send a mark now, changed or not
 }
 
 // origin is where a node's events are, as this one heard them.
@@ -42,6 +46,7 @@ type origin struct {
 // is counted as unsent. The hub calls it with its publish lock held.
 func (b *Broker) Forward(topic string, data []byte) {
 	seq := b.rl.sent.Load() + 1
+	b.rl.topics.note(seq, topic)
 	var num [20]byte
 	err := b.nc.Publish(b.evPub+string(strconv.AppendUint(num[:0], seq, 10))+"."+encodeTopic(topic), data)
 	b.rl.sent.Store(seq) // after Publish: a mark never goes before the event
@@ -53,15 +58,16 @@ func (b *Broker) Forward(topic string, data []byte) {
 }
 
 // markEvents sends the number of the latest event, if it changed since
-// the last mark, or none was sent yet: the first, 0, tells the others
-// where this node's events start. The directory's loop calls it at start
-// and every heartbeat.
-func (b *Broker) markEvents() {
+// the last mark, or none was sent yet, or force: the first, 0, tells the
+// others where this node's events start. The directory's loop calls it at
+// start, every heartbeat, and, forced, when the link is back or another
+// node asks.
+func (b *Broker) markEvents(force bool) {
 	if b.js != nil {
 		return
 	}
 	seq := b.rl.sent.Load()
-	if seq+1 == b.rl.marked {
+	if seq+1 == b.rl.marked && !force {
 		return
 	}
 	if b.nc.Publish(b.evPub+strconv.FormatUint(seq, 10), nil) == nil {
@@ -92,8 +98,9 @@ func (b *Broker) receive(m *nats.Msg) {
 	}
 }
 
-// follow notes that node's run reached seq, an event or a mark, and tells
-// the hub when events are missing before it.
+// follow notes that node's run reached seq, an event or a mark, and,
+// when events are missing before it, finds out their topics to tell
+// their subscribers.
 func (b *Broker) follow(node, run string, seq uint64, event bool) {
 	if b.rl.from == nil {
 		b.rl.from = make(map[string]*origin)
@@ -105,25 +112,22 @@ func (b *Broker) follow(node, run string, seq uint64, event bool) {
 		b.rl.from[node] = &origin{run, seq}
 		return
 	}
-	var missing uint64
+	q := gapQuestion{Run: run, From: o.seq + 1, To: seq}
 	switch {
 	case o.run != run: // the node restarted: its first events stayed there
-		missing = seq - 1
-		if !event {
-			missing = seq
-		}
+		q.From = 1
 		o.run, o.seq = run, seq
 	case seq > o.seq:
-		missing = seq - o.seq
-		if event {
-			missing--
-		}
 		o.seq = seq
-	}
-	if missing == 0 {
+	default:
 		return
 	}
-	b.stats.lost.Add(missing)
-	b.log.Warn("cluster events missed: telling this node's subscribers", zap.String("peer_node", node), zap.Uint64("missed", missing))
-	b.h.Missed("cluster events missed")
+	if event {
+		q.To-- // the event itself is here
+	}
+	if q.To < q.From {
+		return
+	}
+	b.stats.lost.Add(q.To - q.From + 1)
+	b.missed(node, q)
 }

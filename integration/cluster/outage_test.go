@@ -55,7 +55,8 @@ func TestNATSRestart(t *testing.T) {
 	publish(t, c2, "o.x", "after")
 	// Each node notices that it missed the other's event of the outage (n1
 	// when n2's next event comes, n2 when n1's next mark of its latest
-	// event does), and closes its subscribers so that they resume.
+	// event does), and tells its subscribers of o.x (rpc.missed), which
+	// resume on their connections.
 	for i, h := range hubs {
 		lost := fmt.Sprintf(`switchboard_cluster_events_total{direction="lost",node=%q}`, nodeName(i))
 		h.WaitMetrics(lost+" 1", func(m map[string]float64) bool { return m[lost] == 1 })

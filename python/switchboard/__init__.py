@@ -39,7 +39,7 @@ from .errors import (
     TokenRefused,
 )
 from .options import Options, State
-from .peers import History, PeerResult
+from .peers import History, PeerResult, PeerResults
 from .provide import Provision
 from .router import Method, Request, Router, current_request, progress
 from .streams import Event, PeerInfo, Position, PresenceChange, RevokedNote, Subscription, user_word
@@ -51,7 +51,7 @@ __all__ = [
     "METHOD_NOT_FOUND", "NO_SUCH_PEER", "OVERLOADED", "PARSE_ERROR", "PROVIDER_LOST",
     "SHUTTING_DOWN", "TIMEOUT", "UNAUTHORIZED",
     "BatchElem", "BatchResult", "Call", "Client", "ClientClosed", "ConnectionLost",
-    "Disconnected", "Event", "History", "Method", "Options", "PeerInfo", "PeerResult",
+    "Disconnected", "Event", "History", "Method", "Options", "PeerInfo", "PeerResult", "PeerResults",
     "Position", "PresenceChange", "Provision", "RPCError", "Request", "Revoked", "RevokedNote", "Router", "State",
     "StatusError", "Subscription", "SwitchboardError", "TokenRefused", "connect",
     "current_request", "progress", "user_word",

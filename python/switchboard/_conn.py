@@ -311,7 +311,7 @@ class Conn:
             return None
         has_id = "id" in m
         params = m.get("params")
-        if method in ("rpc.event", "rpc.join", "rpc.leave", "rpc.revoked"):
+        if method in ("rpc.event", "rpc.join", "rpc.leave", "rpc.revoked", "rpc.missed"):
             self._inline(method, params)
             return None
         if method == "rpc.cancel":

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 from . import _wire
 from ._conn import BatchElem, BatchResult, check_params
 from .errors import INTERNAL_ERROR, RPCError, StatusError, retry_after
-from .peers import PeerResult, _addressed
+from .peers import PeerResults, _addressed
 from .streams import PeerInfo
 
 
@@ -131,18 +131,13 @@ class HTTPClient:
         t = timeout or self._timeout
         return self.call("rpc.call", _addressed({"peer": peer_id}, method, params, t), timeout=t)
 
-    def call_user(self, user: str, method: str, params: Any = None, *, timeout: float | None = None) -> list[PeerResult]:
+    def call_user(self, user: str, method: str, params: Any = None, *, timeout: float | None = None) -> PeerResults:
         return self._many({"user": user}, method, params, timeout)
 
-    def call_topic(self, topic: str, method: str, params: Any = None, *, timeout: float | None = None) -> list[PeerResult]:
+    def call_topic(self, topic: str, method: str, params: Any = None, *, timeout: float | None = None) -> PeerResults:
         return self._many({"topic": topic}, method, params, timeout)
 
-    def _many(self, to: dict[str, str], method: str, params: Any, timeout: float | None) -> list[PeerResult]:
+    def _many(self, to: dict[str, str], method: str, params: Any, timeout: float | None) -> PeerResults:
         t = timeout or self._timeout
         r = self.call("rpc.call", _addressed(to, method, params, t), timeout=t)
-        out = []
-        for e in (r or {}).get("results") or []:
-            err = e.get("error")
-            out.append(PeerResult(PeerInfo.from_json(e.get("peer")), e.get("result"),
-                                  RPCError.from_json(err) if err is not None else None))
-        return out
+        return PeerResults.from_json(r)

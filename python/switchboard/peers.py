@@ -28,6 +28,35 @@ class PeerResult:
         return self.result
 
 
+class PeerResults(list[PeerResult]):
+    """PeerResults is the answer of call_user or call_topic: one
+    PeerResult per peer, as many as fit in one message of the hub's.
+    truncated says the hub left out those that did not fit, and asked is
+    the number of peers called (the length when not truncated). In a
+    cluster of hubs, unanswered names the nodes that did not say in time
+    which peers they have: their peers were not called (empty when all
+    did)."""
+
+    truncated: bool = False
+    asked: int = 0
+    unanswered: list[str]
+
+    @classmethod
+    def from_json(cls, r: Any) -> PeerResults:
+        r = r if isinstance(r, dict) else {}
+        out = cls()
+        for e in r.get("results") or []:
+            err = e.get("error")
+            out.append(PeerResult(PeerInfo.from_json(e.get("peer")), e.get("result"),
+                                  RPCError.from_json(err) if err is not None else None))
+        out.truncated = r.get("truncated") is True
+        asked = r.get("asked")
+        out.asked = asked if out.truncated and isinstance(asked, int) else len(out)
+        nodes = r.get("unanswered")
+        out.unanswered = [n for n in nodes if isinstance(n, str)] if r.get("incomplete") is True and isinstance(nodes, list) else []
+        return out
+
+
 @dataclass(frozen=True)
 class History:
     """History is the answer to history(): the stream's epoch and latest
@@ -83,25 +112,20 @@ class PeersMixin:
         return await self.call("rpc.call", _addressed({"peer": peer_id}, method, params, t),
                                timeout=t or -1, on_progress=on_progress)
 
-    async def call_user(self, user: str, method: str, params: Any = None, *, timeout: float | None = None) -> list[PeerResult]:
+    async def call_user(self, user: str, method: str, params: Any = None, *, timeout: float | None = None) -> PeerResults:
         """call_user calls method on every peer of user at once (this
         client left out) and returns one PeerResult per peer."""
         return await self._call_many({"user": user}, method, params, timeout)
 
-    async def call_topic(self, topic: str, method: str, params: Any = None, *, timeout: float | None = None) -> list[PeerResult]:
+    async def call_topic(self, topic: str, method: str, params: Any = None, *, timeout: float | None = None) -> PeerResults:
         """call_topic calls method on every peer an event on topic would
         reach (this client left out), one PeerResult per peer."""
         return await self._call_many({"topic": topic}, method, params, timeout)
 
-    async def _call_many(self, to: dict[str, str], method: str, params: Any, timeout: float | None) -> list[PeerResult]:
+    async def _call_many(self, to: dict[str, str], method: str, params: Any, timeout: float | None) -> PeerResults:
         t = self._call_timeout(timeout)
         r = await self.call("rpc.call", _addressed(to, method, params, t), timeout=t or -1)
-        out = []
-        for e in (r or {}).get("results") or []:
-            err = e.get("error")
-            out.append(PeerResult(PeerInfo.from_json(e.get("peer")), e.get("result"),
-                                  RPCError.from_json(err) if err is not None else None))
-        return out
+        return PeerResults.from_json(r)
 
     async def history(self, pattern: str, limit: int = 0, since: Position | None = None) -> History:
         """history returns the recent events of a topic or pattern the hub

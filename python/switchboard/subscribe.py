@@ -116,6 +116,9 @@ class SubscribeMixin:
         if method == "rpc.revoked":
             self._revoked(params)
             return
+        if method == "rpc.missed":
+            self._missed_topics(params)
+            return
         topic = params.get("topic")
         if not isinstance(topic, str):
             return
@@ -130,6 +133,48 @@ class SubscribeMixin:
             if s.wants_presence and s.pattern == topic:
                 s._push(change)
 
+    def _missed_topics(self, params: dict[str, Any]) -> None:
+        """_missed_topics takes in rpc.missed: in a cluster of hubs, the hub
+        lost events from another node on topics that the named patterns
+        match. The subscriptions of those patterns hold their events from
+        now, and are subscribed again on the same connection from their
+        earliest position; the hub says recovered: false, so each gets a
+        Missed event, then every later event once and in order."""
+        topics = [t for t in params.get("topics") or [] if isinstance(t, str)]
+        groups: dict[str, dict[str, Any]] = {}
+        subs = [s for s in self._subs if s.known and s.pattern in topics and s.position.epoch]
+        for s in subs:
+            s._reset()
+            p = groups.setdefault(s.pattern, {"topic": s.pattern})
+            if s.wants_presence:
+                p["presence"] = True
+            pos = s.position
+            since = p.get("since")
+            if since is None:
+                p["since"] = pos.to_json()
+            elif since["epoch"] == pos.epoch and pos.seq < since["seq"]:
+                since["seq"] = pos.seq
+        if groups:
+            self._log.info("switchboard: cluster events missed: resuming %s", list(groups))
+            self._spawn(self._resume(list(groups.values()), subs))
+
+    async def _resume(self, groups: list[dict[str, Any]], subs: list[Subscription]) -> None:
+        """_resume subscribes again to each pattern of groups and starts
+        subs with the answers. A lost connection leaves them to the
+        reconnection; a refusal starts them with the loss reported."""
+        async with self._sub_lock:
+            for p in groups:
+                since = Position(p["since"]["epoch"], p["since"]["seq"])
+                try:
+                    res = await self.call("rpc.subscribe", p, fail_fast=True)
+                except RPCError as e:
+                    self._log.warning("switchboard: resuming %s after missed events refused: %s", p["topic"], e)
+                    res = {"epoch": since.epoch, "seq": since.seq, "recovered": False}
+                except (Disconnected, ClientClosed, ConnectionLost):
+                    continue  # the reconnection subscribes them again
+                for s in subs:
+                    if s.pattern == p["topic"] and s in self._subs:
+                        s._start(res, since)
 
     def _revoked(self, params: dict[str, Any]) -> None:
         """_revoked ends the subscriptions and drops the provisions the hub

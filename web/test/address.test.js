@@ -71,6 +71,19 @@ test("callTopic says when the hub left answers out, and how many peers it asked"
   assert.equal(got.asked, 2000);
 });
 
+test("callUser names the nodes of a cluster that did not say in time which peers they have", async (t) => {
+  const { client, peer } = await open(t);
+  const p = client.callUser("alice", "draft");
+  await reply(peer, { results: [{ peer: { id: "a", node: "n1" }, result: "x" }], incomplete: true, unanswered: ["n3"] });
+  const got = await p;
+  assert.equal(got.length, 1);
+  assert.deepEqual(got.unanswered, ["n3"]);
+  assert.equal(got.truncated, false);
+  const q = client.callUser("alice", "draft");
+  await reply(peer, { results: [] });
+  assert.deepEqual((await q).unanswered, []);
+});
+
 test("callPeer wants exactly one address, and sends nothing otherwise", async (t) => {
   const { client, peer } = await open(t);
   for (const bad of [{}, { peer: "a", user: "b" }, { room: "x" }]) {

@@ -284,3 +284,30 @@ test("a subscription that holds too much before its answer drops the rest and re
   assert.equal(got[1], 1);
   assert.equal(got.at(-1), n - 1);
 });
+
+test("rpc.missed resumes the subscriptions of the patterns it names on the same connection: a MissedEvent, then every later event once", async (t) => {
+  const { client, peer, st } = await open(t);
+  const statesBefore = st.names();
+  const lost = [];
+  const kept = [];
+  const { sub } = await subscribed(client, peer, "chat.a", (ev) => lost.push(ev.missed ? "missed" : ev.data));
+  await subscribed(client, peer, "chat.b", (ev) => kept.push(ev.missed ? "missed" : ev.data));
+  peer.send(event("chat.a", "x", 1));
+  peer.send(event("chat.b", "y", 2));
+  peer.send({ jsonrpc: "2.0", method: "rpc.missed", params: { topics: ["chat.a"], epoch: E, seq: 2 } });
+  const req = await peer.read();
+  assert.deepEqual([req.method, req.params], ["rpc.subscribe", { topic: "chat.a", since: { epoch: E, seq: 1 } }]);
+  // Until the answer is in, chat.a holds its events; chat.b goes on.
+  peer.send(event("chat.a", "live-early", 3));
+  peer.send(event("chat.b", "z", 4));
+  peer.send(event("chat.a", "r3", 3, { replay: "chat.a" }));
+  assert.deepEqual(lost, ["x"]);
+  peer.send({ jsonrpc: "2.0", id: req.id, result: { topics: ["chat.a"], epoch: E, seq: 4, recovered: false } });
+  await new Promise((r) => setImmediate(r));
+  peer.send(event("chat.a", "live", 5));
+  assert.deepEqual(lost, ["x", "missed", "r3", "live"]);
+  assert.deepEqual(kept, ["y", "z"]);
+  assert.deepEqual(sub.position, { epoch: E, seq: 5 });
+  assert.deepEqual(st.names(), statesBefore, "no reconnection");
+  assert.equal(peer.pending, 0, "nothing more sent");
+});

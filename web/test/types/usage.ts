@@ -99,6 +99,7 @@ async function addressed() {
     else console.log(a.peer.id, a.result.toUpperCase());
   }
   if (all.truncated) console.log(`${all.asked - all.length} answers left out`);
+  if (all.unanswered.length > 0) console.log(`the peers of ${all.unanswered.join(", ")} were not called`);
   const users = await rpc.callPeer({ user: "alice" }, "draft", undefined, { signal: AbortSignal.timeout(100) });
   await rpc.callUser("alice", "draft");
   // @ts-expect-error: one address at a time
