@@ -20,9 +20,15 @@ const heartbeat = 50 * time.Millisecond
 
 func startRouteNode(t testing.TB, url, name string, o *hub.Options) *node {
 	t.Helper()
+	return startBeatingNode(t, url, name, o, heartbeat)
+}
+
+// startBeatingNode is startRouteNode with a heartbeat of beat.
+func startBeatingNode(t testing.TB, url, name string, o *hub.Options, beat time.Duration) *node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	b, err := natsbroker.Connect(ctx, &natsbroker.Options{URLs: url, Node: name, Heartbeat: heartbeat})
+	b, err := natsbroker.Connect(ctx, &natsbroker.Options{URLs: url, Node: name, Heartbeat: beat})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,11 +302,14 @@ func TestClusterPeersAndCallPeer(t *testing.T) {
 
 // A node whose NATS connection is gone has no subscriber for its calls:
 // NATS says so at once, and the calls go to another node's provider
-// without waiting for the node to miss its heartbeats.
+// without waiting for the node to miss its heartbeats. The heartbeats
+// here are a minute apart, so that a call that waited for them would
+// outlast the test's wait, whatever the machine's speed.
 func TestRouteAroundAGoneNode(t *testing.T) {
+	const beat = time.Minute
 	url := startNATS(t)
-	a := startRouteNode(t, url, "a", nil)
-	b, c := startRouteNode(t, url, "b", nil), startRouteNode(t, url, "c", nil)
+	a := startBeatingNode(t, url, "a", nil, beat)
+	b, c := startBeatingNode(t, url, "b", nil, beat), startBeatingNode(t, url, "c", nil, beat)
 	pb, _ := join(t, b, provider("b", nil, nil), nil)
 	provide(t, pb, "svc.echo")
 	pc, _ := join(t, c, provider("c", nil, nil), nil)
@@ -326,17 +335,11 @@ func TestRouteAroundAGoneNode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
-	start := time.Now()
 	for range 10 {
 		var res struct{ By string }
 		if err := caller.Call(ctx, "svc.echo", nil, &res); err != nil || res.By != "c" {
 			t.Fatalf("got %q, %v; want c's provider", res.By, err)
 		}
 	}
-	if d := time.Since(start); d >= missedAfter {
-		t.Fatalf("10 calls took %v: as long as a node's loss takes to notice", d)
-	}
 }
 
-// missedAfter is how long the nodes take to notice a node gone silent.
-const missedAfter = 3 * heartbeat
