@@ -342,4 +342,3 @@ func TestRouteAroundAGoneNode(t *testing.T) {
 		}
 	}
 }
-
