@@ -144,3 +144,14 @@ export function describeClose(code, reason) {
   const what = reason || names[code] || "closed";
   return code ? `${what} (${code})` : what;
 }
+
+// connectError says why connect failed: each URL's reason when there are
+// several.
+export function connectError(failures, url) {
+  const last = failures[failures.length - 1];
+  const init = { closeCode: last.code, closeReason: last.reason };
+  const tried = failures.filter((f) => f.url !== undefined);
+  if (tried.length <= 1) return last.error ?? new ConnectionError(`cannot connect to ${url}: ${describeClose(last.code, last.reason)}`, init);
+  const each = tried.map((f) => `${f.url}: ${describeClose(f.code, f.reason)}`);
+  return new ConnectionError(`cannot connect to any hub: ${each.join("; ")}`, { ...init, cause: last.error });
+}

@@ -27,7 +27,8 @@
 // Client owns one of each part and wires them together; a part knows only
 // what it is given.
 
-import { ClientErrorEvent, ClosedError, ConnectionError, DisconnectedError, RPCError, RevokedEvent, describeClose } from "./switchboard-errors.js";
+import { addressParams, peerAnswers } from "./switchboard-address.js";
+import { ClientErrorEvent, ClosedError, ConnectionError, DisconnectedError, RPCError, RevokedEvent, connectError } from "./switchboard-errors.js";
 import { bigNumbersSupported, bigReviver, numberIdSources, response } from "./switchboard-json.js";
 import { Calls } from "./switchboard-calls.js";
 import { Connection } from "./switchboard-connection.js";
@@ -94,17 +95,6 @@ export function connect(url, options) {
     };
     client.addEventListener("state", onState);
   });
-}
-
-// connectError says why connect failed: each URL's reason when there are
-// several.
-function connectError(failures, url) {
-  const last = failures[failures.length - 1];
-  const init = { closeCode: last.code, closeReason: last.reason };
-  const tried = failures.filter((f) => f.url !== undefined);
-  if (tried.length <= 1) return last.error ?? new ConnectionError(`cannot connect to ${url}: ${describeClose(last.code, last.reason)}`, init);
-  const each = tried.map((f) => `${f.url}: ${describeClose(f.code, f.reason)}`);
-  return new ConnectionError(`cannot connect to any hub: ${each.join("; ")}`, { ...init, cause: last.error });
 }
 
 /**
@@ -352,26 +342,9 @@ export class Client extends EventTarget {
    * data of one peer (the hub passes on none from a user's or a topic's).
    */
   async callPeer(to, method, params, options = {}) {
-    const address = typeof to === "string" ? { peer: to } : { ...to };
-    const given = ["peer", "user", "topic"].filter((k) => address[k] !== undefined);
-    if (given.length !== 1) {
-      throw new TypeError("callPeer: want a peer id, or one of {peer}, {user}, {topic}");
-    }
-    const p = { [given[0]]: address[given[0]], method };
-    if (params !== undefined) p.params = params;
-    const timeout = options.timeout ?? this.#o.callTimeout;
-    if (timeout > 0 && timeout < Infinity) p.timeout = Math.max(1, Math.floor(timeout * 0.95));
+    const { params: p, kind } = addressParams(to, method, params, options.timeout ?? this.#o.callTimeout);
     const res = await this.call("rpc.call", p, options);
-    if (given[0] === "peer") return res;
-    const answers = res.results.map((r) =>
-      r.error ? { peer: r.peer, error: new RPCError(r.error.code, r.error.message, r.error.data) } : r,
-    );
-    // The hub answers in one message within its size limit, leaving out
-    // the entries that do not fit: it then says so, and how many it asked.
-    answers.truncated = res.truncated === true;
-    answers.asked = answers.truncated ? res.asked : answers.length;
-    answers.unanswered = res.incomplete === true && Array.isArray(res.unanswered) ? res.unanswered : [];
-    return answers;
+    return kind === "peer" ? res : peerAnswers(res);
   }
 
   /** callUser is callPeer({user}, ...): every peer of one identity. */
