@@ -55,10 +55,7 @@ peer that did not answer in time gets -32003.
 		o.fs.StringVar(&o.to.Topic, "topic", "", "call METHOD on every peer of this `topic` (rpc.call)")
 	},
 	run: func(ctx context.Context, o *cli, args []string) error {
-		if len(args) < 2 {
-			return usagef("want URL and METHOD")
-		}
-		p, err := o.params(args[2:])
+		p, err := o.methodParams(args)
 		if err != nil {
 			return err
 		}
@@ -108,10 +105,7 @@ Examples:
   rpc notify ws://127.0.0.1:8080/rpc update 1 2 3 4 5
 `,
 	run: func(ctx context.Context, o *cli, args []string) error {
-		if len(args) < 2 {
-			return usagef("want URL and METHOD")
-		}
-		p, err := o.params(args[2:])
+		p, err := o.methodParams(args)
 		if err != nil {
 			return err
 		}
@@ -247,10 +241,7 @@ Examples:
 		if len(args) < 2 {
 			return usagef("want URL and at least one TOPIC")
 		}
-		opts := o.options()
-		opts.MaxAttempts = 0 // reconnect for as long as it takes
-		opts.OnState = o.reportState()
-		c, err := o.dial(ctx, args[0], opts)
+		c, err := o.dialLasting(ctx, args[0], nil)
 		if err != nil {
 			return err
 		}
@@ -343,6 +334,36 @@ func (o *cli) reportState() func(client.State, error) {
 			up = true
 		}
 		prev = s
+	}
+}
+
+// methodParams reads the PARAMS of URL METHOD [PARAMS...].
+func (o *cli) methodParams(args []string) (any, error) {
+	if len(args) < 2 {
+		return nil, usagef("want URL and METHOD")
+	}
+	return o.params(args[2:])
+}
+
+// dialLasting dials for the commands that run until interrupted: the
+// client serves router (nil: none), reconnects for as long as it takes
+// and says so on stderr.
+func (o *cli) dialLasting(ctx context.Context, arg string, router peer.Router) (*client.Client, error) {
+	opts := o.options()
+	opts.Router = router
+	opts.MaxAttempts = 0
+	opts.OnState = o.reportState()
+	return o.dial(ctx, arg, opts)
+}
+
+// untilEnd waits for ctx to be done (nil) or c to end for good (its
+// error).
+func untilEnd(ctx context.Context, c *client.Client) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-c.Done():
+		return c.Err()
 	}
 }
 

@@ -45,11 +45,7 @@ Examples:
 		if err != nil {
 			return err
 		}
-		opts := o.options()
-		opts.Router = mux
-		opts.MaxAttempts = 0
-		opts.OnState = o.reportState()
-		c, err := o.dial(ctx, args[0], opts)
+		c, err := o.dialLasting(ctx, args[0], mux)
 		if err != nil {
 			return err
 		}
@@ -74,12 +70,7 @@ Examples:
 		} else {
 			fmt.Fprintf(o.stderr, "rpc: serving %s\n", strings.Join(names, ", "))
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.Done():
-			return c.Err()
-		}
+		return untilEnd(ctx, c)
 	},
 }
 
