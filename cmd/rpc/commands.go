@@ -109,14 +109,9 @@ Examples:
 		if err != nil {
 			return err
 		}
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		c, err := o.open(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return c.Notify(ctx, args[1], p)
+		return o.once(ctx, args[0], func(ctx context.Context, c caller) error {
+			return c.Notify(ctx, args[1], p)
+		})
 	},
 }
 
@@ -165,14 +160,10 @@ Examples:
 				elems[i].Params = r.Params
 			}
 		}
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		c, err := o.open(ctx, args[0])
+		err = o.once(ctx, args[0], func(ctx context.Context, c caller) error {
+			return c.Batch(ctx, elems)
+		})
 		if err != nil {
-			return err
-		}
-		defer c.Close()
-		if err := c.Batch(ctx, elems); err != nil {
 			return err
 		}
 		type response struct {
