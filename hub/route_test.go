@@ -95,6 +95,16 @@ func (rh *routeHub) post(t *testing.T, body string) string {
 	return b.String()
 }
 
+// provided starts a hub on which a service called svc provides methods.
+func provided(t *testing.T, methods ...string) (rh *routeHub, svc *service, prov *peer.Conn) {
+	t.Helper()
+	rh = startHub(t, nil)
+	svc = newService(t, "svc")
+	prov = rh.dial(t, svc)
+	provide(t, prov, methods...)
+	return rh, svc, prov
+}
+
 // provide makes c provide the methods.
 func provide(t testing.TB, c *peer.Conn, methods ...string) {
 	t.Helper()
@@ -176,10 +186,7 @@ func wantError(t *testing.T, err error, code peer.Code, msg string) {
 // A service provides methods; callers over WebSocket and HTTP POST get
 // its answers, results and errors unchanged.
 func TestRouteCall(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	prov := rh.dial(t, svc)
-	provide(t, prov, "billing.*")
+	rh, svc, _ := provided(t, "billing.*")
 	caller := rh.dial(t, nil)
 
 	var res map[string]any
@@ -223,9 +230,7 @@ func TestRouteCall(t *testing.T) {
 // Ids of every kind come back byte for byte; a batch mixing the server's
 // methods, provided ones and bad elements is answered element by element.
 func TestRouteIDsAndBatches(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	provide(t, rh.dial(t, svc), "billing.charge", "billing.note", "billing.fail")
+	rh, svc, _ := provided(t, "billing.charge", "billing.note", "billing.fail")
 	ws := rh.raw(t)
 	for _, id := range []string{`123456789012345678901234567890`, `-0.5e-7`, `"a\u00e9\"b"`, `null`} {
 		hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"billing.charge","params":[1],"id":`+id+`}`)
@@ -336,10 +341,7 @@ func TestCancelAndProgress(t *testing.T) {
 // A provider that goes away mid-call: its callers get -32006 at once, and
 // its methods are withdrawn.
 func TestRouteProviderLost(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	prov := rh.dial(t, svc)
-	provide(t, prov, "billing.*")
+	rh, svc, prov := provided(t, "billing.*")
 	caller := rh.dial(t, nil)
 	errc := make(chan error, 3)
 	for range 3 {
@@ -361,10 +363,7 @@ func TestRouteProviderLost(t *testing.T) {
 
 // A caller that goes away mid-call cancels the call at the provider.
 func TestRouteCallerLeaves(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	prov := rh.dial(t, svc)
-	provide(t, prov, "billing.wait")
+	rh, svc, prov := provided(t, "billing.wait")
 	ws := rh.raw(t)
 	hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"billing.wait","id":1}`)
 	testkit.Recv(t, svc.started, "svc.started")
@@ -458,9 +457,7 @@ func TestRoutePolicy(t *testing.T) {
 // rpc.discover on the hub lists the provided methods, as their providers
 // describe them, after the server's own.
 func TestRouteDiscover(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	provide(t, rh.dial(t, svc), "billing.*", "echo")
+	rh, _, _ := provided(t, "billing.*", "echo")
 	caller := rh.dial(t, nil)
 	var doc struct {
 		Methods []struct {
@@ -550,9 +547,7 @@ func TestRouteMaxForwards(t *testing.T) {
 // A forwarded call in flight when the server shuts down gets its
 // provider's answer before the connections close.
 func TestRouteShutdown(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	provide(t, rh.dial(t, svc), "billing.hold")
+	rh, svc, _ := provided(t, "billing.hold")
 	caller := rh.dial(t, nil)
 	errc := make(chan error, 1)
 	var who string
@@ -571,8 +566,7 @@ func TestRouteShutdown(t *testing.T) {
 // Once their answers are back, 10,000 forwarded calls leave nothing
 // behind: no call counted in flight, no goroutine.
 func TestRouteLeavesNothing(t *testing.T) {
-	rh := startHub(t, nil)
-	provide(t, rh.dial(t, newService(t, "svc")), "billing.*")
+	rh, _, _ := provided(t, "billing.*")
 	caller := rh.dial(t, nil)
 	if err := caller.Call(ctx(t), "billing.charge", []int{0}, nil); err != nil {
 		t.Fatal(err)
