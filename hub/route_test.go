@@ -459,12 +459,7 @@ func TestRoutePolicy(t *testing.T) {
 func TestRouteDiscover(t *testing.T) {
 	rh, _, _ := provided(t, "billing.*", "echo")
 	caller := rh.dial(t, nil)
-	var doc struct {
-		Methods []struct {
-			Name   string
-			Params []struct{ Name string }
-		}
-	}
+	var doc testkit.Discovery
 	if err := caller.Call(ctx(t), "rpc.discover", nil, &doc); err != nil {
 		t.Fatal(err)
 	}
