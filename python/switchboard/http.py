@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 from . import _wire
 from ._conn import BatchElem, BatchResult, check_params
 from .errors import INTERNAL_ERROR, RPCError, StatusError, retry_after
-from .peers import PeerResult, _addressed
+from .peers import PeerResult, _addressed, _peer_results
 from .streams import PeerInfo
 
 
@@ -140,9 +140,4 @@ class HTTPClient:
     def _many(self, to: dict[str, str], method: str, params: Any, timeout: float | None) -> list[PeerResult]:
         t = timeout or self._timeout
         r = self.call("rpc.call", _addressed(to, method, params, t), timeout=t)
-        out = []
-        for e in (r or {}).get("results") or []:
-            err = e.get("error")
-            out.append(PeerResult(PeerInfo.from_json(e.get("peer")), e.get("result"),
-                                  RPCError.from_json(err) if err is not None else None))
-        return out
+        return _peer_results(r)

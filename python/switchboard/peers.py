@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._conn import ProgressFn, check_params
-from .errors import RPCError
+from .errors import RPCError, _Answer
 from .options import Options
 from .streams import Event, PeerInfo, Position
 
 
 @dataclass(frozen=True)
-class PeerResult:
+class PeerResult(_Answer):
     """PeerResult is one peer's answer to call_user or call_topic: its
     result, or its error."""
 
@@ -21,11 +21,15 @@ class PeerResult:
     result: Any = None
     error: RPCError | None = None
 
-    def value(self) -> Any:
-        """value returns the result, or raises the peer's error."""
-        if self.error is not None:
-            raise self.error
-        return self.result
+
+def _peer_results(r: Any) -> list[PeerResult]:
+    """_peer_results reads the answer of rpc.call to a user or a topic."""
+    out = []
+    for e in (r or {}).get("results") or []:
+        err = e.get("error")
+        out.append(PeerResult(PeerInfo.from_json(e.get("peer")), e.get("result"),
+                              RPCError.from_json(err) if err is not None else None))
+    return out
 
 
 @dataclass(frozen=True)
@@ -96,12 +100,7 @@ class PeersMixin:
     async def _call_many(self, to: dict[str, str], method: str, params: Any, timeout: float | None) -> list[PeerResult]:
         t = self._call_timeout(timeout)
         r = await self.call("rpc.call", _addressed(to, method, params, t), timeout=t or -1)
-        out = []
-        for e in (r or {}).get("results") or []:
-            err = e.get("error")
-            out.append(PeerResult(PeerInfo.from_json(e.get("peer")), e.get("result"),
-                                  RPCError.from_json(err) if err is not None else None))
-        return out
+        return _peer_results(r)
 
     async def history(self, pattern: str, limit: int = 0, since: Position | None = None) -> History:
         """history returns the recent events of a topic or pattern the hub
