@@ -2,8 +2,10 @@ package hubtest
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -70,4 +72,19 @@ func ReadText(t testing.TB, ws *websocket.Conn) string {
 		t.Fatalf("read: %v", err)
 	}
 	return string(b)
+}
+
+// DialTCP opens a TCP connection to addr whose deadline, 10 s ahead,
+// bounds the test; it is closed at the end of the test.
+func DialTCP(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
