@@ -49,6 +49,18 @@ func reportCmd(args []string) error {
 	})
 }
 
+// judged returns none for a result without a target, met for one that
+// reaches it and missed for one that does not.
+func (r *result) judged(none, met, missed string) string {
+	switch {
+	case r.Target == 0:
+		return none
+	case r.met():
+		return met
+	}
+	return missed
+}
+
 // pageFiles are where a report writes its page and the page's chart.
 type pageFiles struct{ out, chart *string }
 
@@ -134,13 +146,7 @@ from the median, and so how firmly a target is met.
 | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
 `, m.Reps, m.Date, m.CPU, m.CPUs, m.OS, m.Go, m.Command, chart)
 	for _, r := range results {
-		verdict := "missed"
-		switch {
-		case r.Target == 0:
-			verdict = ""
-		case r.met():
-			verdict = "met"
-		}
+		verdict := r.judged("", "met", "missed")
 		target := strings.NewReplacer(">=", "≥", "<=", "≤").Replace(r.targetText())
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.ratioText(),
@@ -295,13 +301,7 @@ func ratioChart(results []result) []byte {
 	}
 	for i, r := range results {
 		y := top + i*rowH
-		color := "#d9534f"
-		switch {
-		case r.Target == 0:
-			color = "#5b7db1"
-		case r.met():
-			color = "#2e8b57"
-		}
+		color := r.judged("#5b7db1", "#2e8b57", "#d9534f")
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>
 <rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>
 <text x="%.1f" y="%d">%s</text>
