@@ -87,12 +87,22 @@ func (c *client) next(t *testing.T) event {
 // has flushed whatever was sent before it.
 func (c *client) noEvent(t *testing.T) {
 	t.Helper()
+	nonePending(t, c, c.events, "unexpected event %+v")
+}
+
+// nonePending fails the test with format (given what ch holds) if ch
+// holds anything once a round trip on c has flushed whatever the hub
+// sent before it.
+func nonePending[T any](t *testing.T, c interface {
+	Call(ctx context.Context, method string, params, result any) error
+}, ch <-chan T, format string) {
+	t.Helper()
 	if err := c.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case e := <-c.events:
-		t.Fatalf("unexpected event %+v", e)
+	case v := <-ch:
+		t.Fatalf(format, v)
 	default:
 	}
 }

@@ -60,14 +60,7 @@ func (w *watcher) next(t *testing.T) note {
 
 func (w *watcher) none(t *testing.T) {
 	t.Helper()
-	if err := w.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case n := <-w.notes:
-		t.Fatalf("unexpected %v", n)
-	default:
-	}
+	nonePending(t, w, w.notes, "unexpected %v")
 }
 
 func presence(t *testing.T, c *client, topic string) []hub.PeerInfo {
