@@ -1,9 +1,9 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,14 +104,20 @@ func post(t *testing.T, url, contentType, body string, header http.Header) (int,
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	resp, b := doRequest(t, req)
+	return resp.StatusCode, string(b)
+}
+
+// doRequest sends req and returns the response, its body read and closed.
+func doRequest(t *testing.T, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.String()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
 }
 
 // eventRouter serves rpc.event notifications by sending their params to
