@@ -90,23 +90,6 @@ func (c *client) noEvent(t *testing.T) {
 	nonePending(t, c, c.events, "unexpected event %+v")
 }
 
-// nonePending fails the test with format (given what ch holds) if ch
-// holds anything once a round trip on c has flushed whatever the hub
-// sent before it.
-func nonePending[T any](t *testing.T, c interface {
-	Call(ctx context.Context, method string, params, result any) error
-}, ch <-chan T, format string) {
-	t.Helper()
-	if err := c.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case v := <-ch:
-		t.Fatalf(format, v)
-	default:
-	}
-}
-
 func subscribe(t *testing.T, c *client, params any) []string {
 	t.Helper()
 	var res struct{ Topics []string }

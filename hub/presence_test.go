@@ -197,3 +197,20 @@ func TestJoinLeave(t *testing.T) {
 	room.next(t)
 	lobby.none(t)
 }
+
+// nonePending fails the test with format (given what ch holds) if ch
+// holds anything once a round trip on c has flushed whatever the hub
+// sent before it.
+func nonePending[T any](t *testing.T, c interface {
+	Call(ctx context.Context, method string, params, result any) error
+}, ch <-chan T, format string) {
+	t.Helper()
+	if err := c.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-ch:
+		t.Fatalf(format, v)
+	default:
+	}
+}
