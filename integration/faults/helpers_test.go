@@ -9,13 +9,11 @@ package faults_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
-	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 )
 
 func TestMain(m *testing.M) { hubproc.Main(m) }
@@ -47,37 +45,30 @@ func serves(t *testing.T, h *hubproc.Hub) {
 	c.Close(websocket.StatusNormalClosure, "")
 }
 
-// dial opens a raw WebSocket to h that reads messages of any size.
 func dial(t *testing.T, h *hubproc.Hub) *websocket.Conn {
 	t.Helper()
-	c := testclient.DialWS(t, h.WebSocketURL())
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, h.WebSocketURL(), nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
 	c.SetReadLimit(-1)
 	return c
 }
 
-// roundTrip writes req and reads one reply.
 func roundTrip(t *testing.T, c *websocket.Conn, req string) string {
 	t.Helper()
-	testclient.Send(t, c, req)
-	return testclient.Receive(t, c, 10*time.Second)
-}
-
-// echoes writes calls echo calls of data on c, ids 0 to calls-1, in a
-// goroutine; the channel gets the first write's error, or nil once all
-// are written.
-func echoes(ctx context.Context, c *websocket.Conn, data string, calls int) <-chan error {
-	written := make(chan error, 1)
-	go func() {
-		for i := range calls {
-			req := fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","params":["%s"],"id":%d}`, data, i)
-			if err := c.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
-				written <- err
-				return
-			}
-		}
-		written <- nil
-	}()
-	return written
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(b)
 }
 
 // response is the part of a reply the tests look at.
