@@ -64,9 +64,7 @@ type caller interface {
 // WhoAmI returns how the hub shows this client: its peer id (the one
 // others address it by), its user and its node.
 func (c *Client) WhoAmI(ctx context.Context) (PeerInfo, error) {
-	var me PeerInfo
-	err := c.Call(ctx, "rpc.whoami", nil, &me)
-	return me, err
+	return whoAmI(ctx, c)
 }
 
 // CallPeer calls method on the peer with the given id, wherever it is
@@ -94,9 +92,7 @@ func (c *Client) CallPeers(ctx context.Context, to Address, method string, param
 
 // WhoAmI returns the id the hub gives this HTTP request, and its user.
 func (h *HTTPClient) WhoAmI(ctx context.Context) (PeerInfo, error) {
-	var me PeerInfo
-	err := h.Call(ctx, "rpc.whoami", nil, &me)
-	return me, err
+	return whoAmI(ctx, h)
 }
 
 // CallPeer is [Client.CallPeer] over HTTP POST: a backend with no
@@ -108,6 +104,12 @@ func (h *HTTPClient) CallPeer(ctx context.Context, id, method string, params, re
 // CallPeers is [Client.CallPeers] over HTTP POST.
 func (h *HTTPClient) CallPeers(ctx context.Context, to Address, method string, params any) (PeerResults, error) {
 	return callPeers(ctx, h, to, method, params)
+}
+
+func whoAmI(ctx context.Context, c caller) (PeerInfo, error) {
+	var me PeerInfo
+	err := c.Call(ctx, "rpc.whoami", nil, &me)
+	return me, err
 }
 
 func callPeer(ctx context.Context, c caller, id, method string, params, result any) error {

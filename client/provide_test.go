@@ -58,12 +58,7 @@ func TestProvide(t *testing.T) {
 		t.Fatalf("refund.card = %q, %v", got, err)
 	}
 	// The methods the service provides by name are described.
-	var doc struct {
-		Methods []struct {
-			Name   string
-			Params []struct{ Name string }
-		}
-	}
+	var doc testkit.Discovery
 	if err := caller.Call(ctx(t), "rpc.discover", nil, &doc); err != nil {
 		t.Fatal(err)
 	}

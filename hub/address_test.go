@@ -6,18 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
-	"github.com/switchboard-rpc/switchboard/server"
-	"github.com/switchboard-rpc/switchboard/server/demo"
 )
 
 // whoami returns the id the hub gave c's peer.
@@ -106,29 +103,6 @@ func TestAddressPeer(t *testing.T) {
 	}
 }
 
-// rpc.progress from the target reaches the caller under the caller's id;
-// rpc.cancel from the caller reaches the target, whose answer is passed
-// back.
-func TestAddressCancelAndProgress(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "tab")
-	me := whoami(t, rh.dial(t, svc))
-	ws := rh.raw(t)
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+me.ID+`","method":"billing.wait"},"id":"job-1"}`)
-	for i := 1; i <= 2; i++ {
-		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":"job-1","data":{"step":%d}}}`, i)
-		if got := readWS(t, ws); got != want {
-			t.Fatalf("got  %s\nwant %s", got, want)
-		}
-	}
-	testkit.Recv(t, svc.started, "svc.started")
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"job-1"}}`)
-	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("the target's handler ended with %v", err)
-	}
-	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"job-1","error":{"code":-32002,"message":"stopped by tab"}}`, readWS(t, ws))
-}
-
 // The timeout: -32003 for the caller, rpc.cancel for the target. A target
 // that leaves mid-call: -32006.
 func TestAddressTimeoutAndTargetLost(t *testing.T) {
@@ -195,13 +169,13 @@ func TestAddressNotification(t *testing.T) {
 	svc := newService(t, "tab")
 	me := whoami(t, rh.dial(t, svc))
 	ws := rh.raw(t)
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+me.ID+`","method":"billing.note","params":["hi"]}}`)
+	hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+me.ID+`","method":"billing.note","params":["hi"]}}`)
 	if got := testkit.Recv(t, svc.notes, "svc.notes"); got != `["hi"]` {
 		t.Fatalf("the target got %s", got)
 	}
 	// The next answer on ws is the ping's: nothing came for the notification.
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`)
-	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, readWS(t, ws))
+	hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`)
+	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, hubtest.ReadText(t, ws))
 	if got := rh.post(t, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+me.ID+`","method":"billing.note","params":["by post"]}}`); got != "" {
 		t.Fatalf("a notification over POST got %q", got)
 	}
@@ -245,34 +219,15 @@ func TestAddressPolicy(t *testing.T) {
 
 // userHub starts a hub whose peers are who ?user= says.
 func userHub(t *testing.T) *routeHub {
-	h := hub.New(&hub.Options{Policy: hub.AllowAll})
-	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h, Authenticate: func(r *http.Request) (any, error) {
+	return serveHub(t, hub.New(&hub.Options{Policy: hub.AllowAll}), func(r *http.Request) (any, error) {
 		return r.URL.Query().Get("user"), nil
-	}})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
 	})
-	return &routeHub{ts: ts, srv: srv, h: h}
 }
 
 // dialAs connects a peer of user serving router.
 func (rh *routeHub) dialAs(t *testing.T, user string, router peer.Router) *peer.Conn {
 	t.Helper()
-	ws, _, err := websocket.Dial(ctx(t), rh.wsURL()+"?user="+user, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := peer.NewConn(peer.WebSocket(ws), &peer.Options{Router: router})
-	go c.Serve(context.Background()) //nolint:errcheck // the result is in c.Err
-	t.Cleanup(func() {
-		c.Close()
-		<-c.Done()
-	})
-	return c
+	return hubtest.ServePeer(t, hubtest.DialWS(t, rh.wsURL()+"?user="+user, nil), &peer.Options{Router: router})
 }
 
 type peerResults struct {
@@ -444,13 +399,13 @@ func TestAddressTopicProgressAndCancel(t *testing.T) {
 		}
 	}
 	ws := rh.raw(t)
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"billing.wait","timeout":300},"id":"t"}`)
+	hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"billing.wait","timeout":300},"id":"t"}`)
 	var reply struct {
 		ID     string
 		Method string
 		Result struct{ Results []struct{ Error *peer.Error } }
 	}
-	if err := json.Unmarshal([]byte(readWS(t, ws)), &reply); err != nil || reply.ID != "t" {
+	if err := json.Unmarshal([]byte(hubtest.ReadText(t, ws)), &reply); err != nil || reply.ID != "t" {
 		t.Fatalf("the first message after the call is not its answer: %+v, %v", reply, err)
 	}
 	if len(reply.Result.Results) != 2 || reply.Result.Results[0].Error.Code != peer.CodeTimeout || reply.Result.Results[1].Error.Code != peer.CodeTimeout {
@@ -463,17 +418,17 @@ func TestAddressTopicProgressAndCancel(t *testing.T) {
 		}
 	}
 
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"billing.wait"},"id":"u"}`)
+	hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"billing.wait"},"id":"u"}`)
 	for _, s := range svcs {
 		testkit.Recv(t, s.started, "s.started")
 	}
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"u"}}`)
+	hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"u"}}`)
 	for _, s := range svcs {
 		if err := testkit.Recv(t, s.ended, "s.ended"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("%s's handler ended with %v", s.name, err)
 		}
 	}
-	if err := json.Unmarshal([]byte(readWS(t, ws)), &reply); err != nil || reply.ID != "u" || len(reply.Result.Results) != 2 {
+	if err := json.Unmarshal([]byte(hubtest.ReadText(t, ws)), &reply); err != nil || reply.ID != "u" || len(reply.Result.Results) != 2 {
 		t.Fatalf("the cancelled call's answer: %+v, %v", reply, err)
 	}
 	for _, r := range reply.Result.Results {

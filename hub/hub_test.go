@@ -87,14 +87,7 @@ func (c *client) next(t *testing.T) event {
 // has flushed whatever was sent before it.
 func (c *client) noEvent(t *testing.T) {
 	t.Helper()
-	if err := c.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case e := <-c.events:
-		t.Fatalf("unexpected event %+v", e)
-	default:
-	}
+	nonePending(t, c, c.events, "unexpected event %+v")
 }
 
 func subscribe(t *testing.T, c *client, params any) []string {

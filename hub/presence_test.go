@@ -60,14 +60,7 @@ func (w *watcher) next(t *testing.T) note {
 
 func (w *watcher) none(t *testing.T) {
 	t.Helper()
-	if err := w.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case n := <-w.notes:
-		t.Fatalf("unexpected %v", n)
-	default:
-	}
+	nonePending(t, w, w.notes, "unexpected %v")
 }
 
 func presence(t *testing.T, c *client, topic string) []hub.PeerInfo {
@@ -203,4 +196,21 @@ func TestJoinLeave(t *testing.T) {
 	subscribe(t, y, []string{"chat.room1"})
 	room.next(t)
 	lobby.none(t)
+}
+
+// nonePending fails the test with format (given what ch holds) if ch
+// holds anything once a round trip on c has flushed whatever the hub
+// sent before it.
+func nonePending[T any](t *testing.T, c interface {
+	Call(ctx context.Context, method string, params, result any) error
+}, ch <-chan T, format string) {
+	t.Helper()
+	if err := c.Call(ctx(t), "rpc.ping", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-ch:
+		t.Fatalf(format, v)
+	default:
+	}
 }

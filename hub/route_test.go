@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
@@ -42,8 +43,14 @@ func startHub(t testing.TB, opts *hub.Options) *routeHub {
 	if opts.Policy == nil {
 		opts.Policy = hub.AllowAll
 	}
-	h := hub.New(opts)
-	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h})
+	return serveHub(t, hub.New(opts), nil)
+}
+
+// serveHub serves h and the demo methods, each connection authenticated
+// by authenticate (nil: anonymous).
+func serveHub(t testing.TB, h *hub.Hub, authenticate func(*http.Request) (any, error)) *routeHub {
+	t.Helper()
+	srv := server.New(&server.Options{Router: demo.Mux(), Hub: h, Authenticate: authenticate})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
@@ -54,34 +61,22 @@ func startHub(t testing.TB, opts *hub.Options) *routeHub {
 	return &routeHub{ts: ts, srv: srv, h: h}
 }
 
-func (rh *routeHub) wsURL() string { return "ws" + strings.TrimPrefix(rh.ts.URL, "http") + "/rpc" }
+func (rh *routeHub) wsURL() string { return hubtest.WSURL(rh.ts.URL) }
 
 // raw opens a WebSocket to the hub, closed at the end of the test.
 func (rh *routeHub) raw(t testing.TB) *websocket.Conn {
 	t.Helper()
-	dctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
-	defer cancel()
-	ws, _, err := websocket.Dial(dctx, rh.wsURL(), nil)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { ws.CloseNow() })
-	return ws
+	return hubtest.DialWS(t, rh.wsURL(), nil)
 }
 
 // dial connects a peer serving router (nil: none). It is closed at the end
 // of the test, or by the test.
 func (rh *routeHub) dial(t testing.TB, router peer.Router) *peer.Conn {
 	t.Helper()
-	c := peer.NewConn(peer.WebSocket(rh.raw(t)), &peer.Options{Router: router})
-	go c.Serve(context.Background()) //nolint:errcheck // the result is in c.Err
-	t.Cleanup(func() {
-		if s, ok := router.(*service); ok {
-			s.free() // its handlers still holding would hold up Done
-		}
-		c.Close()
-		<-c.Done()
-	})
+	c := hubtest.ServePeer(t, rh.raw(t), &peer.Options{Router: router})
+	if s, ok := router.(*service); ok {
+		t.Cleanup(s.free) // before c is closed: its handlers still holding would hold up Done
+	}
 	return c
 }
 
@@ -100,6 +95,16 @@ func (rh *routeHub) post(t *testing.T, body string) string {
 	return b.String()
 }
 
+// provided starts a hub on which a service called svc provides methods.
+func provided(t *testing.T, methods ...string) (rh *routeHub, svc *service, prov *peer.Conn) {
+	t.Helper()
+	rh = startHub(t, nil)
+	svc = newService(t, "svc")
+	prov = rh.dial(t, svc)
+	provide(t, prov, methods...)
+	return rh, svc, prov
+}
+
 // provide makes c provide the methods.
 func provide(t testing.TB, c *peer.Conn, methods ...string) {
 	t.Helper()
@@ -107,22 +112,6 @@ func provide(t testing.TB, c *peer.Conn, methods ...string) {
 	if err := c.Call(context.Background(), "rpc.provide", map[string]any{"methods": methods}, &res); err != nil {
 		t.Fatalf("rpc.provide %q: %v", methods, err)
 	}
-}
-
-func writeWS(t *testing.T, ws *websocket.Conn, msg string) {
-	t.Helper()
-	if err := ws.Write(ctx(t), websocket.MessageText, []byte(msg)); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-}
-
-func readWS(t *testing.T, ws *websocket.Conn) string {
-	t.Helper()
-	_, b, err := ws.Read(ctx(t))
-	if err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	return string(b)
 }
 
 // service is a provider's methods; its handlers report on the channels.
@@ -197,10 +186,7 @@ func wantError(t *testing.T, err error, code peer.Code, msg string) {
 // A service provides methods; callers over WebSocket and HTTP POST get
 // its answers, results and errors unchanged.
 func TestRouteCall(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	prov := rh.dial(t, svc)
-	provide(t, prov, "billing.*")
+	rh, svc, _ := provided(t, "billing.*")
 	caller := rh.dial(t, nil)
 
 	var res map[string]any
@@ -244,18 +230,16 @@ func TestRouteCall(t *testing.T) {
 // Ids of every kind come back byte for byte; a batch mixing the server's
 // methods, provided ones and bad elements is answered element by element.
 func TestRouteIDsAndBatches(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	provide(t, rh.dial(t, svc), "billing.charge", "billing.note", "billing.fail")
+	rh, svc, _ := provided(t, "billing.charge", "billing.note", "billing.fail")
 	ws := rh.raw(t)
 	for _, id := range []string{`123456789012345678901234567890`, `-0.5e-7`, `"a\u00e9\"b"`, `null`} {
-		writeWS(t, ws, `{"jsonrpc":"2.0","method":"billing.charge","params":[1],"id":`+id+`}`)
+		hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"billing.charge","params":[1],"id":`+id+`}`)
 		want := `{"jsonrpc":"2.0","id":` + id + `,"result":{"by":"svc","charged":1}}`
-		if got := readWS(t, ws); got != want {
+		if got := hubtest.ReadText(t, ws); got != want {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	}
-	writeWS(t, ws, `[
+	hubtest.WriteText(t, ws, `[
 		{"jsonrpc":"2.0","method":"echo","params":["server"],"id":1},
 		{"jsonrpc":"2.0","method":"billing.charge","params":{"amount":2},"id":2},
 		{"jsonrpc":"2.0","method":"billing.note","params":["in a batch"]},
@@ -269,7 +253,7 @@ func TestRouteIDsAndBatches(t *testing.T) {
 		{"jsonrpc":"2.0","id":3,"error":{"code":4001,"message":"card declined","data":{"card":"4242"}}},
 		{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}},
 		{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}
-	]`, readWS(t, ws))
+	]`, hubtest.ReadText(t, ws))
 	if got := testkit.Recv(t, svc.notes, "svc.notes"); got != `["in a batch"]` {
 		t.Fatalf("notification params %s", got)
 	}
@@ -315,36 +299,49 @@ func TestRouteTwoProviders(t *testing.T) {
 	}
 }
 
-// rpc.progress from the provider reaches the caller under the caller's
-// id, rpc.cancel from the caller reaches the provider, and the answer is
-// the provider's.
-func TestRouteCancelAndProgress(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	provide(t, rh.dial(t, svc), "billing.wait")
-	ws := rh.raw(t)
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"billing.wait","id":"job-1"}`)
-	for i := 1; i <= 2; i++ {
-		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":"job-1","data":{"step":%d}}}`, i)
-		if got := readWS(t, ws); got != want {
-			t.Fatalf("got  %s\nwant %s", got, want)
-		}
+// rpc.progress from the callee reaches the caller under the caller's id,
+// rpc.cancel from the caller reaches the callee, and the answer is the
+// callee's: for a provided method and for a call addressed to a peer.
+func TestCancelAndProgress(t *testing.T) {
+	for _, tt := range []struct {
+		name, svc, callee string
+		// request makes c the callee and returns the call to it.
+		request func(t *testing.T, c *peer.Conn) string
+	}{
+		{"provided", "svc", "provider", func(t *testing.T, c *peer.Conn) string {
+			provide(t, c, "billing.wait")
+			return `{"jsonrpc":"2.0","method":"billing.wait","id":"job-1"}`
+		}},
+		{"addressed", "tab", "target", func(t *testing.T, c *peer.Conn) string {
+			return `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"` + whoami(t, c).ID + `","method":"billing.wait"},"id":"job-1"}`
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rh := startHub(t, nil)
+			svc := newService(t, tt.svc)
+			req := tt.request(t, rh.dial(t, svc))
+			ws := rh.raw(t)
+			hubtest.WriteText(t, ws, req)
+			for i := 1; i <= 2; i++ {
+				want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":"job-1","data":{"step":%d}}}`, i)
+				if got := hubtest.ReadText(t, ws); got != want {
+					t.Fatalf("got  %s\nwant %s", got, want)
+				}
+			}
+			testkit.Recv(t, svc.started, "svc.started")
+			hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"job-1"}}`)
+			if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("the %s's handler ended with %v", tt.callee, err)
+			}
+			testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"job-1","error":{"code":-32002,"message":"stopped by `+tt.svc+`"}}`, hubtest.ReadText(t, ws))
+		})
 	}
-	testkit.Recv(t, svc.started, "svc.started")
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"job-1"}}`)
-	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("the provider's handler ended with %v", err)
-	}
-	testkit.JSONEqual(t, `{"jsonrpc":"2.0","id":"job-1","error":{"code":-32002,"message":"stopped by svc"}}`, readWS(t, ws))
 }
 
 // A provider that goes away mid-call: its callers get -32006 at once, and
 // its methods are withdrawn.
 func TestRouteProviderLost(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	prov := rh.dial(t, svc)
-	provide(t, prov, "billing.*")
+	rh, svc, prov := provided(t, "billing.*")
 	caller := rh.dial(t, nil)
 	errc := make(chan error, 3)
 	for range 3 {
@@ -366,12 +363,9 @@ func TestRouteProviderLost(t *testing.T) {
 
 // A caller that goes away mid-call cancels the call at the provider.
 func TestRouteCallerLeaves(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	prov := rh.dial(t, svc)
-	provide(t, prov, "billing.wait")
+	rh, svc, prov := provided(t, "billing.wait")
 	ws := rh.raw(t)
-	writeWS(t, ws, `{"jsonrpc":"2.0","method":"billing.wait","id":1}`)
+	hubtest.WriteText(t, ws, `{"jsonrpc":"2.0","method":"billing.wait","id":1}`)
 	testkit.Recv(t, svc.started, "svc.started")
 	ws.Close(websocket.StatusNormalClosure, "")
 	if err := testkit.Recv(t, svc.ended, "svc.ended"); !errors.Is(err, context.Canceled) {
@@ -463,16 +457,9 @@ func TestRoutePolicy(t *testing.T) {
 // rpc.discover on the hub lists the provided methods, as their providers
 // describe them, after the server's own.
 func TestRouteDiscover(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	provide(t, rh.dial(t, svc), "billing.*", "echo")
+	rh, _, _ := provided(t, "billing.*", "echo")
 	caller := rh.dial(t, nil)
-	var doc struct {
-		Methods []struct {
-			Name   string
-			Params []struct{ Name string }
-		}
-	}
+	var doc testkit.Discovery
 	if err := caller.Call(ctx(t), "rpc.discover", nil, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -555,9 +542,7 @@ func TestRouteMaxForwards(t *testing.T) {
 // A forwarded call in flight when the server shuts down gets its
 // provider's answer before the connections close.
 func TestRouteShutdown(t *testing.T) {
-	rh := startHub(t, nil)
-	svc := newService(t, "svc")
-	provide(t, rh.dial(t, svc), "billing.hold")
+	rh, svc, _ := provided(t, "billing.hold")
 	caller := rh.dial(t, nil)
 	errc := make(chan error, 1)
 	var who string
@@ -576,8 +561,7 @@ func TestRouteShutdown(t *testing.T) {
 // Once their answers are back, 10,000 forwarded calls leave nothing
 // behind: no call counted in flight, no goroutine.
 func TestRouteLeavesNothing(t *testing.T) {
-	rh := startHub(t, nil)
-	provide(t, rh.dial(t, newService(t, "svc")), "billing.*")
+	rh, _, _ := provided(t, "billing.*")
 	caller := rh.dial(t, nil)
 	if err := caller.Call(ctx(t), "billing.charge", []int{0}, nil); err != nil {
 		t.Fatal(err)

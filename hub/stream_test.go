@@ -11,7 +11,6 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
-	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // connectN is connect with room for n events.
@@ -373,38 +372,13 @@ func TestRecoverOverlapping(t *testing.T) {
 // up.
 func TestHeldTooMany(t *testing.T) {
 	h := hub.New(&hub.Options{Policy: hub.AllowAll})
-	for i := range 2000 {
-		if _, err := h.Publish(ctx(t), "h", i); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The slow peer's reader stops at its first event, so its replay
 	// soon waits for room in its queue.
-	gate := make(chan struct{})
-	events := make(chan event, 1)
-	slow := connect(t, h, nil, routerFunc(func(method string) (peer.Handler, peer.Mode) {
-		if method != "rpc.event" {
-			return nil, peer.Concurrent
-		}
-		return peer.Func(func(_ context.Context, e event) (any, error) {
-			select {
-			case events <- e:
-			default:
-			}
-			<-gate
-			return nil, nil
-		}), peer.Inline
-	}))
+	slow, events, gate := stuckPeer(t, h)
 	defer close(gate)
 	fast := connectN(t, h, 10_000)
 	subscribe(t, fast, []string{"h"})
-	// A notification: the slow peer stops reading at its first event,
-	// which may come before the result would.
-	if err := slow.Notify(ctx(t), "rpc.subscribe", map[string]any{
-		"topic": "h", "since": hub.Position{Epoch: h.Position().Epoch, Seq: 0},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	replayAll(t, h, slow)
 	<-events
 
 	// In rounds the fast subscriber keeps up with (its queue is bounded

@@ -555,21 +555,7 @@ func TestToError(t *testing.T) {
 
 func TestDiscover(t *testing.T) {
 	a, _ := pipe(t, nil, &Options{Router: specMux()})
-	var doc struct {
-		OpenRPC string `json:"openrpc"`
-		Methods []struct {
-			Name           string `json:"name"`
-			ParamStructure string `json:"paramStructure"`
-			Params         []struct {
-				Name     string         `json:"name"`
-				Required bool           `json:"required"`
-				Schema   map[string]any `json:"schema"`
-			} `json:"params"`
-			Result struct {
-				Schema map[string]any `json:"schema"`
-			} `json:"result"`
-		} `json:"methods"`
-	}
+	var doc testkit.Discovery
 	if err := a.Call(t.Context(), "rpc.discover", nil, &doc); err != nil {
 		t.Fatal(err)
 	}

@@ -118,14 +118,7 @@ func TestAuditRefusals(t *testing.T) {
 	}
 
 	// The Origin check, a limit too.
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/rpc", strings.NewReader(`{}`))
-	req.Header.Set("Origin", "https://evil.example")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	post(t, ts.URL, "application/json", `{}`, http.Header{"Origin": {"https://evil.example"}})
 	limits = refusals(logs, "limit")
 	if len(limits) != 2 || limits[1].ContextMap()["reason"] != "origin" || limits[1].ContextMap()["origin"] != "https://evil.example" {
 		t.Errorf("origin refusal: %v", limits)

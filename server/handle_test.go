@@ -52,12 +52,7 @@ func TestHandle(t *testing.T) {
 		if tc.origin != "" {
 			req.Header.Set("Origin", tc.origin)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := doRequest(t, req)
 		if resp.StatusCode != tc.want || tc.text != "" && string(b) != tc.text {
 			t.Errorf("token %q origin %q: %d %q, want %d %q", tc.token, tc.origin, resp.StatusCode, b, tc.want, tc.text)
 		}

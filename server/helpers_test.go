@@ -1,9 +1,9 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
@@ -57,39 +58,19 @@ func newTestServer(t *testing.T, opts *server.Options) *testServer {
 	return &testServer{Server: ts, srv: srv}
 }
 
-func (ts *testServer) wsURL() string {
-	return "ws" + strings.TrimPrefix(ts.URL, "http") + "/rpc"
-}
+func (ts *testServer) wsURL() string { return hubtest.WSURL(ts.URL) }
 
 // dialRaw opens a raw WebSocket to /rpc.
 func (ts *testServer) dialRaw(t *testing.T, opts *websocket.DialOptions) *websocket.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, ts.wsURL(), opts)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { ws.CloseNow() })
-	return ws
+	return hubtest.DialWS(t, ts.wsURL(), opts)
 }
 
 // dialPeer opens a WebSocket to /rpc and serves it as a peer.Conn with
 // the given router (nil: none). The conn is closed at the end of the test.
 func (ts *testServer) dialPeer(t *testing.T, opts *peer.Options) *peer.Conn {
 	t.Helper()
-	ws := ts.dialRaw(t, nil)
-	c := peer.NewConn(peer.WebSocket(ws), opts)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Serve(context.Background())
-	}()
-	t.Cleanup(func() {
-		c.Close()
-		<-done
-	})
-	return c
+	return hubtest.ServePeer(t, ts.dialRaw(t, nil), opts)
 }
 
 // roundTrip writes one text message and reads one reply, within a deadline.
@@ -101,22 +82,12 @@ func roundTrip(t *testing.T, ws *websocket.Conn, msg string) string {
 
 func write(t *testing.T, ws *websocket.Conn, msg string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
-	defer cancel()
-	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-		t.Fatalf("write: %v", err)
-	}
+	hubtest.WriteText(t, ws, msg)
 }
 
 func read(t *testing.T, ws *websocket.Conn) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
-	defer cancel()
-	_, b, err := ws.Read(ctx)
-	if err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	return string(b)
+	return hubtest.ReadText(t, ws)
 }
 
 // post sends body to /rpc with the content type and returns the status
@@ -133,14 +104,20 @@ func post(t *testing.T, url, contentType, body string, header http.Header) (int,
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	resp, b := doRequest(t, req)
+	return resp.StatusCode, string(b)
+}
+
+// doRequest sends req and returns the response, its body read and closed.
+func doRequest(t *testing.T, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.String()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
 }
 
 // eventRouter serves rpc.event notifications by sending their params to

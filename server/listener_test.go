@@ -116,14 +116,7 @@ func TestListenerOverTCP(t *testing.T) {
 				}
 			})
 			dial := func() net.Conn {
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
-				if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-					t.Fatal(err)
-				}
+				c := hubtest.DialTCP(t, addr)
 				if withTLS {
 					return tls.Client(c, &tls.Config{RootCAs: cert.Roots, ServerName: "127.0.0.1"})
 				}

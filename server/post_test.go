@@ -92,11 +92,7 @@ func TestPostHTTPErrors(t *testing.T) {
 	for _, method := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch} {
 		req, _ := http.NewRequestWithContext(t.Context(), method, ts.URL+"/rpc", strings.NewReader(call))
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := doRequest(t, req)
 		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == "" {
 			t.Errorf("%s: status %d, Allow %q; want 405 with Allow", method, resp.StatusCode, resp.Header.Get("Allow"))
 		}

@@ -22,6 +22,19 @@ import (
 // with the walk-through's rules for peers without grants.
 func newJWTServer(t *testing.T) *testServer {
 	t.Helper()
+	set := walkthroughRules(t)
+	j := newJWT(t, &server.JWTOptions{Key: hmacSecret})
+	return newTestServer(t, &server.Options{
+		Hub:            hub.New(&hub.Options{Policy: set.Policy}),
+		Authenticate:   j.Authenticate,
+		Authorize:      set.Authorize,
+		Reauthenticate: j.Verify,
+	})
+}
+
+// walkthroughRules are the walk-through's rules for peers without grants.
+func walkthroughRules(t testing.TB) *rules.Set {
+	t.Helper()
 	set, err := rules.Compile([]rules.Rule{
 		{Allow: []string{"subscribe"}, To: []string{"user.{user}.>"}, Who: "authenticated"},
 		{Allow: []string{"call"}, To: []string{"add"}, Who: "authenticated"},
@@ -30,13 +43,7 @@ func newJWTServer(t *testing.T) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := newJWT(t, &server.JWTOptions{Key: hmacSecret})
-	return newTestServer(t, &server.Options{
-		Hub:            hub.New(&hub.Options{Policy: set.Policy}),
-		Authenticate:   j.Authenticate,
-		Authorize:      set.Authorize,
-		Reauthenticate: j.Verify,
-	})
+	return set
 }
 
 // hs signs claims with the test secret; a token without exp gets one an

@@ -85,11 +85,6 @@ func TestRootWithoutPage(t *testing.T) {
 
 func do(t *testing.T, req *http.Request) (int, string) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := doRequest(t, req)
 	return resp.StatusCode, string(b)
 }

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/hub"
-	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
@@ -26,14 +25,7 @@ import (
 // both see the same machine. It reports the time per call of each and
 // their ratio; ns/op counts both and means little.
 func BenchmarkRules(b *testing.B) {
-	set, err := rules.Compile([]rules.Rule{
-		{Allow: []string{"subscribe"}, To: []string{"user.{user}.>"}, Who: "authenticated"},
-		{Allow: []string{"call"}, To: []string{"add"}, Who: "authenticated"},
-		{Allow: []string{"publish", "address"}, To: []string{">"}, Who: "role=backend"},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	set := walkthroughRules(b)
 	j := newJWT(b, &server.JWTOptions{Key: hmacSecret})
 	tok := sign(b, "HS256", hmacSecret, "", jwt.MapClaims{"sub": "orders", "role": "backend", "exp": time.Now().Add(time.Hour).Unix()})
 	start := func(o *server.Options) *peer.Conn {
@@ -46,17 +38,9 @@ func BenchmarkRules(b *testing.B) {
 			_ = srv.Shutdown(context.Background())
 			ts.Close()
 		})
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/rpc",
+		ws := hubtest.DialWS(b, hubtest.WSURL(ts.URL),
 			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		c := peer.NewConn(peer.WebSocket(ws), nil)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = c.Serve(context.Background()) }()
-		b.Cleanup(func() { c.Close(); <-done })
+		c := hubtest.ServePeer(b, ws, nil)
 		return c
 	}
 	without := start(&server.Options{Hub: hub.New(&hub.Options{Policy: hub.AllowAll})})

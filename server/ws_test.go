@@ -256,11 +256,7 @@ func TestHostRefusedOnLoopback(t *testing.T) {
 	} {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/", nil)
 		req.Host = tt.host
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := doRequest(t, req)
 		if refused := resp.StatusCode == 403; refused == tt.ok {
 			t.Errorf("Host %s: status %d (allowed: %v)", tt.host, resp.StatusCode, tt.ok)
 		}
@@ -269,11 +265,7 @@ func TestHostRefusedOnLoopback(t *testing.T) {
 	for host, ok := range map[string]bool{"hub.example.com": true, "localhost": false} {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts2.URL+"/", nil)
 		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := doRequest(t, req)
 		if refused := resp.StatusCode == 403; refused == ok {
 			t.Errorf("AllowedHosts, Host %s: status %d (allowed: %v)", host, resp.StatusCode, ok)
 		}
@@ -468,11 +460,7 @@ func TestCORSForAllowedOrigins(t *testing.T) {
 		req.Header.Set("Origin", origin)
 		req.Header.Set("Access-Control-Request-Method", "POST")
 		req.Header.Set("Access-Control-Request-Headers", "authorization,content-type")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := doRequest(t, req)
 		return resp
 	}
 	resp := preflight("https://app.example.org")
@@ -489,11 +477,7 @@ func TestCORSForAllowedOrigins(t *testing.T) {
 	req.Header.Set("Origin", "https://app.example.org")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer guess")
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
+	r, _ := doRequest(t, req)
 	if r.StatusCode != http.StatusUnauthorized || r.Header.Get("Access-Control-Allow-Origin") != "https://app.example.org" {
 		t.Errorf("a refused POST from an allowed origin: %d %v", r.StatusCode, r.Header)
 	}

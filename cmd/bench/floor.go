@@ -134,13 +134,23 @@ func newFloor(work floorWork) http.Handler {
 	return mux
 }
 
-func (f *floor) serveWS(w http.ResponseWriter, r *http.Request) {
+// acceptFloor takes a WebSocket in as the floor does: from any origin,
+// frames up to 1 MiB. It returns nil when the handshake failed.
+func acceptFloor(w http.ResponseWriter, r *http.Request) *websocket.Conn {
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		return nil
+	}
+	c.SetReadLimit(1 << 20)
+	return c
+}
+
+func (f *floor) serveWS(w http.ResponseWriter, r *http.Request) {
+	c := acceptFloor(w, r)
+	if c == nil {
 		return
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(1 << 20)
 	ctx := context.Background()
 	var sub *floorSub
 	defer func() {
@@ -211,12 +221,11 @@ type relay struct {
 var relayReady = []byte(`{"jsonrpc":"2.0","method":"relay.ready"}`)
 
 func (rl *relay) serve(w http.ResponseWriter, r *http.Request, isTarget bool) {
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
+	c := acceptFloor(w, r)
+	if c == nil {
 		return
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(1 << 20)
 	ctx := context.Background()
 	self, other := &rl.caller, &rl.target
 	if isTarget {

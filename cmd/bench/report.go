@@ -21,8 +21,7 @@ import (
 // benchmarks-history.md, written by hand beside it, which the page links to.
 func reportCmd(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	out := fs.String("o", "docs/benchmarks.md", "write the page to `file`")
-	chart := fs.String("chart", "docs/img/bench-ratios.svg", "write the chart to `file` (linked from the page)")
+	files := pageFlags(fs, "docs/benchmarks.md", "docs/img/bench-ratios.svg")
 	micro := fs.String("micro", "", "the output of go test -bench -benchmem, to include")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench report [flags] RESULTS.jsonl")
@@ -39,23 +38,58 @@ func reportCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(*chart), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(*chart, ratioChart(results), 0o644); err != nil {
-		return err
-	}
-	var microText []byte
-	if *micro != "" {
-		if microText, err = os.ReadFile(*micro); err != nil {
-			return err
+	return files.write(ratioChart(results), func(chart string) ([]byte, error) {
+		var microText []byte
+		if *micro != "" {
+			if microText, err = os.ReadFile(*micro); err != nil {
+				return nil, err
+			}
 		}
+		return page(m, results, chart, microText), nil
+	})
+}
+
+// judged returns none for a result without a target, met for one that
+// reaches it and missed for one that does not.
+func (r *result) judged(none, met, missed string) string {
+	switch {
+	case r.Target == 0:
+		return none
+	case r.met():
+		return met
 	}
-	rel, err := filepath.Rel(filepath.Dir(*out), *chart)
+	return missed
+}
+
+// pageFiles are where a report writes its page and the page's chart.
+type pageFiles struct{ out, chart *string }
+
+// pageFlags defines -o and -chart on fs, with their defaults.
+func pageFlags(fs *flag.FlagSet, out, chart string) pageFiles {
+	return pageFiles{
+		out:   fs.String("o", out, "write the page to `file`"),
+		chart: fs.String("chart", chart, "write the chart to `file` (linked from the page)"),
+	}
+}
+
+// write writes the chart, then the page that page renders with the
+// chart's path relative to the page's folder.
+func (f pageFiles) write(chart []byte, page func(chart string) ([]byte, error)) error {
+	if err := os.MkdirAll(filepath.Dir(*f.chart), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(*f.chart, chart, 0o644); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(filepath.Dir(*f.out), *f.chart)
 	if err != nil {
-		rel = *chart
+		rel = *f.chart
 	}
-	return os.WriteFile(*out, page(m, results, rel, microText), 0o644)
+	b, err := page(rel)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*f.out, b, 0o644)
 }
 
 func readResults(path string) (meta, []result, error) {
@@ -112,13 +146,7 @@ from the median, and so how firmly a target is met.
 | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
 `, m.Reps, m.Date, m.CPU, m.CPUs, m.OS, m.Go, m.Command, chart)
 	for _, r := range results {
-		verdict := "missed"
-		switch {
-		case r.Target == 0:
-			verdict = ""
-		case r.met():
-			verdict = "met"
-		}
+		verdict := r.judged("", "met", "missed")
 		target := strings.NewReplacer(">=", "≥", "<=", "≤").Replace(r.targetText())
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.ratioText(),
@@ -281,13 +309,7 @@ func ratioChart(results []result) []byte {
 	}
 	for i, r := range results {
 		y := top + i*rowH
-		color := "#d9534f"
-		switch {
-		case r.Target == 0:
-			color = "#5b7db1"
-		case r.met():
-			color = "#2e8b57"
-		}
+		color := r.judged("#5b7db1", "#2e8b57", "#d9534f")
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>
 <rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>
 <text x="%.1f" y="%d">%s</text>

@@ -8,15 +8,13 @@ import (
 	"fmt"
 	"html"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
 // scaleReportCmd writes docs/scale.md and its chart from scale's results.
 func scaleReportCmd(args []string) error {
 	fs := flag.NewFlagSet("scalereport", flag.ContinueOnError)
-	out := fs.String("o", "docs/scale.md", "write the page to `file`")
-	chart := fs.String("chart", "docs/img/scale-memory.svg", "write the chart to `file` (linked from the page)")
+	files := pageFlags(fs, "docs/scale.md", "docs/img/scale-memory.svg")
 	note := fs.String("note", "", "what else the machine was doing, for the page")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -32,17 +30,9 @@ func scaleReportCmd(args []string) error {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(*chart), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(*chart, memoryChart(&r), 0o644); err != nil {
-		return err
-	}
-	rel, err := filepath.Rel(filepath.Dir(*out), *chart)
-	if err != nil {
-		rel = *chart
-	}
-	return os.WriteFile(*out, scalePage(&r, rel, *note), 0o644)
+	return files.write(memoryChart(&r), func(chart string) ([]byte, error) {
+		return scalePage(&r, chart, *note), nil
+	})
 }
 
 // Centrifugo's published figures, as quoted in the issue that asked for

@@ -15,11 +15,7 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 	if err != nil {
 		return nil, err
 	}
-	hubAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	floorAddr, err := freeAddr()
+	hubAddr, floorAddr, err := hubAndFloorAddrs()
 	if err != nil {
 		return nil, err
 	}

@@ -44,11 +44,7 @@ func startServers(ctx context.Context, hubBinary string, withFloor bool) (*serve
 		return nil, err
 	}
 	s := &servers{}
-	hubAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	floorAddr, err := freeAddr()
+	hubAddr, floorAddr, err := hubAndFloorAddrs()
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +110,18 @@ func (p *proc) stop(grace time.Duration) {
 		_ = p.cmd.Process.Kill()
 		<-p.ended
 	}
+}
+
+// hubAndFloorAddrs returns two free addresses of 127.0.0.1, for a hub and
+// a floor.
+func hubAndFloorAddrs() (hub, floor string, err error) {
+	if hub, err = freeAddr(); err != nil {
+		return "", "", err
+	}
+	if floor, err = freeAddr(); err != nil {
+		return "", "", err
+	}
+	return hub, floor, nil
 }
 
 func freeAddr() (string, error) {

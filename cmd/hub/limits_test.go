@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 )
 
 // TestSlowloris: a client that sends its headers a byte at a time, and
@@ -96,15 +98,7 @@ func TestConnLimitFlag(t *testing.T) {
 // dialRaw opens a TCP connection with a deadline that bounds the test.
 func dialRaw(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return hubtest.DialTCP(t, addr)
 }
 
 // rawGet sends GET /healthz on c and returns the status.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -104,45 +105,48 @@ func (p *proc) Log() string {
 // such as "hub listening", and returns the address.
 func (p *proc) Addr(t *testing.T, msg string) string {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		p.mu.Lock()
-		text, changed := p.stderr.String(), p.changed
-		p.mu.Unlock()
+	var addr string
+	p.waitLog(t, fmt.Sprintf("the hub ended without logging %q", msg), fmt.Sprintf("no %q line", msg), func(text string) bool {
 		for line := range strings.Lines(text) {
 			var entry struct{ Msg, Addr string }
 			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == msg && entry.Addr != "" {
-				return entry.Addr
+				addr = entry.Addr
+				return true
 			}
 		}
-		select {
-		case <-changed:
-		case <-p.eof:
-			t.Fatalf("the hub ended without logging %q:\n%s", msg, p.Log())
-		case <-deadline:
-			t.Fatalf("no %q line:\n%s", msg, p.Log())
-		}
-	}
+		return false
+	})
+	return addr
 }
 
 // WaitLog waits until the hub has written want at least n times, and
 // fails the test if it ends or 20 seconds pass first.
 func (p *proc) WaitLog(t *testing.T, want string, n int) {
 	t.Helper()
+	p.waitLog(t, fmt.Sprintf("the hub ended before writing %q %d times", want, n), fmt.Sprintf("no %q (%d times) within 20s", want, n), func(text string) bool {
+		return strings.Count(text, want) >= n
+	})
+}
+
+// waitLog waits until found says yes to what the hub has written, each
+// time it writes more; if the hub ends first the test fails with ended,
+// and with late once 20 seconds have passed; the log follows either.
+func (p *proc) waitLog(t *testing.T, ended, late string, found func(text string) bool) {
+	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
 		p.mu.Lock()
 		text, changed := p.stderr.String(), p.changed
 		p.mu.Unlock()
-		if strings.Count(text, want) >= n {
+		if found(text) {
 			return
 		}
 		select {
 		case <-changed:
 		case <-p.eof:
-			t.Fatalf("the hub ended before writing %q %d times:\n%s", want, n, p.Log())
+			t.Fatalf("%s:\n%s", ended, p.Log())
 		case <-deadline:
-			t.Fatalf("no %q (%d times) within 20s:\n%s", want, n, p.Log())
+			t.Fatalf("%s:\n%s", late, p.Log())
 		}
 	}
 }

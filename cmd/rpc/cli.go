@@ -353,18 +353,27 @@ func parseParams(args []string) json.RawMessage {
 // callOnce connects to url, over POST or a WebSocket, makes one call
 // within -timeout, and returns its result.
 func (o *cli) callOnce(ctx context.Context, url, method string, params any) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := o.once(ctx, url, func(ctx context.Context, c caller) error {
+		return c.Call(ctx, method, params, &res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// once connects to url (open) and runs fn with the client, all within
+// -timeout; the client is closed when fn returns.
+func (o *cli) once(ctx context.Context, url string, fn func(context.Context, caller) error) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	c, err := o.open(ctx, url)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c.Close()
-	var res json.RawMessage
-	if err := c.Call(ctx, method, params, &res); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return fn(ctx, c)
 }
 
 // callAndPrint makes one call (callOnce) and prints its result.

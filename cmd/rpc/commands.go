@@ -55,10 +55,7 @@ peer that did not answer in time gets -32003.
 		o.fs.StringVar(&o.to.Topic, "topic", "", "call METHOD on every peer of this `topic` (rpc.call)")
 	},
 	run: func(ctx context.Context, o *cli, args []string) error {
-		if len(args) < 2 {
-			return usagef("want URL and METHOD")
-		}
-		p, err := o.params(args[2:])
+		p, err := o.methodParams(args)
 		if err != nil {
 			return err
 		}
@@ -108,21 +105,13 @@ Examples:
   rpc notify ws://127.0.0.1:8080/rpc update 1 2 3 4 5
 `,
 	run: func(ctx context.Context, o *cli, args []string) error {
-		if len(args) < 2 {
-			return usagef("want URL and METHOD")
-		}
-		p, err := o.params(args[2:])
+		p, err := o.methodParams(args)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		c, err := o.open(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return c.Notify(ctx, args[1], p)
+		return o.once(ctx, args[0], func(ctx context.Context, c caller) error {
+			return c.Notify(ctx, args[1], p)
+		})
 	},
 }
 
@@ -171,14 +160,10 @@ Examples:
 				elems[i].Params = r.Params
 			}
 		}
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		c, err := o.open(ctx, args[0])
+		err = o.once(ctx, args[0], func(ctx context.Context, c caller) error {
+			return c.Batch(ctx, elems)
+		})
 		if err != nil {
-			return err
-		}
-		defer c.Close()
-		if err := c.Batch(ctx, elems); err != nil {
 			return err
 		}
 		type response struct {
@@ -247,10 +232,7 @@ Examples:
 		if len(args) < 2 {
 			return usagef("want URL and at least one TOPIC")
 		}
-		opts := o.options()
-		opts.MaxAttempts = 0 // reconnect for as long as it takes
-		opts.OnState = o.reportState()
-		c, err := o.dial(ctx, args[0], opts)
+		c, err := o.dialLasting(ctx, args[0], nil)
 		if err != nil {
 			return err
 		}
@@ -343,6 +325,36 @@ func (o *cli) reportState() func(client.State, error) {
 			up = true
 		}
 		prev = s
+	}
+}
+
+// methodParams reads the PARAMS of URL METHOD [PARAMS...].
+func (o *cli) methodParams(args []string) (any, error) {
+	if len(args) < 2 {
+		return nil, usagef("want URL and METHOD")
+	}
+	return o.params(args[2:])
+}
+
+// dialLasting dials for the commands that run until interrupted: the
+// client serves router (nil: none), reconnects for as long as it takes
+// and says so on stderr.
+func (o *cli) dialLasting(ctx context.Context, arg string, router peer.Router) (*client.Client, error) {
+	opts := o.options()
+	opts.Router = router
+	opts.MaxAttempts = 0
+	opts.OnState = o.reportState()
+	return o.dial(ctx, arg, opts)
+}
+
+// untilEnd waits for ctx to be done (nil) or c to end for good (its
+// error).
+func untilEnd(ctx context.Context, c *client.Client) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-c.Done():
+		return c.Err()
 	}
 }
 

@@ -34,16 +34,17 @@ Examples:
 		if o.rawJSON {
 			return o.printJSON(raw)
 		}
-		var doc openRPC
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			return fmt.Errorf("rpc.discover returned no OpenRPC document: %w", err)
+		doc, err := decodeOpenRPC(raw)
+		if err != nil {
+			return err
 		}
 		_, err = fmt.Fprint(o.stdout, doc.text())
 		return err
 	},
 }
 
-// openRPC is the part of an OpenRPC document that discover shows.
+// openRPC is the part of an OpenRPC document that discover, gen-ts and
+// gen-py read.
 type openRPC struct {
 	OpenRPC string `json:"openrpc"`
 	Info    struct {
@@ -51,18 +52,42 @@ type openRPC struct {
 		Version string `json:"version"`
 	} `json:"info"`
 	Methods []struct {
-		Name        string       `json:"name"`
-		Summary     string       `json:"summary"`
-		Params      []descriptor `json:"params"`
-		Result      *descriptor  `json:"result"`
-		ParamStruct string       `json:"paramStructure"`
+		Name           string       `json:"name"`
+		Summary        string       `json:"summary"`
+		Description    string       `json:"description"`
+		Deprecated     bool         `json:"deprecated"`
+		ParamStructure string       `json:"paramStructure"`
+		Params         []descriptor `json:"params"`
+		Result         *descriptor  `json:"result"`
 	} `json:"methods"`
+	Components struct {
+		Schemas map[string]schema `json:"schemas"`
+	} `json:"components"`
 }
 
 type descriptor struct {
-	Name     string         `json:"name"`
-	Required bool           `json:"required"`
-	Schema   map[string]any `json:"schema"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Required    bool   `json:"required"`
+	Schema      schema `json:"schema"`
+}
+
+// decodeOpenRPC decodes the result of rpc.discover.
+func decodeOpenRPC(raw json.RawMessage) (*openRPC, error) {
+	var doc openRPC
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("rpc.discover returned no OpenRPC document: %w", err)
+	}
+	return &doc, nil
+}
+
+// discover calls rpc.discover on url and decodes the document.
+func (o *cli) discover(ctx context.Context, url string) (*openRPC, error) {
+	raw, err := o.callOnce(ctx, url, "rpc.discover", nil)
+	if err != nil {
+		return nil, err
+	}
+	return decodeOpenRPC(raw)
 }
 
 func (d *openRPC) text() string {
@@ -72,11 +97,11 @@ func (d *openRPC) text() string {
 		var ps []string
 		for _, p := range m.Params {
 			name := p.Name
-			if !p.Required && m.ParamStruct != "by-position" {
+			if !p.Required && m.ParamStructure != "by-position" {
 				name += "?"
 			}
 			t := typeOf(p.Schema)
-			if m.ParamStruct == "by-position" && p.Name == "params" {
+			if m.ParamStructure == "by-position" && p.Name == "params" {
 				t = "..." + t // a slice: any number of values
 			}
 			ps = append(ps, name+" "+t)

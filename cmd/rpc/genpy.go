@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -44,15 +43,11 @@ Examples:
 		if !pyIdent.MatchString(name) || pyKeywords[name] {
 			return usagef("-name %q is not a Python identifier", name)
 		}
-		raw, err := o.callOnce(ctx, args[0], "rpc.discover", nil)
+		doc, err := o.discover(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		var doc tsDoc
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			return fmt.Errorf("rpc.discover returned no OpenRPC document: %w", err)
-		}
-		_, err = fmt.Fprint(o.stdout, genPy(&doc, name))
+		_, err = fmt.Fprint(o.stdout, genPy(doc, name))
 		return err
 	},
 }
@@ -77,7 +72,7 @@ type pyGen struct {
 
 // genPy writes the module for doc: a class called name whose async
 // methods call each method of doc.
-func genPy(doc *tsDoc, name string) string {
+func genPy(doc *openRPC, name string) string {
 	g := &pyGen{names: map[string]bool{name: true}}
 	var body strings.Builder
 	title := strings.TrimSpace(doc.Info.Title + " " + doc.Info.Version)
@@ -142,7 +137,7 @@ func genPy(doc *tsDoc, name string) string {
 }
 
 // method writes one async method of the class.
-func (g *pyGen) method(b *strings.Builder, name, summary, description string, deprecated bool, structure string, params []tsDescriptor, result *tsDescriptor) {
+func (g *pyGen) method(b *strings.Builder, name, summary, description string, deprecated bool, structure string, params []descriptor, result *descriptor) {
 	fn := pyName(name)
 	base := pyClassName(name)
 	res := "Any"
@@ -232,27 +227,16 @@ func (g *pyGen) method(b *strings.Builder, name, summary, description string, de
 	}
 }
 
+// pyNames renders the simple schemas in Python.
+var pyNames = typeNames{"Any", pyClassName, pyLiteral, func(lits []string) string {
+	return "Literal[" + strings.Join(lits, ", ") + "]"
+}}
+
 // typ renders a JSON Schema as a Python type; an object with properties
 // becomes a TypedDict called name (or a free name after it).
 func (g *pyGen) typ(s schema, name string) string {
-	if len(s) == 0 {
-		return "Any"
-	}
-	if ref, ok := s["$ref"].(string); ok {
-		if n, ok := strings.CutPrefix(ref, "#/components/schemas/"); ok {
-			return pyClassName(n)
-		}
-		return "Any"
-	}
-	if c, ok := s["const"]; ok {
-		return "Literal[" + pyLiteral(c) + "]"
-	}
-	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
-		lits := make([]string, len(e))
-		for i, v := range e {
-			lits[i] = pyLiteral(v)
-		}
-		return "Literal[" + strings.Join(lits, ", ") + "]"
+	if t, ok := pyNames.simple(s); ok {
+		return t
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		if alts, ok := s[k].([]any); ok && len(alts) > 0 {

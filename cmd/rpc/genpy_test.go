@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -15,25 +14,9 @@ import (
 // fails there.
 func TestGenPy(t *testing.T) {
 	h := hubtest.Start(t, nil)
-	r := rpc(t, "", "gen-py", h.WS())
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	const golden = "testdata/demo_api.py"
-	if *update {
-		if err := os.WriteFile(golden, []byte(r.stdout), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.stdout != string(want) {
-		t.Errorf("gen-py output differs from %s (go test ./cmd/rpc -run TestGenPy -update rewrites it):\n%s", golden, r.stdout)
-	}
+	wantGolden(t, "testdata/demo_api.py", h.WS())
 
-	r = rpc(t, "", "gen-py", "-name", "Demo", h.HTTP())
+	r := rpc(t, "", "gen-py", "-name", "Demo", h.HTTP())
 	if r.code != 0 || !strings.Contains(r.stdout, "\nclass Demo:\n") {
 		t.Errorf("gen-py -name: exit %d, output lacks class Demo", r.code)
 	}

@@ -10,18 +10,21 @@ import (
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/demo-api.d.ts from the demo hub")
+var update = flag.Bool("update", false, "rewrite the golden files of testdata from the demo hub")
 
-// The demo's methods, typed. testdata/demo-api.d.ts is also compiled
-// against switchboard.d.ts by web/test/types.test.js, so a change here
-// that TypeScript rejects fails there.
-func TestGenTS(t *testing.T) {
-	h := hubtest.Start(t, nil)
-	r := rpc(t, "", "gen-ts", h.WS())
+// wantGolden runs "rpc gen-ts" or "rpc gen-py" (by golden's ending)
+// against url and wants the golden file's text; with -update it rewrites
+// the file first.
+func wantGolden(t *testing.T, golden, url string) {
+	t.Helper()
+	cmd, test := "gen-ts", "TestGenTS"
+	if strings.HasSuffix(golden, ".py") {
+		cmd, test = "gen-py", "TestGenPy"
+	}
+	r := rpc(t, "", cmd, url)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	const golden = "testdata/demo-api.d.ts"
 	if *update {
 		if err := os.WriteFile(golden, []byte(r.stdout), 0o644); err != nil {
 			t.Fatal(err)
@@ -32,10 +35,18 @@ func TestGenTS(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.stdout != string(want) {
-		t.Errorf("gen-ts output differs from %s (go test ./cmd/rpc -run TestGenTS -update rewrites it):\n%s", golden, r.stdout)
+		t.Errorf("%s output differs from %s (go test ./cmd/rpc -run %s -update rewrites it):\n%s", cmd, golden, test, r.stdout)
 	}
+}
 
-	r = rpc(t, "", "gen-ts", "-name", "Demo", "-module", "./switchboard.js", h.HTTP())
+// The demo's methods, typed. testdata/demo-api.d.ts is also compiled
+// against switchboard.d.ts by web/test/types.test.js, so a change here
+// that TypeScript rejects fails there.
+func TestGenTS(t *testing.T) {
+	h := hubtest.Start(t, nil)
+	wantGolden(t, "testdata/demo-api.d.ts", h.WS())
+
+	r := rpc(t, "", "gen-ts", "-name", "Demo", "-module", "./switchboard.js", h.HTTP())
 	for _, want := range []string{`import type { Method, Params } from "./switchboard.js";`, "export interface Demo {"} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Errorf("gen-ts -name -module: exit %d, output lacks %q", r.code, want)
@@ -78,18 +89,18 @@ func TestTSParams(t *testing.T) {
 	num := schema{"type": "number"}
 	tests := []struct {
 		structure string
-		params    []tsDescriptor
+		params    []descriptor
 		want      string
 	}{
 		{"either", nil, "undefined"},
-		{"either", []tsDescriptor{{Name: "a", Required: true, Schema: num}, {Name: "b", Schema: num}}, "[a: number, b?: number] | { a: number; b?: number }"},
+		{"either", []descriptor{{Name: "a", Required: true, Schema: num}, {Name: "b", Schema: num}}, "[a: number, b?: number] | { a: number; b?: number }"},
 		// An optional parameter before a required one cannot be left out by position.
-		{"by-position", []tsDescriptor{{Name: "a", Schema: num}, {Name: "b", Required: true, Schema: num}}, "[a: number, b: number]"},
-		{"by-name", []tsDescriptor{{Name: "a", Schema: num}}, "{ a?: number } | undefined"},
-		{"either", []tsDescriptor{{Name: "user-id", Required: true, Schema: num}, {Name: "x", Schema: num}}, `[number, number?] | { "user-id": number; x?: number }`},
-		{"by-position", []tsDescriptor{{Name: "params", Schema: num}}, "number[]"},
-		{"by-name", []tsDescriptor{{Name: "params", Schema: schema{"type": "object", "additionalProperties": num}}}, "{ [key: string]: number }"},
-		{"either", []tsDescriptor{{Name: "params", Schema: schema{}}}, "Params | undefined"},
+		{"by-position", []descriptor{{Name: "a", Schema: num}, {Name: "b", Required: true, Schema: num}}, "[a: number, b: number]"},
+		{"by-name", []descriptor{{Name: "a", Schema: num}}, "{ a?: number } | undefined"},
+		{"either", []descriptor{{Name: "user-id", Required: true, Schema: num}, {Name: "x", Schema: num}}, `[number, number?] | { "user-id": number; x?: number }`},
+		{"by-position", []descriptor{{Name: "params", Schema: num}}, "number[]"},
+		{"by-name", []descriptor{{Name: "params", Schema: schema{"type": "object", "additionalProperties": num}}}, "{ [key: string]: number }"},
+		{"either", []descriptor{{Name: "params", Schema: schema{}}}, "Params | undefined"},
 	}
 	for _, tt := range tests {
 		if got := tsParams(tt.structure, tt.params); got != tt.want {

@@ -48,10 +48,7 @@ Examples:
 		if err != nil {
 			return err
 		}
-		opts := o.options()
-		opts.MaxAttempts = 0
-		opts.OnState = o.reportState()
-		c, err := o.dial(ctx, args[0], opts)
+		c, err := o.dialLasting(ctx, args[0], nil)
 		if err != nil {
 			return err
 		}
@@ -64,11 +61,6 @@ Examples:
 			}
 		}
 		fmt.Fprintf(o.stderr, "rpc: providing %s\n", strings.Join(names, ", "))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.Done():
-			return c.Err()
-		}
+		return untilEnd(ctx, c)
 	},
 }

@@ -51,11 +51,7 @@ Examples:
 		if err != nil {
 			return err
 		}
-		opts := o.options()
-		opts.Router = describedRouter{mux, docs}
-		opts.MaxAttempts = 0
-		opts.OnState = o.reportState()
-		c, err := o.dial(ctx, args[0], opts)
+		c, err := o.dialLasting(ctx, args[0], describedRouter{mux, docs})
 		if err != nil {
 			return err
 		}
@@ -80,12 +76,7 @@ Examples:
 		} else {
 			fmt.Fprintf(o.stderr, "rpc: serving %s\n", strings.Join(names, ", "))
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.Done():
-			return c.Err()
-		}
+		return untilEnd(ctx, c)
 	},
 }
 

@@ -9,6 +9,7 @@ package faults_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -69,6 +70,24 @@ func roundTrip(t *testing.T, c *websocket.Conn, req string) string {
 		t.Fatalf("read: %v", err)
 	}
 	return string(b)
+}
+
+// echoes writes calls echo calls of data on c, ids 0 to calls-1, in a
+// goroutine; the channel gets the first write's error, or nil once all
+// are written.
+func echoes(ctx context.Context, c *websocket.Conn, data string, calls int) <-chan error {
+	written := make(chan error, 1)
+	go func() {
+		for i := range calls {
+			req := fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","params":["%s"],"id":%d}`, data, i)
+			if err := c.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- nil
+	}()
+	return written
 }
 
 // response is the part of a reply the tests look at.

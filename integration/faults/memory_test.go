@@ -182,17 +182,7 @@ func TestEchoAmplification(t *testing.T) {
 	defer c.CloseNow()
 	data := strings.Repeat("x", 900_000)
 	const calls = 200
-	written := make(chan error, 1)
-	go func() { // the hub stops reading: the writes wait for it
-		for i := range calls {
-			req := fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","params":["%s"],"id":%d}`, data, i)
-			if err := c.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
-				written <- err
-				return
-			}
-		}
-		written <- nil
-	}()
+	written := echoes(ctx, c, data, calls) // the hub stops reading: the writes wait for it
 	waitQueued(h)
 	holdsUp(t, h, "200 echo calls of 900 KB unread")
 	readAll(t, ctx, c, calls)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // TestSlowReaderNotPingedOff: a client pipelines 100,000 echo calls and
@@ -26,18 +24,8 @@ func TestSlowReaderNotPingedOff(t *testing.T) {
 	defer cancel()
 	c := dial(t, h)
 	defer c.CloseNow()
-	data := strings.Repeat("x", 1000) // 100 MB of replies: far more than the sockets hold
-	written := make(chan error, 1)
-	go func() { // the hub stops reading once its queue is full: the writes wait
-		for i := range calls {
-			req := fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","params":["%s"],"id":%d}`, data, i)
-			if err := c.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
-				written <- err
-				return
-			}
-		}
-		written <- nil
-	}()
+	data := strings.Repeat("x", 1000)      // 100 MB of replies: far more than the sockets hold
+	written := echoes(ctx, c, data, calls) // the hub stops reading once its queue is full: the writes wait
 	// The sockets hold a few MB of replies: the hub's writes soon wait
 	// for the client, who reads nothing for a while.
 	h.WaitMetrics("the hub to answer calls", func(m map[string]float64) bool {

@@ -132,15 +132,15 @@ func TestCallAPeerCancelTimeoutLost(t *testing.T) {
 	h := hubproc.StartDemo(t)
 	tg := dialTarget(t, h.WebSocketURL(), "tab", nil)
 
-	ws := dialWS(t, h.WebSocketURL())
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+tg.id+`","method":"long"},"id":"job 1"}`)
-	if got := receive(t, ws, 30*time.Second); got != `{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":"job 1","data":"step 1"}}` {
+	ws := testclient.DialWS(t, h.WebSocketURL())
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+tg.id+`","method":"long"},"id":"job 1"}`)
+	if got := testclient.Receive(t, ws, 30*time.Second); got != `{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":"job 1","data":"step 1"}}` {
 		t.Fatalf("progress: %s", got)
 	}
 	wait(t, tg.started, "the target's handler started")
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"job 1"}}`)
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":"job 1"}}`)
 	wait(t, tg.cancelled, "the target's handler cancelled")
-	if m := decode(t, receive(t, ws, 30*time.Second)); string(m.ID) != `"job 1"` || m.Error == nil || m.Error.Code != -32002 {
+	if m := decode(t, testclient.Receive(t, ws, 30*time.Second)); string(m.ID) != `"job 1"` || m.Error == nil || m.Error.Code != -32002 {
 		t.Fatalf("the cancelled call's answer: %+v", m)
 	}
 
@@ -170,11 +170,11 @@ func TestCallAPeerCancelTimeoutLost(t *testing.T) {
 	wait(t, tg.cancelled, "the target's handler cancelled at the timeout")
 
 	// The target goes away.
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+tg.id+`","method":"long"},"id":3}`)
-	receive(t, ws, 30*time.Second) // its progress
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"peer":"`+tg.id+`","method":"long"},"id":3}`)
+	testclient.Receive(t, ws, 30*time.Second) // its progress
 	wait(t, tg.started, "the target's handler started")
 	tg.c.Close()
-	if m := decode(t, receive(t, ws, 30*time.Second)); string(m.ID) != "3" || m.Error == nil || m.Error.Code != -32006 {
+	if m := decode(t, testclient.Receive(t, ws, 30*time.Second)); string(m.ID) != "3" || m.Error == nil || m.Error.Code != -32006 {
 		t.Fatalf("the answer when the target left: %+v", m)
 	}
 	h.WaitMetrics("no addressed call in flight", func(m map[string]float64) bool {
@@ -244,7 +244,7 @@ func TestCallATopicOfAThousand(t *testing.T) {
 			}
 			return i, nil
 		})
-		ws := dialWS(t, h.WebSocketURL())
+		ws := testclient.DialWS(t, h.WebSocketURL())
 		c := peer.NewConn(peer.WebSocket(ws), &peer.Options{Router: mux})
 		wg.Go(func() { _ = c.Serve(context.Background()) })
 		conns[i] = c
@@ -259,11 +259,11 @@ func TestCallATopicOfAThousand(t *testing.T) {
 		wg.Wait()
 	}()
 
-	ws := dialWS(t, h.WebSocketURL())
+	ws := testclient.DialWS(t, h.WebSocketURL())
 	ws.SetReadLimit(1 << 20)
 	start := time.Now()
 	// The timeout leaves room for 900 answers from a hub under load.
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"state","timeout":10000},"id":1}`)
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"state","timeout":10000},"id":1}`)
 	var reply struct {
 		Result struct {
 			Results []struct {
@@ -273,7 +273,7 @@ func TestCallATopicOfAThousand(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(receive(t, ws, time.Minute)), &reply); err != nil {
+	if err := json.Unmarshal([]byte(testclient.Receive(t, ws, time.Minute)), &reply); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
@@ -299,9 +299,9 @@ func TestCallATopicOfAThousand(t *testing.T) {
 	t.Logf("1,000 peers answered in %v", took)
 
 	// A notification to all: nothing comes back but the next call's answer.
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"state"}}`)
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`)
-	if got := receive(t, ws, 30*time.Second); got != `{"jsonrpc":"2.0","id":2,"result":{}}` {
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"rpc.call","params":{"topic":"room.7","method":"state"}}`)
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":2}`)
+	if got := testclient.Receive(t, ws, 30*time.Second); got != `{"jsonrpc":"2.0","id":2,"result":{}}` {
 		t.Fatalf("after a notification: %s", got)
 	}
 	_ = ws.Close(websocket.StatusNormalClosure, "")

@@ -16,6 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -83,9 +84,9 @@ func dialAs(t *testing.T, h *hubproc.Hub, token string) *websocket.Conn {
 // call sends a request on c and returns the answer, skipping events.
 func call(t *testing.T, c *websocket.Conn, method, params string) message {
 	t.Helper()
-	send(t, c, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`)
+	testclient.Send(t, c, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`)
 	for {
-		m := decode(t, receive(t, c, 10*time.Second))
+		m := decode(t, testclient.Receive(t, c, 10*time.Second))
 		if m.Method == "" {
 			return m
 		}
@@ -130,7 +131,7 @@ func TestIdentityIsAName(t *testing.T) {
 	if !strings.Contains(string(m.Result), `"delivered":1`) {
 		t.Errorf("publish to john's inbox: %s %+v", m.Result, m.Error)
 	}
-	if ev := decode(t, receive(t, email, 10*time.Second)); ev.Method != "rpc.event" || !strings.Contains(string(ev.Params), "for john") {
+	if ev := decode(t, testclient.Receive(t, email, 10*time.Second)); ev.Method != "rpc.event" || !strings.Contains(string(ev.Params), "for john") {
 		t.Errorf("john got %s %s", ev.Method, ev.Params)
 	}
 	m = call(t, email, "rpc.whoami", `{}`)

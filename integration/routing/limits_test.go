@@ -42,9 +42,9 @@ func TestForwardLimits(t *testing.T) {
 			return 0
 		}
 	}
-	ws := dialWS(t, h.WebSocketURL())
+	ws := testclient.DialWS(t, h.WebSocketURL())
 	for id := 1; id <= 3; id++ {
-		send(t, ws, fmt.Sprintf(`{"jsonrpc":"2.0","method":"svc.hold","params":[%d],"id":%d}`, id, id))
+		testclient.Send(t, ws, fmt.Sprintf(`{"jsonrpc":"2.0","method":"svc.hold","params":[%d],"id":%d}`, id, id))
 	}
 	first := []int{heldCall(), heldCall()}
 	select {
@@ -61,7 +61,7 @@ func TestForwardLimits(t *testing.T) {
 	release <- struct{}{}
 	var got []int
 	for range 3 {
-		m := decode(t, receive(t, ws, 30*time.Second))
+		m := decode(t, testclient.Receive(t, ws, 30*time.Second))
 		if m.Error != nil {
 			t.Fatalf("call %s answered %d %s; want its result", m.ID, m.Error.Code, m.Error.Message)
 		}
@@ -123,15 +123,15 @@ func TestNotificationsAndBatches(t *testing.T) {
 			t.Fatalf("note %q not forwarded within 30s", want)
 		}
 	}
-	ws := dialWS(t, h.WebSocketURL())
-	send(t, ws, `{"jsonrpc":"2.0","method":"svc.note","params":["alone"]}`)
+	ws := testclient.DialWS(t, h.WebSocketURL())
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"svc.note","params":["alone"]}`)
 	note("alone")
-	send(t, ws, `[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},`+
+	testclient.Send(t, ws, `[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},`+
 		`{"jsonrpc":"2.0","method":"svc.add","params":[3,4],"id":2},`+
 		`{"jsonrpc":"2.0","method":"svc.note","params":["batched"]},`+
 		`{"jsonrpc":"2.0","method":"svc.missing","id":3}]`)
 	var answers []message
-	got := receive(t, ws, 30*time.Second)
+	got := testclient.Receive(t, ws, 30*time.Second)
 	if err := json.Unmarshal([]byte(got), &answers); err != nil {
 		t.Fatalf("batch answer %s: %v", got, err)
 	}
@@ -145,8 +145,8 @@ func TestNotificationsAndBatches(t *testing.T) {
 		t.Fatalf("batch answer %s", got)
 	}
 	// The notification got no answer: the next message is the ping's.
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":"p"}`)
-	if got := receive(t, ws, 30*time.Second); !strings.Contains(got, `"id":"p"`) {
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"rpc.ping","id":"p"}`)
+	if got := testclient.Receive(t, ws, 30*time.Second); !strings.Contains(got, `"id":"p"`) {
 		t.Fatalf("after the notification: %s", got)
 	}
 }

@@ -81,13 +81,13 @@ func TestCallersOfAGoService(t *testing.T) {
 		}
 	}
 
-	ws := dialWS(t, h.WebSocketURL())
-	send(t, ws, `{"jsonrpc":"2.0","method":"svc.add","params":[2,3],"id":"w1"}`)
-	if got := receive(t, ws, 30*time.Second); got != `{"jsonrpc":"2.0","id":"w1","result":5}` {
+	ws := testclient.DialWS(t, h.WebSocketURL())
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"svc.add","params":[2,3],"id":"w1"}`)
+	if got := testclient.Receive(t, ws, 30*time.Second); got != `{"jsonrpc":"2.0","id":"w1","result":5}` {
 		t.Fatalf("raw caller got %s", got)
 	}
-	send(t, ws, `{"jsonrpc":"2.0","method":"svc.nothing","id":2}`)
-	if m := decode(t, receive(t, ws, 30*time.Second)); m.Error == nil || m.Error.Code != -32601 {
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"svc.nothing","id":2}`)
+	if m := decode(t, testclient.Receive(t, ws, 30*time.Second)); m.Error == nil || m.Error.Code != -32601 {
 		t.Fatalf("a method nobody provides: %+v", m)
 	}
 }
@@ -217,15 +217,15 @@ func TestCancelAndProgressPassThrough(t *testing.T) {
 	}
 	wait(t, cancelled, "the provider's handler cancelled (Go caller)")
 
-	ws := dialWS(t, h.WebSocketURL())
-	send(t, ws, `{"jsonrpc":"2.0","method":"svc.long","params":[],"id":7}`)
-	if got := receive(t, ws, 30*time.Second); got != `{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":7,"data":"step 1"}}` {
+	ws := testclient.DialWS(t, h.WebSocketURL())
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"svc.long","params":[],"id":7}`)
+	if got := testclient.Receive(t, ws, 30*time.Second); got != `{"jsonrpc":"2.0","method":"rpc.progress","params":{"id":7,"data":"step 1"}}` {
 		t.Fatalf("raw caller: progress %s", got)
 	}
 	wait(t, started, "the provider's handler started")
-	send(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":7}}`)
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":7}}`)
 	wait(t, cancelled, "the provider's handler cancelled (rpc.cancel)")
-	m := decode(t, receive(t, ws, 30*time.Second))
+	m := decode(t, testclient.Receive(t, ws, 30*time.Second))
 	if string(m.ID) != "7" || m.Error == nil || m.Error.Code != -32002 {
 		t.Fatalf("cancelled call answered %+v; want -32002", m)
 	}
@@ -277,9 +277,9 @@ func TestProviderKilledMidCall(t *testing.T) {
 		t.Fatal("rpc provide did not say it provides slow.job within 30s")
 	}
 
-	raw := []*websocket.Conn{dialWS(t, h.WebSocketURL()), dialWS(t, h.WebSocketURL())}
+	raw := []*websocket.Conn{testclient.DialWS(t, h.WebSocketURL()), testclient.DialWS(t, h.WebSocketURL())}
 	for i, c := range raw {
-		send(t, c, fmt.Sprintf(`{"jsonrpc":"2.0","method":"slow.job","params":[%d],"id":%d}`, i, i))
+		testclient.Send(t, c, fmt.Sprintf(`{"jsonrpc":"2.0","method":"slow.job","params":[%d],"id":%d}`, i, i))
 	}
 	var cliOut, cliErr bytes.Buffer
 	cli := exec.CommandContext(ctx, bin, "call", h.WebSocketURL(), "slow.job")
@@ -303,7 +303,7 @@ func TestProviderKilledMidCall(t *testing.T) {
 
 	kill()
 	for i, c := range raw {
-		m := decode(t, receive(t, c, 30*time.Second))
+		m := decode(t, testclient.Receive(t, c, 30*time.Second))
 		if string(m.ID) != fmt.Sprint(i) || m.Error == nil || m.Error.Code != -32006 {
 			t.Errorf("raw caller %d: %+v; want -32006", i, m)
 		}
@@ -331,8 +331,8 @@ func TestCallerCutMidCall(t *testing.T) {
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	started, cancelled := longRunning(t, svc)
 	p := netcut.Start(t, h.Addr())
-	ws := dialWS(t, testclient.URL(p.Addr()))
-	send(t, ws, `{"jsonrpc":"2.0","method":"svc.long","params":[],"id":1}`)
+	ws := testclient.DialWS(t, testclient.URL(p.Addr()))
+	testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"svc.long","params":[],"id":1}`)
 	wait(t, started, "the provider's handler started")
 	p.Cut()
 	wait(t, cancelled, "the provider's handler cancelled after its caller was cut")
@@ -348,7 +348,7 @@ func TestIDsForwardedExactly(t *testing.T) {
 	h := hubproc.StartDemo(t)
 	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
 	provide(t, svc, "svc.add", peer.Func(add))
-	ws := dialWS(t, h.WebSocketURL())
+	ws := testclient.DialWS(t, h.WebSocketURL())
 	for _, id := range []string{
 		`18446744073709551616`,
 		`123456789012345678901234567890`,
@@ -357,8 +357,8 @@ func TestIDsForwardedExactly(t *testing.T) {
 		`"abc"`, `""`, `"é \"quoted\" \u00e9 \ud83d\ude00"`,
 		`null`,
 	} {
-		send(t, ws, `{"jsonrpc":"2.0","method":"svc.add","params":[1,1],"id":`+id+`}`)
-		got := receive(t, ws, 30*time.Second)
+		testclient.Send(t, ws, `{"jsonrpc":"2.0","method":"svc.add","params":[1,1],"id":`+id+`}`)
+		got := testclient.Receive(t, ws, 30*time.Second)
 		if want := `{"jsonrpc":"2.0","id":` + id + `,"result":2}`; got != want {
 			// A string may come back re-escaped; what it says must not change.
 			m := decode(t, got)

@@ -10,5 +10,9 @@
 //	h.Stop()  // every WebSocket is closed with 1001
 //	h.Start() // same address; the new hub knows no one
 //
+// [DialWS], [ServePeer], [WriteText], [ReadText] and [DialTCP] talk to any
+// server of the hub on 127.0.0.1, a Hub or one a test builds itself: a raw
+// WebSocket for the exact bytes, a served peer.Conn, a raw TCP connection.
+//
 // It is test support only: nothing outside _test.go files imports it.
 package hubtest

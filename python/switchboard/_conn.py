@@ -15,6 +15,7 @@ from .errors import (
     METHOD_NOT_FOUND,
     ConnectionLost,
     RPCError,
+    _Answer,
 )
 from .router import Method, Request, run_handler
 
@@ -39,18 +40,12 @@ class BatchElem:
 
 
 @dataclass
-class BatchResult:
+class BatchResult(_Answer):
     """BatchResult is the answer to one element of a batch: its result, or
     error (an RPCError). A notification gets neither."""
 
     result: Any = None
     error: RPCError | None = None
-
-    def value(self) -> Any:
-        """value returns the result, or raises the error."""
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 def check_params(params: Any) -> Any:

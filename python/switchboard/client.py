@@ -17,7 +17,7 @@ from .peers import PeersMixin
 from .provide import ProvideMixin
 from .subscribe import SubscribeMixin
 from .router import Method
-from .streams import Subscription
+from .streams import Subscription, _Waking
 
 
 class Client(PeersMixin, ProvideMixin, SubscribeMixin):
@@ -378,23 +378,18 @@ class Client(PeersMixin, ProvideMixin, SubscribeMixin):
                 return m
         return self._provided(method)
 
-class Call:
+class Call(_Waking):
     """Call is a call started with Client.start_call: an async iterator of
     its progress notes, and awaitable for its result."""
 
     def __init__(self, c: Client, method: str, params: Any, timeout: float | None) -> None:
         self._notes: list[Any] = []
-        self._waiter: asyncio.Future[None] | None = None
         self._task = c._spawn(c.call(method, params, timeout=timeout, on_progress=self._note))
         self._task.add_done_callback(lambda _: self._wake())
 
     def _note(self, data: Any) -> None:
         self._notes.append(data)
         self._wake()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
 
     def __aiter__(self) -> Call:
         return self
@@ -403,11 +398,7 @@ class Call:
         while not self._notes:
             if self._task.done():
                 raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
+            await self._sleep()
         return self._notes.pop(0)
 
     def __await__(self) -> Generator[Any, None, Any]:

@@ -36,6 +36,20 @@ class SwitchboardError(Exception):
     """SwitchboardError is the base of every error the package raises."""
 
 
+class _Answer:
+    """_Answer is a result or an error (an RPCError): a batch element's
+    (BatchResult) or a peer's (PeerResult)."""
+
+    result: Any
+    error: RPCError | None
+
+    def value(self) -> Any:
+        """value returns the result, or raises the error."""
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
 class RPCError(SwitchboardError):
     """RPCError is a JSON-RPC error object: the other side answered a call
     with it, or a handler raises it to choose the code, message and data

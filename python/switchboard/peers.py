@@ -7,25 +7,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._conn import ProgressFn, check_params
-from .errors import RPCError
+from .errors import RPCError, _Answer
 from .options import Options
 from .streams import Event, PeerInfo, Position
 
 
 @dataclass(frozen=True)
-class PeerResult:
+class PeerResult(_Answer):
     """PeerResult is one peer's answer to call_user or call_topic: its
     result, or its error."""
 
     peer: PeerInfo
     result: Any = None
     error: RPCError | None = None
-
-    def value(self) -> Any:
-        """value returns the result, or raises the peer's error."""
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 class PeerResults(list[PeerResult]):

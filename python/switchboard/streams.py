@@ -115,7 +115,25 @@ def match(pattern: str, topic: str) -> bool:
     return len(p) == len(t)
 
 
-class Subscription:
+class _Waking:
+    """_Waking is an async iterator whose one reader sleeps until _wake
+    says there is more."""
+
+    _waiter: asyncio.Future[None] | None = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def _sleep(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+
+class Subscription(_Waking):
     """Subscription is an async iterator of the events of a topic pattern.
     It lasts across reconnections: the client subscribes again from the
     position of the last event taken, and the hub replays what was
@@ -129,7 +147,6 @@ class Subscription:
         self._max = max_events
         self._on_presence = on_presence
         self._queue: collections.deque[_Item] = collections.deque()
-        self._waiter: asyncio.Future[None] | None = None
         self._gap = False
         self._ended = False
         self.error: BaseException | None = None
@@ -161,11 +178,7 @@ class Subscription:
             while not self._queue:
                 if self._ended:
                     raise StopAsyncIteration
-                self._waiter = asyncio.get_running_loop().create_future()
-                try:
-                    await self._waiter
-                finally:
-                    self._waiter = None
+                await self._sleep()
             item = self._queue.popleft()
             if isinstance(item, Event):
                 return item
@@ -188,10 +201,6 @@ class Subscription:
         await self._c._unsubscribe(self)
 
     # ---- fed by the client, on the event loop ----
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
 
     def _push(self, item: _Item) -> None:
         if self._ended:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server/demo"
 	"go.uber.org/goleak"
@@ -105,17 +106,7 @@ func TestCallback(t *testing.T) {
 // adding a positional param is refused with -32602 naming the param.
 func TestDiscoverAgreesWithBinding(t *testing.T) {
 	mux := demo.Mux()
-	var doc struct {
-		Methods []struct {
-			Name           string `json:"name"`
-			ParamStructure string `json:"paramStructure"`
-			Params         []struct {
-				Name     string         `json:"name"`
-				Required bool           `json:"required"`
-				Schema   map[string]any `json:"schema"`
-			} `json:"params"`
-		} `json:"methods"`
-	}
+	var doc testkit.Discovery
 	opts := &peer.Options{Router: mux}
 	if err := json.Unmarshal(peer.Respond(t.Context(), []byte(`{"jsonrpc":"2.0","method":"rpc.discover","id":0}`), opts), &struct {
 		Result any `json:"result"`
