@@ -2,6 +2,8 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +21,28 @@ import (
 // startNATSCluster runs three NATS servers with JetStream, routed to each
 // other as one cluster, until the test ends (or the test stops them). It
 // returns them and their client URLs, comma-separated.
+//
+// The route ports must be known before any server starts, so they are
+// picked free and released; another process may take one in between. A
+// server that cannot listen on its route port says so at once, and the
+// cluster is started again on other ports.
 func startNATSCluster(t *testing.T) ([]*natsserver.Server, string) {
 	t.Helper()
+	var failures []string
+	for range 5 {
+		servers, urls, err := tryNATSCluster(t)
+		if err == nil {
+			return servers, urls
+		}
+		failures = append(failures, err.Error())
+	}
+	t.Fatalf("no NATS cluster in 5 attempts: %s", strings.Join(failures, "; "))
+	return nil, ""
+}
+
+// tryNATSCluster is one attempt of startNATSCluster: on an error every
+// server it started is stopped.
+func tryNATSCluster(t *testing.T) ([]*natsserver.Server, string, error) {
 	routes := make([]string, 3)
 	ports := make([]int, 3)
 	for i := range routes {
@@ -29,30 +51,66 @@ func startNATSCluster(t *testing.T) ([]*natsserver.Server, string) {
 		ports[i], _ = strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
 	}
 	name := "sb-" + strconv.Itoa(ports[0]) // no other test's cluster
-	servers := make([]*natsserver.Server, 3)
-	for i := range servers {
+	servers := make([]*natsserver.Server, 0, 3)
+	stop := func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
+	logs := make([]*fatalLog, 3)
+	for i := range 3 {
 		s, err := natsserver.NewServer(&natsserver.Options{
 			ServerName: "s" + strconv.Itoa(i+1), Host: "127.0.0.1", Port: natsserver.RANDOM_PORT,
-			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+			JetStream: true, StoreDir: t.TempDir(), NoSigs: true,
 			Cluster: natsserver.ClusterOpts{Name: name, Host: "127.0.0.1", Port: ports[i]},
 			Routes:  natsserver.RoutesFromStr(strings.Join(routes, ",")),
 		})
 		if err != nil {
-			t.Fatal(err)
+			stop()
+			return nil, "", err
 		}
+		logs[i] = &fatalLog{failed: make(chan string, 1)}
+		s.SetLoggerV2(logs[i], false, false, false)
 		s.Start()
-		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-		servers[i] = s
+		servers = append(servers, s)
 	}
 	var urls []string
-	for _, s := range servers {
-		if !s.ReadyForConnections(20 * time.Second) {
-			t.Fatal("NATS not ready within 20s")
+	for i, s := range servers {
+		ready := make(chan bool, 1)
+		go func() { ready <- s.ReadyForConnections(20 * time.Second) }()
+		select {
+		case msg := <-logs[i].failed:
+			<-ready
+			stop()
+			return nil, "", errors.New(msg)
+		case ok := <-ready:
+			if !ok {
+				stop()
+				return nil, "", errors.New("NATS not ready within 20s")
+			}
 		}
 		urls = append(urls, s.ClientURL())
 	}
-	return servers, strings.Join(urls, ",")
+	t.Cleanup(stop)
+	return servers, strings.Join(urls, ","), nil
 }
+
+// fatalLog is a NATS server's logger that keeps only its first fatal
+// error (such as a port it cannot listen on).
+type fatalLog struct{ failed chan string }
+
+func (l *fatalLog) Fatalf(format string, v ...any) {
+	select {
+	case l.failed <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
+func (*fatalLog) Noticef(string, ...any) {}
+func (*fatalLog) Warnf(string, ...any)   {}
+func (*fatalLog) Errorf(string, ...any)  {}
+func (*fatalLog) Debugf(string, ...any)  {}
+func (*fatalLog) Tracef(string, ...any)  {}
 
 // Defect: the stream had one replica even on a NATS cluster of three
 // servers, so losing the one that held it stopped every publish. With
