@@ -153,11 +153,12 @@ func (c *Conn) Ping(ctx context.Context) error {
 	reads, pauses := c.reads.Load(), c.pauses.Load()
 	c.wantReader() // the answer is read by a reader goroutine
 	var err error
-	if fp, ok := c.t.(framePinger); ok && fp.canPingFrames() {
-		err = c.pingFrame(ctx, fp)
-	} else if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
-		err = p.Ping(ctx)
-	} else {
+	switch {
+	case c.caps.WritePing != nil:
+		err = c.pingFrame(ctx)
+	case c.caps.Ping != nil:
+		err = c.caps.Ping(ctx)
+	default:
 		err = c.Call(ctx, "rpc.ping", nil, nil)
 	}
 	if err == nil || ctx.Err() == nil {
@@ -194,8 +195,8 @@ func (c *Conn) PingIdle(ctx context.Context) error {
 // The ping is not written with a deadline of its own: a peer that reads
 // slowly gets it late, and answers late; one that stops reading is the
 // write-stall watchdog's (Options.WriteStall).
-func (c *Conn) pingFrame(ctx context.Context, fp framePinger) error {
-	payload, pong, forget := fp.expectPong()
+func (c *Conn) pingFrame(ctx context.Context) error {
+	payload, pong, forget := c.caps.ExpectPong()
 	defer forget()
 	c.out.pushPing(payload)
 	select {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 )
@@ -41,6 +42,7 @@ type Transport interface {
 // All methods are safe for concurrent use.
 type Conn struct {
 	t    Transport
+	caps transport.Caps // what t can do beyond carrying messages, read once
 	o    Options
 	out  outbox          // replies, calls and notifications on their way out
 	pool workers         // the goroutines that run handlers, batches and the writer
@@ -61,9 +63,9 @@ type Conn struct {
 	// here.
 	role   *reader
 	rstate atomic.Uint64 // the reader's state, for the watchdog (see reader.go)
-	// ahead is the transport when it can tell that its next message is
-	// read already (see reader.readAhead).
-	ahead readAhead
+	// ahead is the transport's MessageWaiting, when it can tell that its
+	// next message is read already (see reader.readAhead).
+	ahead func() bool
 	// When a caller may read its own reply (ownReads, set once by
 	// NewConn; see own.go): who holds the role, the timer that ends its
 	// parking and when it fires (monotime, as last reset), and the
@@ -130,39 +132,52 @@ func NewConn(t Transport, opts *Options) *Conn {
 	c.role = &reader{c: c}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.pool = workers{wg: &c.wg}
-	if ra, ok := t.(readAhead); ok && ra.canReadAhead() {
-		c.ahead = ra
-	}
+	c.caps = capabilities(t)
+	c.ahead = c.caps.MessageWaiting
 	c.out = outbox{
-		t:       t,
-		ctx:     c.life,
-		limit:   c.o.MaxQueue,
-		maxB:    int64(c.o.MaxQueueBytes),
-		budget:  c.o.QueueBudget,
-		stall:   c.o.WriteStall,
-		spawn:   c.pool.spawn,
-		fail:    c.writeFailed,
-		drained: c.outboxDrained,
-		pause:   c.pause,
-	}
-	if g, ok := t.(gatherer); ok && g.canGather() {
-		c.out.gather = g
+		t:         t,
+		gather:    c.caps.Gather,
+		writePing: c.caps.WritePing,
+		ctx:       c.life,
+		limit:     c.o.MaxQueue,
+		maxB:      int64(c.o.MaxQueueBytes),
+		budget:    c.o.QueueBudget,
+		stall:     c.o.WriteStall,
+		spawn:     c.pool.spawn,
+		fail:      c.writeFailed,
+		drained:   c.outboxDrained,
+		pause:     c.pause,
 	}
 	if c.o.Rate > 0 {
 		c.role.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
 	}
-	if pw, ok := t.(pollWaker); ok && pw.pollWake() {
+	if c.caps.PollWake {
 		c.wk = newWaker()
 	}
-	// The role passes to a caller waiting on the poll waker (see own.go).
-	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.wk != nil && c.o.Share == nil && c.ahead == nil {
+	// The role passes to a caller waiting on the poll waker (see own.go),
+	// unless busy connections take turns (Share) or the reader reads ahead.
+	if c.caps.Interrupt != nil && c.wk != nil && c.o.Share == nil && c.ahead == nil {
 		c.ownReads = true
 		c.role.own = new(ownRead)
 		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
 		c.parkTimer.Stop()
-		c.interrupt = it.interruptRead
+		c.interrupt = c.caps.Interrupt
 	}
 	return c
+}
+
+// capabilities returns what t can do beyond carrying messages: what it
+// declares, if it is one of this module's, and its Ping method, if it has
+// one.
+func capabilities(t Transport) transport.Caps {
+	var k transport.Caps
+	if ct, ok := t.(transport.Capable); ok {
+		k = ct.Capabilities()
+	}
+	if p, ok := t.(interface{ Ping(context.Context) error }); ok && k.Ping == nil {
+		k.Ping = p.Ping
+	}
+	return k
 }
 
 // Serve reads and dispatches messages until the connection ends, then

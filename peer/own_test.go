@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/internal/gather"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 )
 
 // ownPair connects a Conn whose callers read their own replies, over a
-// WebSocket dialed as the client package dials it (gather.Dialed), to a
+// WebSocket dialed as the client package dials it (transport.Dialed), to a
 // server Conn with srvOpts, which it returns too.
 func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
 	t.Helper()
@@ -35,14 +35,14 @@ func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
 		s.Serve(r.Context()) //nolint:errcheck
 	}))
 	t.Cleanup(ts.Close)
-	var gc *gather.Conn
+	var gc *transport.Conn
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			gc = gather.New(nc)
+			gc = transport.New(nc)
 			return gc, nil
 		},
 	}}
@@ -51,10 +51,10 @@ func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
 		t.Fatal(err)
 	}
 	ws.SetReadLimit(-1)
-	if gather.Dialed(ws, nil).(interrupter).canInterrupt() {
+	if transport.Dialed(ws, nil).Interrupt != nil {
 		t.Fatal("reads can be interrupted on a dialed WebSocket whose network connection is not known")
 	}
-	c = NewConn(gather.Dialed(ws, gc).(Transport), opts)
+	c = NewConn(withCaps{WebSocket(ws), transport.Dialed(ws, gc)}, opts)
 	if !c.ownReads {
 		t.Fatal("callers do not read over a WebSocket the client package dials")
 	}
@@ -70,6 +70,15 @@ func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
 	})
 	return c, srv
 }
+
+// withCaps is a Transport with the capabilities caps, as the client
+// package makes one.
+type withCaps struct {
+	Transport
+	caps transport.Caps
+}
+
+func (t withCaps) Capabilities() transport.Caps { return t.caps }
 
 // waitRole waits until the reader role is in state want.
 func waitRole(t *testing.T, c *Conn, want int32) {

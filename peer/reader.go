@@ -163,7 +163,7 @@ func (r *reader) readLoop() {
 // queue after this one otherwise.
 func (r *reader) readAhead() {
 	c := r.c
-	r.heldNext = c.ahead.messageWaiting()
+	r.heldNext = c.ahead()
 	if r.heldNext && !r.held {
 		r.held = true
 		c.out.holdWrites(true)
