@@ -267,7 +267,7 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 		if elems[i].Notify {
 			continue
 		}
-		w := waiting{elem: &elems[i], p: &pendingCall{ch: make(chan reply, 1)}}
+		w := waiting{elem: &elems[i], p: newPendingCall()}
 		id, err := c.addPending(w.p, false)
 		if err != nil {
 			for _, w := range calls {

@@ -104,6 +104,21 @@ func (o *outbox) push(b []byte) {
 	o.enqueueLocked(b, nil, 0)
 }
 
+// offer queues b, as push does, unless there is no room for it (see
+// roomLocked), and reports whether it did; once closed, b is dropped, and
+// offer reports true. It is for a message that must not wait on the
+// goroutine that has it (Relay's answer, on the reader of another
+// connection): when offer reports false, another goroutine sends it.
+func (o *outbox) offer(b []byte) bool {
+	o.mu.Lock()
+	if !o.closed && !o.roomLocked(0) {
+		o.mu.Unlock()
+		return false
+	}
+	o.enqueueLocked(b, nil, 0)
+	return true
+}
+
 // pushPing queues a ping with payload p, written by the transport
 // (writePing) when the writer reaches it: behind what is queued, never
 // in the middle of a message. Like push, it does not wait.

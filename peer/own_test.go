@@ -359,7 +359,7 @@ func TestParkedRoleWaiters(t *testing.T) {
 	// the steps of Call with the role taken by someone else meanwhile.
 	parkedForGood(t, t.Context(), c)
 	within("a call that did not take the role", func() error {
-		p := &pendingCall{ch: make(chan reply, 1)}
+		p := newPendingCall()
 		id, err := c.addPending(p, false)
 		if err != nil {
 			return err
