@@ -81,27 +81,33 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 	}
 	defer c.lend(ctx)() // the answer comes on another connection: read on meanwhile
 	r, ok := c.await(ctx, id, p)
-	if !ok {
-		// The caller gave up: pass it on, and wait for the other side's
-		// answer to pass back, unless no one is left to take it.
-		var gone context.Context
-		switch {
-		case ri != nil:
-			gone = ri.Context // the caller's connection's: ends as it closes
-		case p.progress == nil:
-			c.abandon(id, p, true)
-			return nil, ctx.Err()
-		default:
-			gone = context.WithoutCancel(ctx)
-		}
+	switch {
+	case ok && r.expired:
 		c.cancelRemote(id)
-		if r, ok = c.await(gone, id, p); !ok {
-			c.abandon(id, p, false)
-			return nil, ctx.Err()
-		}
+		return nil, c.timedOut(req.Method, timeout)
+	case ok:
+		return r.result, r.err
 	}
-	if r.expired {
-		c.cancelRemote(id)
+
+	// The caller gave up: pass it on, and wait for the other side's
+	// answer to pass back, unless no one is left to take it.
+	var gone context.Context
+	switch {
+	case ri != nil:
+		gone = ri.Context // the caller's connection's: ends as it closes
+	case p.progress == nil:
+		c.abandon(id, p, true)
+		return nil, ctx.Err()
+	default:
+		gone = context.WithoutCancel(ctx)
+	}
+	c.cancelRemote(id)
+	r, ok = c.await(gone, id, p)
+	switch {
+	case !ok:
+		c.abandon(id, p, false)
+		return nil, ctx.Err()
+	case r.expired: // the other side was told already
 		return nil, c.timedOut(req.Method, timeout)
 	}
 	return r.result, r.err
