@@ -154,10 +154,10 @@ func (c *Conn) Ping(ctx context.Context) error {
 	c.wantReader() // the answer is read by a reader goroutine
 	var err error
 	switch {
-	case c.caps.WritePing != nil:
+	case c.expectPong != nil:
 		err = c.pingFrame(ctx)
-	case c.caps.Ping != nil:
-		err = c.caps.Ping(ctx)
+	case c.ping != nil:
+		err = c.ping(ctx)
 	default:
 		err = c.Call(ctx, "rpc.ping", nil, nil)
 	}
@@ -196,7 +196,7 @@ func (c *Conn) PingIdle(ctx context.Context) error {
 // slowly gets it late, and answers late; one that stops reading is the
 // write-stall watchdog's (Options.WriteStall).
 func (c *Conn) pingFrame(ctx context.Context) error {
-	payload, pong, forget := c.caps.ExpectPong()
+	payload, pong, forget := c.expectPong()
 	defer forget()
 	c.out.pushPing(payload)
 	select {

@@ -42,7 +42,6 @@ type Transport interface {
 // All methods are safe for concurrent use.
 type Conn struct {
 	t    Transport
-	caps transport.Caps // what t can do beyond carrying messages, read once
 	o    Options
 	out  outbox          // replies, calls and notifications on their way out
 	pool workers         // the goroutines that run handlers, batches and the writer
@@ -86,12 +85,15 @@ type Conn struct {
 	watchSeq uint64
 	away     atomic.Bool // Serve's goroutine no longer reads (see Serve), for tests
 
-	// For Ping: messages read, and the reader's waits (see pause); for
+	// For Ping: the transport's pings (see transport.Caps), when it has
+	// them; messages read, and the reader's waits (see pause); for
 	// PingIdle, their sum at its previous call.
-	reads    atomic.Uint64
-	pauses   atomic.Uint64
-	paused   atomic.Bool
-	pingMark atomic.Uint64
+	ping       func(context.Context) error
+	expectPong func() (payload []byte, pong <-chan struct{}, forget func())
+	reads      atomic.Uint64
+	pauses     atomic.Uint64
+	paused     atomic.Bool
+	pingMark   atomic.Uint64
 
 	// mu guards the fields below. Lock order, for every lock of the
 	// package: Conn.mu, then outbox.mu (c.out), then workers.mu (c.pool);
@@ -132,12 +134,12 @@ func NewConn(t Transport, opts *Options) *Conn {
 	c.role = &reader{c: c}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.pool = workers{wg: &c.wg}
-	c.caps = capabilities(t)
-	c.ahead = c.caps.MessageWaiting
+	k := capabilities(t)
+	c.ahead, c.ping, c.expectPong = k.MessageWaiting, k.Ping, k.ExpectPong
 	c.out = outbox{
 		t:         t,
-		gather:    c.caps.Gather,
-		writePing: c.caps.WritePing,
+		gather:    k.Gather,
+		writePing: k.WritePing,
 		ctx:       c.life,
 		limit:     c.o.MaxQueue,
 		maxB:      int64(c.o.MaxQueueBytes),
@@ -151,17 +153,17 @@ func NewConn(t Transport, opts *Options) *Conn {
 	if c.o.Rate > 0 {
 		c.role.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
 	}
-	if c.caps.PollWake {
+	if k.PollWake {
 		c.wk = newWaker()
 	}
 	// The role passes to a caller waiting on the poll waker (see own.go),
 	// unless busy connections take turns (Share) or the reader reads ahead.
-	if c.caps.Interrupt != nil && c.wk != nil && c.o.Share == nil && c.ahead == nil {
+	if k.Interrupt != nil && c.wk != nil && c.o.Share == nil && c.ahead == nil {
 		c.ownReads = true
 		c.role.own = new(ownRead)
 		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
 		c.parkTimer.Stop()
-		c.interrupt = c.caps.Interrupt
+		c.interrupt = k.Interrupt
 	}
 	return c
 }
