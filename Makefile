@@ -62,7 +62,7 @@ lint:
 unit:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Cost$$' ./peer # the exact cost bounds, which the race detector blurs
-	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
+	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 -timeout 20m ./...; fi # 3 min a package on an idle machine; a loaded one takes more
 
 ## web-test: the browser client's tests, with Node's own runner (run
 ## `npm ci` in web/ once first). Where JSON.parse lacks source text access
