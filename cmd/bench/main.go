@@ -78,6 +78,7 @@ const usage = `usage:
   bench floor [-addr 127.0.0.1:8090]         serve the floor
   bench peer [-addr 127.0.0.1:8091]          serve the peer package alone (echo)
   bench run [flags] HUB_URL [FLOOR_URL]      measure the hub (and the floor)
+  bench seqmode [flags] -start HUB_BINARY    sequential calls per placement mode
   bench soak [flags] HUB_URL                 mixed load for a while
   bench report [flags] RESULTS.jsonl         write docs from run's -json output
   bench scale [flags]                        peers by the ten thousand: one hub, a cluster
@@ -95,6 +96,8 @@ func run(ctx context.Context, args []string) error {
 		return peerCmd(ctx, args[1:])
 	case "run":
 		return runCmd(ctx, args[1:])
+	case "seqmode":
+		return seqModeCmd(ctx, args[1:])
 	case "soak":
 		return soakCmd(ctx, args[1:])
 	case "heavy": // the beside scenario's child process

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSampleMode(t *testing.T) {
+	tests := []struct {
+		gen, srv cpuSet
+		want     string
+	}{
+		{cpuSet{1}, cpuSet{1}, modeOne},
+		{cpuSet{0}, cpuSet{1}, modeTwo},
+		{cpuSet{1}, cpuSet{0}, modeTwo},
+		{cpuSet{0, 1}, cpuSet{1}, modeMixed}, // the generator ran on both: one of them with the server
+		{cpuSet{0, 1}, cpuSet{0, 1}, modeMixed},
+		{cpuSet{0, 1}, cpuSet{2, 3}, modeTwo},
+		{nil, cpuSet{1}, ""}, // the generator did not run: nothing seen
+		{cpuSet{1}, nil, ""},
+	}
+	for _, tt := range tests {
+		if got := sampleMode(tt.gen, tt.srv); got != tt.want {
+			t.Errorf("sampleMode(%v, %v) = %q, want %q", tt.gen, tt.srv, got, tt.want)
+		}
+	}
+}
+
+func TestRunMode(t *testing.T) {
+	many := func(n int, m string) []string { return slices.Repeat([]string{m}, n) }
+	tests := []struct {
+		name    string
+		samples []string
+		want    string
+		one     float64
+	}{
+		{"all on one CPU", many(10, modeOne), modeOne, 1},
+		{"four in five on two, idle samples left out", slices.Concat(many(8, modeTwo), many(2, modeOne), many(5, "")), modeTwo, 0.2},
+		{"below four in five", slices.Concat(many(7, modeOne), many(3, modeTwo)), modeMixed, 0.7},
+		{"mixed samples count against both", slices.Concat(many(7, modeOne), many(3, modeMixed)), modeMixed, 0.7},
+		{"no sample", nil, modeMixed, 0},
+		{"idle samples only", many(4, ""), modeMixed, 0},
+	}
+	for _, tt := range tests {
+		mode, one := runMode(tt.samples)
+		if mode != tt.want || one != tt.one {
+			t.Errorf("%s: runMode = %q, %.2f; want %q, %.2f", tt.name, mode, one, tt.want, tt.one)
+		}
+	}
+}
+
+func TestBusyCPUs(t *testing.T) {
+	before := map[string]threadRun{"1": {ns: 0, cpu: 0}, "2": {ns: 0, cpu: 1}, "3": {ns: 0, cpu: 1}}
+	after := map[string]threadRun{
+		"1": {ns: 3_000_000, cpu: 0}, // 30% of 10 ms: busy
+		"2": {ns: 100_000, cpu: 1},   // 1%: the runtime's monitor, say
+		"3": {ns: 0, cpu: 1},         // did not run
+		"4": {ns: 2_000_000, cpu: 2}, // started meanwhile, and ran 20%
+	}
+	if got := busyCPUs(before, after, 10*time.Millisecond); !slices.Equal(got, cpuSet{0, 2}) {
+		t.Errorf("busyCPUs = %v, want [0 2]", got)
+	}
+}
+
+func TestLastCPU(t *testing.T) {
+	// A stat line of 52 fields, the command name holding a space and a
+	// parenthesis; processor (field 39) is 1.
+	f := strings.Fields(strings.Repeat("0 ", 52))
+	f[0], f[1], f[2] = "4242", "(hub (x)", "y) S"
+	f[38] = "1"
+	if cpu, err := lastCPU([]byte(strings.Join(f, " "))); err != nil || cpu != 1 {
+		t.Errorf("lastCPU = %d, %v; want 1", cpu, err)
+	}
+	if _, err := lastCPU([]byte("4242 (hub) S 1 2")); err == nil {
+		t.Error("lastCPU of a short line: no error")
+	}
+}
+
+// TestReadThreads reads this process's own threads: each must say a CPU
+// of the machine, the thread spinning here must show its time growing,
+// and skipping it must leave it out.
+func TestReadThreads(t *testing.T) {
+	link, err := os.Readlink("/proc/thread-self")
+	if err != nil {
+		t.Skip("no /proc/thread-self here")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if link, err = os.Readlink("/proc/thread-self"); err != nil { // this goroutine's thread now
+		t.Fatal(err)
+	}
+	self := filepath.Base(link)
+	before := readThreads(os.Getpid(), "")
+	if _, ok := before[self]; !ok {
+		t.Fatalf("thread %s not read among %d", self, len(before))
+	}
+	for tid, r := range before {
+		if r.cpu < 0 || r.cpu >= 4096 {
+			t.Errorf("thread %s: CPU %d", tid, r.cpu)
+		}
+	}
+	// Spin until this thread has run 5 ms more, however busy the machine.
+	deadline := time.Now().Add(time.Minute)
+	for readThreads(os.Getpid(), "")[self].ns-before[self].ns < int64(5*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("this thread's time did not grow by 5 ms within a minute of spinning")
+		}
+	}
+	if _, ok := readThreads(os.Getpid(), self)[self]; ok {
+		t.Errorf("thread %s read although skipped", self)
+	}
+}
+
+// TestSummarize groups runs by placement and observed mode, and judges
+// hub against floor within a group only.
+func TestSummarize(t *testing.T) {
+	run := func(placement, mode, server string, rep int, rate, p50, cpu float64) seqRep {
+		return seqRep{Placement: placement, Mode: mode, Server: server, Rep: rep, Rate: rate, P50: p50, CPU: cpu}
+	}
+	runs := []seqRep{
+		run("one", modeOne, "hub", 0, 45000, 20, 15),
+		run("one", modeOne, "floor", 0, 50000, 18, 12),
+		run("one", modeOne, "floor", 1, 50000, 18, 12),
+		run("one", modeOne, "hub", 1, 40000, 22, 16),
+		// Free runs: rep 0 of the hub and of the floor landed in
+		// different modes, so that pair gives no ratio.
+		run("free", modeTwo, "hub", 0, 15000, 60, 40),
+		run("free", modeOne, "floor", 0, 48000, 19, 12),
+		run("free", modeTwo, "floor", 1, 20000, 48, 32),
+		run("free", modeTwo, "hub", 1, 18000, 52, 36),
+	}
+	modes := summarize(runs)
+	labels := []string{}
+	for i := range modes {
+		labels = append(labels, modes[i].label())
+	}
+	want := []string{"one CPU, pinned to one", "free: two CPUs", "free: one CPU"}
+	if !slices.Equal(labels, want) {
+		t.Fatalf("modes %q, want %q", labels, want)
+	}
+	one, two, freeOne := modes[0], modes[1], modes[2]
+	if one.HubRuns != 2 || one.FloorRuns != 2 || one.Hub != 42500 || one.Floor != 50000 {
+		t.Errorf("one CPU: %+v", one)
+	}
+	if one.RatioLow != 0.8 || one.RatioHigh != 0.9 {
+		t.Errorf("one CPU: pairs %.2f-%.2f, want 0.80-0.90", one.RatioLow, one.RatioHigh)
+	}
+	// Throughput 0.85 < 0.9, p50 21/18 within 1.5x, CPU 15.5/12 > 1.25x.
+	if v := one.verdict(); v != "missed throughput, CPU" {
+		t.Errorf("one CPU: verdict %q", v)
+	}
+	if two.HubRuns != 2 || two.FloorRuns != 1 || two.RatioLow != 0.9 || two.RatioHigh != 0.9 {
+		t.Errorf("free, two CPUs: only rep 1 pairs: %+v", two)
+	}
+	if two.P50Ratio != 56.0/48 || two.CPURatio != 38.0/32 {
+		t.Errorf("free, two CPUs: p50 ratio %.3f, CPU ratio %.3f", two.P50Ratio, two.CPURatio)
+	}
+	if freeOne.HubRuns != 0 || freeOne.verdict() != "" || freeOne.Ratio != 0 {
+		t.Errorf("free, one CPU, no hub run: %+v, verdict %q", freeOne, freeOne.verdict())
+	}
+}
