@@ -14,6 +14,7 @@ package main
 // each mode.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -73,7 +74,7 @@ func seqModeCmd(ctx context.Context, args []string) error {
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
 	pids := fs.String("pids", "", "process ids of the hub and the floor, `HUB,FLOOR` (with -start, known)")
 	jsonOut := fs.String("json", "", "also write every run as JSON lines to `file` (- for stdout)")
-	mdOut := fs.String("md", "", "also write the per-mode table as Markdown to `file` (- for stdout)")
+	mdOut := fs.String("md", "", "also write the section of the benchmarks page on these runs to `file` (- for stdout)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench seqmode [flags] -pids HUB,FLOOR HUB_URL FLOOR_URL\n       bench seqmode [flags] -start HUB_BINARY")
 		fs.PrintDefaults()
@@ -143,7 +144,10 @@ func seqModeCmd(ctx context.Context, args []string) error {
 	if err := writeOut(*jsonOut, func(w io.Writer) error { return writeSeqJSON(w, m, runs) }); err != nil {
 		return err
 	}
-	return writeOut(*mdOut, func(w io.Writer) error { return writeSeqMarkdown(w, m, modes) })
+	return writeOut(*mdOut, func(w io.Writer) error {
+		writeSeqSection(w, m, modes)
+		return nil
+	})
 }
 
 // settle is how long a placement is left to take hold before a run: Go's
@@ -360,17 +364,57 @@ func seqRows(modes []seqMode) [][]string {
 	return rows
 }
 
-// writeSeqMarkdown writes the per-mode table as Markdown, with a line
-// saying how busy the machine was.
-func writeSeqMarkdown(w io.Writer, m seqMeta, modes []seqMode) error {
+// writeSeqSection writes the section of the benchmarks page on the
+// sequential call per mode: what selects the mode, how it is measured,
+// and the table, with the machine's load.
+func writeSeqSection(w io.Writer, m seqMeta, modes []seqMode) {
+	fmt.Fprint(w, `
+## The sequential call, per mode
+
+A sequential call spends most of its time waiting for the other side, and
+how that wait is served decides its cost more than either program does.
+Each run lands in one of two modes, on the floor as on the hub:
+
+- **one CPU**: the load generator and the server take turns on one CPU.
+  Writing a frame makes the reader runnable on the same CPU, which runs it
+  when the writer blocks on its own read; no CPU goes idle.
+- **two CPUs**: each runs on a CPU of its own, and each CPU goes idle once
+  per call. The Go runtime of the side that waits first looks for work (it
+  spins, polls the network without blocking, sleeps a few µs in its
+  monitor), then blocks in epoll_pwait, and the CPU halts; the next frame
+  wakes it, on a virtual machine through the hypervisor. The call takes
+  longer and costs each process about twice the CPU time, on the floor as
+  on the hub.
+
+Left free, Linux's scheduler picks the placement (its wake-affine rule
+pulls a woken thread to the waker's CPU when that looks cheap) and keeps it
+for a while, so a run lands in one mode and a median over a few runs
+compares modes, not servers. Go's runtime (1.25 on) follows the CPUs a
+process may use: pinned to one CPU, it sets GOMAXPROCS to 1 a second later.
+
+`+"`bench seqmode`"+` pins the load generator and both servers (taskset) to
+one CPU, then the load generator to one and the servers to another, then
+leaves them free and tags each free run with the placement observed
+(every 10 ms, the CPU each busy thread last ran on): a run is in one mode
+when four samples in five say so, else mixed. Hub and floor alternate run
+by run, and each mode is judged on its own runs: throughput ≥ 0.9, p50 ≤
+1.5x, server CPU per call ≤ 1.25x. "runs" counts the hub's and the
+floor's; "pairs" is the lowest and highest throughput ratio of a hub run
+and the floor run beside it in the same mode; "others" is the share of the
+machine's CPU time spent by other processes during the mode's runs, and
+"steal" the share the hypervisor took (medians). A run pinned to one CPU
+shares it with whatever else the machine runs there: on a busy machine its
+throughput says as much about the neighbours as about the server, while
+its CPU time per call still holds.
+
+`)
 	fmt.Fprintf(w, "- Date: %s; %d CPUs, %s\n", m.Date, m.CPUs, m.CPU)
-	fmt.Fprintf(w, "- Load: `%s`: %d runs of %s per server and placement, hub and floor alternating\n", m.Command, m.Reps, m.Duration)
-	fmt.Fprintf(w, "- Load average %.2f at the start, %.2f at the end\n\n", m.LoadFrom, m.LoadTo)
+	fmt.Fprintf(w, "- Load: `%s`: %d runs of %s per server and placement\n", m.Command, m.Reps, m.Duration)
+	fmt.Fprintf(w, "- Machine: load average %.2f at the start, %.2f at the end\n\n", m.LoadFrom, m.LoadTo)
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(seqHeader, " | "), strings.Repeat(" ---: |", len(seqHeader)))
 	for _, row := range seqRows(modes) {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}
-	return nil
 }
 
 func writeSeqJSON(w io.Writer, m seqMeta, runs []seqRep) error {
@@ -404,4 +448,30 @@ func writeOut(file string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// readSeqRuns reads what writeSeqJSON wrote.
+func readSeqRuns(path string) (seqMeta, []seqRep, error) {
+	var m seqMeta
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return m, nil, err
+	}
+	var runs []seqRep
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if bytes.HasPrefix(line, []byte(`{"seqMeta"`)) {
+			var w map[string]seqMeta
+			if err := json.Unmarshal(line, &w); err != nil {
+				return m, nil, fmt.Errorf("%s: %w", path, err)
+			}
+			m = w["seqMeta"]
+			continue
+		}
+		var r seqRep
+		if err := json.Unmarshal(line, &r); err != nil {
+			return m, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		runs = append(runs, r)
+	}
+	return m, runs, nil
 }

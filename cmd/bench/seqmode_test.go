@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -162,5 +163,35 @@ func TestSummarize(t *testing.T) {
 	}
 	if freeOne.HubRuns != 0 || freeOne.verdict() != "" || freeOne.Ratio != 0 {
 		t.Errorf("free, one CPU, no hub run: %+v, verdict %q", freeOne, freeOne.verdict())
+	}
+}
+
+// TestSeqRunsRoundTrip writes runs as seqmode -json does and reads them
+// back as report -seqmode does; the section then shows each mode's row
+// and the machine's load.
+func TestSeqRunsRoundTrip(t *testing.T) {
+	m := seqMeta{Date: "2026-11-28 11:00 UTC", CPUs: 2, Reps: 1, Duration: "1s", LoadFrom: 3.5, LoadTo: 4.25, Command: "bench seqmode"}
+	runs := []seqRep{
+		{Placement: "two", Mode: modeTwo, Server: "hub", Rate: 20000, P50: 40, CPU: 30, Others: 0.5},
+		{Placement: "two", Mode: modeTwo, Server: "floor", Rate: 21000, P50: 38, CPU: 28, Others: 0.5},
+	}
+	path := filepath.Join(t.TempDir(), "seq.jsonl")
+	if err := writeOut(path, func(w io.Writer) error { return writeSeqJSON(w, m, runs) }); err != nil {
+		t.Fatal(err)
+	}
+	m2, runs2, err := readSeqRuns(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2 != m || !slices.Equal(runs2, runs) {
+		t.Fatalf("read back %+v %+v, want %+v %+v", m2, runs2, m, runs)
+	}
+	var b strings.Builder
+	writeSeqSection(&b, m2, summarize(runs2))
+	for _, want := range []string{"load average 3.50 at the start, 4.25 at the end",
+		"| two CPUs, pinned to two | 1+1 | 20,000 | 21,000 | 0.95 | 0.95-0.95 | 40 µs | 38 µs | 1.05 |", "| 50% | 0% | met |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("section lacks %q:\n%s", want, b.String())
+		}
 	}
 }
