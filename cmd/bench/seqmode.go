@@ -23,6 +23,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,7 @@ type seqMeta struct {
 	CPU      string  `json:"cpu"`
 	Duration string  `json:"duration"`
 	Reps     int     `json:"reps"`
+	MaxProcs string  `json:"maxProcs"` // keep or follow
 	LoadFrom float64 `json:"loadFrom"` // the one-minute load average at the start
 	LoadTo   float64 `json:"loadTo"`   // and at the end
 	Command  string  `json:"command"`
@@ -73,6 +75,7 @@ func seqModeCmd(ctx context.Context, args []string) error {
 	cpus := fs.String("cpus", "0,1", "the two `CPUs` to pin to, A,B: one puts both on A, two the load generator on A and the server on B")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
 	pids := fs.String("pids", "", "process ids of the hub and the floor, `HUB,FLOOR` (with -start, known)")
+	maxProcs := fs.String("maxprocs", "keep", "keep: GOMAXPROCS stays at the number of CPUs in the load generator and the servers it starts, as in a free placement (servers named by -pids keep their own setting); follow: Go's runtime follows the pinning (GOMAXPROCS=1 on one CPU)")
 	jsonOut := fs.String("json", "", "also write every run as JSON lines to `file` (- for stdout)")
 	mdOut := fs.String("md", "", "also write the section of the benchmarks page on these runs to `file` (- for stdout)")
 	fs.Usage = func() {
@@ -83,6 +86,19 @@ func seqModeCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	hubURL, floorURL := fs.Arg(0), fs.Arg(1)
+	switch *maxProcs {
+	case "keep":
+		// A GOMAXPROCS set by hand, or in the environment of the
+		// servers started, is not updated by the runtime.
+		n := runtime.NumCPU()
+		runtime.GOMAXPROCS(n)
+		if err := os.Setenv("GOMAXPROCS", strconv.Itoa(n)); err != nil {
+			return err
+		}
+	case "follow":
+	default:
+		return fmt.Errorf("-maxprocs %q: want keep or follow", *maxProcs)
+	}
 	switch {
 	case *start != "" && fs.NArg() == 0:
 		servers, err := startServers(ctx, *start, true)
@@ -112,7 +128,7 @@ func seqModeCmd(ctx context.Context, args []string) error {
 	}
 	m := seqMeta{
 		Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), CPUs: runtime.NumCPU(), CPU: cpuModel(),
-		Duration: l.duration.String(), Reps: *reps, LoadFrom: loadAverage(),
+		Duration: l.duration.String(), Reps: *reps, MaxProcs: *maxProcs, LoadFrom: loadAverage(),
 		Command: "bench seqmode " + strings.Join(args, " "),
 	}
 	servers := []struct{ name, url string }{{"hub", hubURL}, {"floor", floorURL}}
@@ -153,7 +169,8 @@ func seqModeCmd(ctx context.Context, args []string) error {
 // settle is how long a placement is left to take hold before a run: Go's
 // runtime (1.25 on) re-reads the CPUs it may use about once a second and
 // sets GOMAXPROCS to their number, so a program pinned to one CPU runs
-// with GOMAXPROCS=1 a second later, and with all of them again once freed.
+// with GOMAXPROCS=1 a second later, and with all of them again once freed
+// (unless GOMAXPROCS was set, as -maxprocs keep does).
 const settle = 1500 * time.Millisecond
 
 // placeAll pins this process to gen and both servers to server.
@@ -409,7 +426,7 @@ its CPU time per call still holds.
 
 `)
 	fmt.Fprintf(w, "- Date: %s; %d CPUs, %s\n", m.Date, m.CPUs, m.CPU)
-	fmt.Fprintf(w, "- Load: `%s`: %d runs of %s per server and placement\n", m.Command, m.Reps, m.Duration)
+	fmt.Fprintf(w, "- Load: `%s`: %d runs of %s per server and placement, GOMAXPROCS: %s\n", m.Command, m.Reps, m.Duration, m.MaxProcs)
 	fmt.Fprintf(w, "- Machine: load average %.2f at the start, %.2f at the end\n\n", m.LoadFrom, m.LoadTo)
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(seqHeader, " | "), strings.Repeat(" ---: |", len(seqHeader)))
 	for _, row := range seqRows(modes) {
