@@ -8,6 +8,7 @@
 //	bench floor [-addr 127.0.0.1:8090]
 //	bench peer [-addr 127.0.0.1:8091]
 //	bench run [flags] HUB_URL [FLOOR_URL]
+//	bench seqmode [flags] -pids HUB,FLOOR HUB_URL FLOOR_URL
 //	bench soak [flags] HUB_URL
 //	bench report [flags] RESULTS.jsonl
 //	bench scale [flags]
@@ -41,6 +42,11 @@
 // process it knows (-start, or -pids), it also reads from /proc what each
 // operation cost the server: CPU time, context switches and read and write
 // system calls, hub against floor (cpu.go).
+//
+// "seqmode" measures seq per placement mode (seqmode.go): the load
+// generator and the servers pinned to one CPU, then to two, then free,
+// each free run tagged with the placement observed, hub and floor
+// alternating run by run, with the machine's load beside each run.
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and
 // prints, every interval, what was published and delivered, the p99 call

@@ -224,6 +224,13 @@ bin/hub -addr 127.0.0.1:8080 -demo &
 bin/bench run ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
 ` + "```" + `
 
+The sequential call per mode needs the servers' process ids, to pin them
+(taskset, from util-linux, on Linux):
+
+` + "```sh" + `
+bin/bench seqmode -pids $HUB_PID,$FLOOR_PID ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
+` + "```" + `
+
 To tell the peer package's cost from the rest of the hub's, ` + "`bench peer`" + `
 serves a bare connection with only an ` + "`echo`" + ` method, for the call
 scenarios; the server's CPU time per call is then best read with
