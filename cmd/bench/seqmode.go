@@ -413,7 +413,9 @@ process may use: pinned to one CPU, it sets GOMAXPROCS to 1 a second later.
 one CPU, then the load generator to one and the servers to another, then
 leaves them free and tags each free run with the placement observed
 (every 10 ms, the CPU each busy thread last ran on): a run is in one mode
-when four samples in five say so, else mixed. Hub and floor alternate run
+when four samples in five say so, else mixed. Mixed says that the threads
+of both programs ran on both CPUs within a sample: two programs that move
+from CPU to CPU together look the same as two that do not share one. Hub and floor alternate run
 by run, and each mode is judged on its own runs: throughput ≥ 0.9, p50 ≤
 1.5x, server CPU per call ≤ 1.25x. "runs" counts the hub's and the
 floor's; "pairs" is the lowest and highest throughput ratio of a hub run

@@ -86,14 +86,11 @@ func TestLastCPU(t *testing.T) {
 // of the machine, the thread spinning here must show its time growing,
 // and skipping it must leave it out.
 func TestReadThreads(t *testing.T) {
+	runtime.LockOSThread() // so that /proc/thread-self stays this goroutine's thread
+	defer runtime.UnlockOSThread()
 	link, err := os.Readlink("/proc/thread-self")
 	if err != nil {
 		t.Skip("no /proc/thread-self here")
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if link, err = os.Readlink("/proc/thread-self"); err != nil { // this goroutine's thread now
-		t.Fatal(err)
 	}
 	self := filepath.Base(link)
 	before := readThreads(os.Getpid(), "")
