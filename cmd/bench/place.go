@@ -136,15 +136,11 @@ func readThreads(pid int, skip string) map[string]threadRun {
 }
 
 // lastCPU returns the CPU a thread last ran on: field 39 of its stat
-// line, counted, as in parseStat, from the end of the command name.
+// line.
 func lastCPU(stat []byte) (int, error) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("no command name")
-	}
-	f := bytes.Fields(stat[i+1:])
-	if len(f) < 37 {
-		return 0, fmt.Errorf("%d fields after the command name, want at least 37", len(f))
+	f, err := statFields(stat, 37)
+	if err != nil {
+		return 0, err
 	}
 	return strconv.Atoi(string(f[36]))
 }

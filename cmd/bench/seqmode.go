@@ -101,13 +101,12 @@ func seqModeCmd(ctx context.Context, args []string) error {
 	}
 	switch {
 	case *start != "" && fs.NArg() == 0:
-		servers, err := startServers(ctx, *start, true)
+		servers, err := startMetered(ctx, *start, l)
 		if err != nil {
 			return err
 		}
 		defer servers.stop()
 		hubURL, floorURL = servers.hubURL, servers.floorURL
-		l.pids = map[string]int{hubURL: servers.procs[0].pid(), floorURL: servers.procs[1].pid()}
 	case *start == "" && fs.NArg() == 2 && *pids != "":
 		if err := parsePIDs(*pids, hubURL, floorURL, l); err != nil {
 			return err
@@ -157,7 +156,7 @@ func seqModeCmd(ctx context.Context, args []string) error {
 	m.LoadTo = loadAverage()
 	modes := summarize(runs)
 	printSeqModes(os.Stdout, m, modes)
-	if err := writeOut(*jsonOut, func(w io.Writer) error { return writeSeqJSON(w, m, runs) }); err != nil {
+	if err := writeOut(*jsonOut, func(w io.Writer) error { return writeJSONLines(w, "seqMeta", m, runs) }); err != nil {
 		return err
 	}
 	return writeOut(*mdOut, func(w io.Writer) error {
@@ -436,40 +435,7 @@ its CPU time per call still holds.
 	}
 }
 
-func writeSeqJSON(w io.Writer, m seqMeta, runs []seqRep) error {
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(map[string]seqMeta{"seqMeta": m}); err != nil {
-		return err
-	}
-	for _, r := range runs {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeOut calls write with file, created, or stdout for "-"; nothing
-// for "".
-func writeOut(file string, write func(io.Writer) error) error {
-	if file == "" {
-		return nil
-	}
-	if file == "-" {
-		return write(os.Stdout)
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// readSeqRuns reads what writeSeqJSON wrote.
+// readSeqRuns reads what seqmode -json wrote.
 func readSeqRuns(path string) (seqMeta, []seqRep, error) {
 	var m seqMeta
 	b, err := os.ReadFile(path)

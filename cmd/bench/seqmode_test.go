@@ -173,7 +173,7 @@ func TestSeqRunsRoundTrip(t *testing.T) {
 		{Placement: "two", Mode: modeTwo, Server: "floor", Rate: 21000, P50: 38, CPU: 28, Others: 0.5},
 	}
 	path := filepath.Join(t.TempDir(), "seq.jsonl")
-	if err := writeOut(path, func(w io.Writer) error { return writeSeqJSON(w, m, runs) }); err != nil {
+	if err := writeOut(path, func(w io.Writer) error { return writeJSONLines(w, "seqMeta", m, runs) }); err != nil {
 		t.Fatal(err)
 	}
 	m2, runs2, err := readSeqRuns(path)
