@@ -1,14 +1,22 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/server"
+	"github.com/switchboard-rpc/switchboard/server/demo"
 )
 
 func TestSampleMode(t *testing.T) {
@@ -190,5 +198,56 @@ func TestSeqRunsRoundTrip(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("section lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestSeqModeCmd runs seqmode against a hub and a floor served by this
+// process, free (pinned to every CPU): each server runs once a rep, the
+// hub first in even reps and the floor first in odd ones, and the runs
+// and the page's section come out.
+func TestSeqModeCmd(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("no taskset here")
+	}
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc here")
+	}
+	srv := server.New(&server.Options{Router: demo.Mux(), Hub: hub.New(&hub.Options{Policy: hub.AllowAll})})
+	hubTS := httptest.NewServer(srv)
+	defer hubTS.Close()
+	defer srv.Shutdown(t.Context())
+	floorTS := httptest.NewServer(newFloor(floorWork{}))
+	defer floorTS.Close()
+	dir := t.TempDir()
+	pid := strconv.Itoa(os.Getpid())
+	args := []string{"-placements", "free", "-reps", "2", "-duration", "100ms", "-maxprocs", "follow",
+		"-json", filepath.Join(dir, "runs.jsonl"), "-md", filepath.Join(dir, "seq.md"), "-pids", pid + "," + pid,
+		"ws" + strings.TrimPrefix(hubTS.URL, "http") + "/rpc", "ws" + strings.TrimPrefix(floorTS.URL, "http") + "/"}
+	if err := seqModeCmd(t.Context(), args); err != nil {
+		t.Fatal(err)
+	}
+	m, runs, err := readSeqRuns(filepath.Join(dir, "runs.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range runs {
+		order = append(order, fmt.Sprintf("%s%d", r.Server, r.Rep))
+		if r.Placement != "free" || r.Rate <= 0 || r.P50 <= 0 {
+			t.Errorf("run %+v", r)
+		}
+	}
+	if want := []string{"hub0", "floor0", "floor1", "hub1"}; !slices.Equal(order, want) {
+		t.Errorf("runs in the order %q, want %q", order, want)
+	}
+	if m.Reps != 2 || m.MaxProcs != "follow" {
+		t.Errorf("meta %+v", m)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "seq.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| free: ") {
+		t.Errorf("no free row in the section:\n%s", md)
 	}
 }
