@@ -116,7 +116,7 @@ fuzz:
 	done
 
 ## bench: the Go micro-benchmarks and the load generator against the hub
-## and the floor (about ten minutes); writes docs/benchmarks.md and its chart
+## and the floor (about fifteen minutes); writes docs/benchmarks.md and its chart
 bench:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/bench
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./... | tee bin/micro.txt

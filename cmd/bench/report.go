@@ -214,7 +214,7 @@ call (lower is better; within 1.5x is the target); **mcp-list**, ` + "`tools/lis
 with 1,000 methods provided and described, against ` + "`rpc.discover`" + ` listing them,
 as CPU time per list.
 
-Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
+Rerun it with ` + "`make bench`" + ` (about fifteen minutes), or point the load generator
 at any hub:
 
 ` + "```sh" + `

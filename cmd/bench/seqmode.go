@@ -414,22 +414,26 @@ leaves them free and tags each free run with the placement observed
 (every 10 ms, the CPU each busy thread last ran on): a run is in one mode
 when four samples in five say so, else mixed. Mixed says that the threads
 of both programs ran on both CPUs within a sample: two programs that move
-from CPU to CPU together look the same as two that do not share one. Hub and floor alternate run
-by run, and each mode is judged on its own runs: throughput ≥ 0.9, p50 ≤
-1.5x, server CPU per call ≤ 1.25x. "runs" counts the hub's and the
-floor's; "pairs" is the lowest and highest throughput ratio of a hub run
-and the floor run beside it in the same mode; "others" is the share of the
-machine's CPU time spent by other processes during the mode's runs, and
-"steal" the share the hypervisor took (medians). A run pinned to one CPU
-shares it with whatever else the machine runs there: on a busy machine its
-throughput says as much about the neighbours as about the server, while
-its CPU time per call still holds.
+from CPU to CPU together look the same as two that do not share one. Hub
+and floor alternate run by run, and each mode is judged on its own runs:
+throughput ≥ 0.9, p50 ≤ 1.5x, server CPU per call ≤ 1.25x. "runs" counts
+the hub's and the floor's; "pairs" is the lowest and highest throughput
+ratio of a hub run and the floor run beside it in the same mode; "others"
+is the share of the machine's CPU time spent by other processes during the
+mode's runs, and "steal" the share the hypervisor took (medians). A run
+pinned to one CPU shares it with whatever else the machine runs there: on
+a busy machine its throughput says as much about the neighbours as about
+the server, while its CPU time per call holds better.
 
 `)
 	fmt.Fprintf(w, "- Date: %s; %d CPUs, %s\n", m.Date, m.CPUs, m.CPU)
 	fmt.Fprintf(w, "- Load: `%s`: %d runs of %s per server and placement, GOMAXPROCS: %s\n", m.Command, m.Reps, m.Duration, m.MaxProcs)
-	fmt.Fprintf(w, "- Machine: load average %.2f at the start, %.2f at the end\n\n", m.LoadFrom, m.LoadTo)
-	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(seqHeader, " | "), strings.Repeat(" ---: |", len(seqHeader)))
+	fmt.Fprintf(w, "- Machine: load average %.2f at the start, %.2f at the end", m.LoadFrom, m.LoadTo)
+	if max(m.LoadFrom, m.LoadTo) > float64(m.CPUs) {
+		fmt.Fprint(w, ": busy, more runnable work than CPUs, so other programs competed with these runs")
+	}
+	fmt.Fprint(w, "\n\n")
+	fmt.Fprintf(w, "| %s |\n| --- |%s\n", strings.Join(seqHeader, " | "), strings.Repeat(" ---: |", len(seqHeader)-1))
 	for _, row := range seqRows(modes) {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}

@@ -193,7 +193,7 @@ func TestSeqRunsRoundTrip(t *testing.T) {
 	}
 	var b strings.Builder
 	writeSeqSection(&b, m2, summarize(runs2))
-	for _, want := range []string{"load average 3.50 at the start, 4.25 at the end",
+	for _, want := range []string{"load average 3.50 at the start, 4.25 at the end: busy",
 		"| two CPUs, pinned to two | 1+1 | 20,000 | 21,000 | 0.95 | 0.95-0.95 | 40 µs | 38 µs | 1.05 |", "| 50% | 0% | met |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("section lacks %q:\n%s", want, b.String())
