@@ -138,7 +138,11 @@ func seqModeCmd(ctx context.Context, args []string) error {
 		if err := placeAll(l, gen, srv); err != nil {
 			return err
 		}
-		time.Sleep(settle)
+		select {
+		case <-time.After(settle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		for i := range *reps {
 			for j := range servers {
 				s := servers[(i+j)%2] // hub first in even runs, floor first in odd ones
