@@ -41,8 +41,14 @@ type seqRep struct {
 	P99       float64 `json:"p99us"`
 	CPU       float64 `json:"cpuPerCallUs"` // the server's, user and system
 	Switches  float64 `json:"switchesPerCall"`
-	Others    float64 `json:"othersBusy"` // share of the machine's CPU time spent by other processes
-	Steal     float64 `json:"steal"`      // share stolen by the hypervisor
+	// GenCPU and GenSwitches are the load generator's own CPU time (µs)
+	// and context switches per call: the same program against either
+	// server, so a mark of the mode that the server under test does not
+	// set.
+	GenCPU      float64 `json:"genCPUPerCallUs"`
+	GenSwitches float64 `json:"genSwitchesPerCall"`
+	Others      float64 `json:"othersBusy"` // share of the machine's CPU time spent by other processes
+	Steal       float64 `json:"steal"`      // share stolen by the hypervisor
 }
 
 // placements are what seqmode can ask for: where the load generator and
@@ -152,8 +158,8 @@ func seqModeCmd(ctx context.Context, args []string) error {
 				}
 				r.Placement, r.Server, r.Rep = p, s.name, i
 				runs = append(runs, r)
-				fmt.Fprintf(os.Stderr, "%-4s %-5s %2d  %6.0f calls/s  p50 %4.0f µs  CPU %5.1f µs/call  %-8s (one CPU %3.0f%%)  others %3.0f%%  steal %2.0f%%\n",
-					p, s.name, i, r.Rate, r.P50, r.CPU, r.Mode, 100*r.OneShare, 100*r.Others, 100*r.Steal)
+				fmt.Fprintf(os.Stderr, "%-4s %-5s %2d  %6.0f calls/s  p50 %4.0f µs  CPU %5.1f µs/call, %4.2f switches  load generator %5.1f µs, %4.2f  %-8s (one CPU %3.0f%%)  others %3.0f%%  steal %2.0f%%\n",
+					p, s.name, i, r.Rate, r.P50, r.CPU, r.Switches, r.GenCPU, r.GenSwitches, r.Mode, 100*r.OneShare, 100*r.Others, 100*r.Steal)
 			}
 		}
 	}
@@ -227,6 +233,7 @@ func seqRun(ctx context.Context, l *load, u string) (seqRep, error) {
 	r.Mode, r.OneShare = runMode(s)
 	r.Rate, r.P50, r.P99 = f.value, micros64(f.p50), micros64(f.p99)
 	r.CPU, r.Switches, _, _ = perOp(f, false)
+	r.GenCPU, r.GenSwitches, _, _ = perOp(figure{ops: f.ops, used: self2.sub(self), metered: true}, false)
 	if all := mach2.all - mach.all; all > 0 {
 		ours := (self2.cpu - self.cpu + f.used.cpu) / clockTick
 		r.Others = max(0, float64(mach2.busy-mach.busy-int64(ours))/float64(all))
@@ -256,6 +263,7 @@ type seqMode struct {
 	HubP50, FloorP50    float64 // µs
 	HubCPU, FloorCPU    float64 // µs per call
 	HubSw, FloorSw      float64 // switches per call
+	GenSw               float64 // the load generator's switches per call, over all the mode's runs
 	Ratio, P50Ratio     float64
 	CPURatio            float64
 	RatioLow, RatioHigh float64
@@ -308,19 +316,19 @@ func summarize(runs []seqRep) []seqMode {
 	for _, k := range keys {
 		m := seqMode{Placement: k.placement, Mode: k.mode}
 		var hub, floor []seqRep
-		var others, steal []float64
+		var others, steal, gen []float64
 		for _, r := range groups[k] {
 			if r.Server == "hub" {
 				hub = append(hub, r)
 			} else {
 				floor = append(floor, r)
 			}
-			others, steal = append(others, r.Others), append(steal, r.Steal)
+			others, steal, gen = append(others, r.Others), append(steal, r.Steal), append(gen, r.GenSwitches)
 		}
 		m.HubRuns, m.FloorRuns = len(hub), len(floor)
 		m.Hub, m.HubP50, m.HubCPU, m.HubSw = repMedians(hub)
 		m.Floor, m.FloorP50, m.FloorCPU, m.FloorSw = repMedians(floor)
-		m.Others, m.Steal = median(others), median(steal)
+		m.Others, m.Steal, m.GenSw = median(others), median(steal), median(gen)
 		if len(hub) > 0 && len(floor) > 0 {
 			m.Ratio, m.P50Ratio, m.CPURatio = m.Hub/m.Floor, m.HubP50/m.FloorP50, m.HubCPU/m.FloorCPU
 		}
@@ -351,7 +359,7 @@ func repMedians(runs []seqRep) (rate, p50, cpu, switches float64) {
 
 // seqHeader is the per-mode table's header, seqCells a row's cells.
 var seqHeader = []string{"mode", "runs", "hub", "floor", "ratio", "pairs", "hub p50", "floor p50", "p50 ratio",
-	"hub CPU/call", "floor CPU/call", "CPU ratio", "hub sw/call", "floor sw/call", "others", "steal", "targets"}
+	"hub CPU/call", "floor CPU/call", "CPU ratio", "hub sw/call", "floor sw/call", "gen sw/call", "others", "steal", "targets"}
 
 func (m *seqMode) cells() []string {
 	pairs := "-"
@@ -362,7 +370,7 @@ func (m *seqMode) cells() []string {
 	return []string{m.label(), fmt.Sprintf("%d+%d", m.HubRuns, m.FloorRuns), human(m.Hub), human(m.Floor),
 		ratio(m.Ratio), pairs, micros(m.HubP50), micros(m.FloorP50), ratio(m.P50Ratio),
 		orDash(m.HubCPU, "%.1f µs"), orDash(m.FloorCPU, "%.1f µs"), ratio(m.CPURatio),
-		orDash(m.HubSw, "%.2f"), orDash(m.FloorSw, "%.2f"),
+		orDash(m.HubSw, "%.2f"), orDash(m.FloorSw, "%.2f"), orDash(m.GenSw, "%.2f"),
 		fmt.Sprintf("%.0f%%", 100*m.Others), fmt.Sprintf("%.0f%%", 100*m.Steal), m.verdict()}
 }
 
@@ -422,12 +430,15 @@ from CPU to CPU together look the same as two that do not share one. Hub
 and floor alternate run by run, and each mode is judged on its own runs:
 throughput ≥ 0.9, p50 ≤ 1.5x, server CPU per call ≤ 1.25x. "runs" counts
 the hub's and the floor's; "pairs" is the lowest and highest throughput
-ratio of a hub run and the floor run beside it in the same mode; "others"
-is the share of the machine's CPU time spent by other processes during the
-mode's runs, and "steal" the share the hypervisor took (medians). A run
-pinned to one CPU shares it with whatever else the machine runs there: on
-a busy machine its throughput says as much about the neighbours as about
-the server, while its CPU time per call holds better.
+ratio of a hub run and the floor run beside it in the same mode; "gen
+sw/call" is the load generator's own context switches per call, the same
+program against either server (about 1.2 to 1.5 on one CPU, 2 on two: a
+mark of the mode that the server under test does not set); "others" is the
+share of the machine's CPU time spent by other processes during the mode's
+runs, and "steal" the share the hypervisor took (medians). A run pinned to
+one CPU shares it with whatever else the machine runs there: on a busy
+machine its throughput says as much about the neighbours as about the
+server, while its CPU time per call holds better.
 
 `)
 	fmt.Fprintf(w, "- Date: %s; %d CPUs, %s\n", m.Date, m.CPUs, m.CPU)
