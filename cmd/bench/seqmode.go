@@ -279,9 +279,9 @@ func (m *seqMode) label() string {
 }
 
 // verdict says whether the mode meets the three targets, or which it
-// misses; "" without both servers.
+// misses; "" without the three ratios.
 func (m *seqMode) verdict() string {
-	if m.HubRuns == 0 || m.FloorRuns == 0 {
+	if m.Ratio == 0 || m.P50Ratio == 0 || m.CPURatio == 0 {
 		return ""
 	}
 	var missed []string
@@ -329,9 +329,7 @@ func summarize(runs []seqRep) []seqMode {
 		m.Hub, m.HubP50, m.HubCPU, m.HubSw = repMedians(hub)
 		m.Floor, m.FloorP50, m.FloorCPU, m.FloorSw = repMedians(floor)
 		m.Others, m.Steal, m.GenSw = median(others), median(steal), median(gen)
-		if len(hub) > 0 && len(floor) > 0 {
-			m.Ratio, m.P50Ratio, m.CPURatio = m.Hub/m.Floor, m.HubP50/m.FloorP50, m.HubCPU/m.FloorCPU
-		}
+		m.Ratio, m.P50Ratio, m.CPURatio = ratioOf(m.Hub, m.Floor), ratioOf(m.HubP50, m.FloorP50), ratioOf(m.HubCPU, m.FloorCPU)
 		var ratios []float64
 		for _, h := range hub {
 			i := slices.IndexFunc(floor, func(f seqRep) bool { return f.Rep == h.Rep })
@@ -345,6 +343,15 @@ func summarize(runs []seqRep) []seqMode {
 		modes = append(modes, m)
 	}
 	return modes
+}
+
+// ratioOf is a / b, or 0 (no ratio) if either is 0: a run too starved to
+// complete a call, or to be counted a tick of CPU time, has no figure.
+func ratioOf(a, b float64) float64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 // repMedians returns the medians of runs' rates, p50s, CPU and switches

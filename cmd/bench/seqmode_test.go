@@ -139,13 +139,17 @@ func TestSummarize(t *testing.T) {
 		run("free", modeOne, "floor", 0, 48000, 19, 12),
 		run("free", modeTwo, "floor", 1, 20000, 48, 32),
 		run("free", modeTwo, "hub", 1, 18000, 52, 36),
+		// A run so starved that no tick of the server's CPU time was
+		// counted: no CPU ratio, so no verdict, and no NaN.
+		run("two", modeMixed, "hub", 0, 10, 3000, 75),
+		run("two", modeMixed, "floor", 0, 1, 1900000, 0),
 	}
 	modes := summarize(runs)
 	labels := []string{}
 	for i := range modes {
 		labels = append(labels, modes[i].label())
 	}
-	want := []string{"one CPU, pinned to one", "free: two CPUs", "free: one CPU"}
+	want := []string{"one CPU, pinned to one", "free: two CPUs", "free: one CPU", "mixed, pinned to two"}
 	if !slices.Equal(labels, want) {
 		t.Fatalf("modes %q, want %q", labels, want)
 	}
@@ -168,6 +172,10 @@ func TestSummarize(t *testing.T) {
 	}
 	if freeOne.HubRuns != 0 || freeOne.verdict() != "" || freeOne.Ratio != 0 {
 		t.Errorf("free, one CPU, no hub run: %+v, verdict %q", freeOne, freeOne.verdict())
+	}
+	starved := modes[3]
+	if starved.CPURatio != 0 || starved.Ratio != 10 || starved.verdict() != "" || slices.Contains(starved.cells(), "NaN") {
+		t.Errorf("starved runs: %+v, verdict %q, cells %q", starved, starved.verdict(), starved.cells())
 	}
 }
 
