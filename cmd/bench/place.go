@@ -8,7 +8,7 @@ package main
 // before it sleeps, which doubles the CPU time per call (see seqmode.go
 // and docs/benchmarks.md). Left alone, the kernel's scheduler picks one
 // or the other and may keep it for seconds, so a run lands in one mode.
-// Here the placement is set with taskset (util-linux), and observed by
+// Here the placement is set with sched_setaffinity, and observed by
 // sampling which CPU each thread last ran on (/proc/PID/task/TID/stat)
 // among the threads that ran since the last sample
 // (/proc/PID/task/TID/schedstat).
@@ -16,9 +16,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -26,19 +26,59 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// pin sets the CPUs on which every thread of pid may run, with taskset;
-// new threads inherit it from the thread that creates them.
+// pin sets the CPUs (a list such as "0", "1" or "0-1") on which every
+// thread of pid may run; new threads inherit it from the thread that
+// creates them. It sets each thread's affinity itself rather than run
+// taskset -a, which fails when one of the threads exits while it goes
+// through them (a Go process's threads come and go). A second pass takes
+// the threads created during the first.
 func pin(pid int, cpus string) error {
-	out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("taskset -a -p -c %s %d: %v: %s", cpus, pid, err, bytes.TrimSpace(out))
+	var set unix.CPUSet
+	if err := parseCPUs(cpus, &set); err != nil {
+		return err
+	}
+	for range 2 {
+		tids, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return err
+		}
+		for _, e := range tids {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("pin thread %d of %d to CPUs %s: %w", tid, pid, cpus, err)
+			}
+		}
 	}
 	return nil
 }
 
-// allCPUs is the taskset list of every CPU of the machine that is online
+// parseCPUs adds the CPUs of a list such as "0,2-3" to set.
+func parseCPUs(list string, set *unix.CPUSet) error {
+	for part := range strings.SplitSeq(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || a < 0 || b < a {
+			return fmt.Errorf("bad CPU list %q", list)
+		}
+		for c := a; c <= b; c++ {
+			set.Set(c)
+		}
+	}
+	return nil
+}
+
+// allCPUs is the list of every CPU of the machine that is online
 // (runtime.NumCPU counts those this process may use, which pin narrows).
 func allCPUs() string {
 	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +16,8 @@ import (
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestSampleMode(t *testing.T) {
@@ -98,7 +99,7 @@ func TestReadThreads(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	link, err := os.Readlink("/proc/thread-self")
 	if err != nil {
-		t.Skip("no /proc/thread-self here")
+		t.Fatal(err)
 	}
 	self := filepath.Base(link)
 	before := readThreads(os.Getpid(), "")
@@ -214,12 +215,6 @@ func TestSeqRunsRoundTrip(t *testing.T) {
 // hub first in even reps and the floor first in odd ones, and the runs
 // and the page's section come out.
 func TestSeqModeCmd(t *testing.T) {
-	if _, err := exec.LookPath("taskset"); err != nil {
-		t.Skip("no taskset here")
-	}
-	if _, err := os.Stat("/proc/self/task"); err != nil {
-		t.Skip("no /proc here")
-	}
 	srv := server.New(&server.Options{Router: demo.Mux(), Hub: hub.New(&hub.Options{Policy: hub.AllowAll})})
 	hubTS := httptest.NewServer(srv)
 	defer hubTS.Close()
@@ -258,5 +253,29 @@ func TestSeqModeCmd(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "| free: ") {
 		t.Errorf("no free row in the section:\n%s", md)
+	}
+}
+
+func TestParseCPUs(t *testing.T) {
+	for list, want := range map[string][]int{"0": {0}, "1": {1}, "0-1": {0, 1}, "0,2-3": {0, 2, 3}} {
+		var set unix.CPUSet
+		if err := parseCPUs(list, &set); err != nil {
+			t.Fatalf("%q: %v", list, err)
+		}
+		var got []int
+		for c := range 8 {
+			if set.IsSet(c) {
+				got = append(got, c)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: CPUs %v, want %v", list, got, want)
+		}
+	}
+	for _, bad := range []string{"", "a", "2-1", "-1", "0,"} {
+		var set unix.CPUSet
+		if parseCPUs(bad, &set) == nil {
+			t.Errorf("%q taken", bad)
+		}
 	}
 }
