@@ -116,12 +116,13 @@ fuzz:
 	done
 
 ## bench: the Go micro-benchmarks and the load generator against the hub
-## and the floor (about ten minutes); writes docs/benchmarks.md and its chart
+## and the floor (about fifteen minutes); writes docs/benchmarks.md and its chart
 bench:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/bench
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./... | tee bin/micro.txt
 	bin/bench run -start bin/hub -json bin/bench.jsonl
-	bin/bench report -micro bin/micro.txt -o docs/benchmarks.md -chart docs/img/bench-ratios.svg bin/bench.jsonl
+	bin/bench seqmode -start bin/hub -json bin/seqmode.jsonl
+	bin/bench report -micro bin/micro.txt -seqmode bin/seqmode.jsonl -o docs/benchmarks.md -chart docs/img/bench-ratios.svg bin/bench.jsonl
 
 ## scale: one hub with as many peers as a process may hold here, then
 ## 100,000 over six hubs joined over NATS (some ten minutes; not part of
