@@ -225,7 +225,7 @@ bin/bench run ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
 ` + "```" + `
 
 The sequential call per mode needs the servers' process ids, to pin them
-(taskset, from util-linux, on Linux):
+(Linux: it sets their threads' CPU affinity):
 
 ` + "```sh" + `
 bin/bench seqmode -pids $HUB_PID,$FLOOR_PID ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/

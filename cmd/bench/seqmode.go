@@ -427,7 +427,7 @@ for a while, so a run lands in one mode and a median over a few runs
 compares modes, not servers. Go's runtime (1.25 on) follows the CPUs a
 process may use: pinned to one CPU, it sets GOMAXPROCS to 1 a second later.
 
-`+"`bench seqmode`"+` pins the load generator and both servers (taskset) to
+`+"`bench seqmode`"+` pins the load generator and both servers (sched_setaffinity) to
 one CPU, then the load generator to one and the servers to another, then
 leaves them free and tags each free run with the placement observed
 (every 10 ms, the CPU each busy thread last ran on): a run is in one mode
