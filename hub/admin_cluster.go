@@ -159,6 +159,17 @@ func splitUnanswered(err error) (unanswered, failed error) {
 	return nil, err
 }
 
+// askAll is askNodes for an operation that answers a list: it returns
+// local, this node's part, followed by the other nodes' parts in the order
+// they came; on an error, with the parts that came before it.
+func askAll[T any](ctx context.Context, h *Hub, op string, params any, local []T) ([]T, error) {
+	remote, err := askNodes[[]T](ctx, h, op, params)
+	for _, a := range remote {
+		local = append(local, a.v...)
+	}
+	return local, err
+}
+
 type peersRequest struct {
 	PeerQuery
 	Room int `json:"room"`
@@ -347,14 +358,10 @@ func (h *Hub) localProviders(method string) []ProviderDetail {
 // peer that provides anything, sorted by node and peer; when some nodes
 // did not answer, those of the others with an [*UnansweredError].
 func (h *Hub) ListProviders(ctx context.Context, method string) ([]ProviderDetail, error) {
-	remote, err := askNodes[[]ProviderDetail](ctx, h, opProviders, method)
+	all, err := askAll(ctx, h, opProviders, method, h.localProviders(method))
 	unanswered, err := splitUnanswered(err)
 	if err != nil {
 		return nil, err
-	}
-	all := h.localProviders(method)
-	for _, r := range remote {
-		all = append(all, r.v...)
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].Node != all[j].Node {
@@ -466,10 +473,5 @@ func (h *Hub) Unsubscribe(ctx context.Context, u Unsubscribe) ([]Unsubscribed, e
 	if err := h.checkTopic(u.Topic, true); err != nil {
 		return nil, err
 	}
-	out := h.unsubscribeLocal(ctx, u)
-	remote, err := askNodes[[]Unsubscribed](ctx, h, opUnsubscribe, u)
-	for _, a := range remote {
-		out = append(out, a.v...)
-	}
-	return out, err
+	return askAll(ctx, h, opUnsubscribe, u, h.unsubscribeLocal(ctx, u))
 }

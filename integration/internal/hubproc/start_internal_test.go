@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // A hub that cannot start is reported at once, with its output, not
@@ -11,7 +13,7 @@ import (
 // ends the wait (the test timed it before, which counted building the
 // hub's binary too: 32 s on a loaded machine).
 func TestStartReportsExit(t *testing.T) {
-	h := &Hub{t: t, log: &buffer{}, opts: Options{Args: []string{"-no-such-flag"}, StartTimeout: time.Hour}}
+	h := &Hub{t: t, log: &testkit.Buffer{}, opts: Options{Args: []string{"-no-such-flag"}, StartTimeout: time.Hour}}
 	var err error
 	if h.addr, err = freeAddr(); err != nil {
 		t.Fatal(err)
