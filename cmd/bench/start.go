@@ -63,6 +63,17 @@ func startServers(ctx context.Context, hubBinary string, withFloor bool) (*serve
 	return s, nil
 }
 
+// startMetered is startServers with a floor, telling l the servers'
+// process ids, so that their usage is counted (cpu.go).
+func startMetered(ctx context.Context, hubBinary string, l *load) (*servers, error) {
+	s, err := startServers(ctx, hubBinary, true)
+	if err != nil {
+		return nil, err
+	}
+	l.pids = map[string]int{s.hubURL: s.procs[0].pid(), s.floorURL: s.procs[1].pid()}
+	return s, nil
+}
+
 // launch starts a process for each argv, then waits up to d until each of
 // urls answers 200 (urls[i] served by argvs[i]); on failure it stops every
 // process of s.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -38,7 +39,7 @@ func testPresence(t *testing.T, start StartNode) {
 
 	want := []hub.PeerInfo{{ID: watcher.id, User: "ann", Node: "a"}, {ID: member.id, User: "bob", Node: "b"}}
 	var got []hub.PeerInfo
-	waitFor(t, "a to see b's peer in presence", func() bool {
+	testkit.WaitFor(t, "a to see b's peer in presence", func() bool {
 		var err error
 		got, err = a.h.ClusterPresence(ctxFor(t), "room.1")
 		return err == nil && slices.Equal(got, want)
@@ -89,7 +90,7 @@ func provideCalc(t *testing.T, n *node, others ...*node) (prov *client, started 
 	prov.call(t, "rpc.provide", map[string]any{"methods": []string{"calc.*"}}, nil)
 	for _, o := range others {
 		d := o.b.(hub.Directory)
-		waitFor(t, o.name+" to know "+n.name+"'s provider", func() bool { return d.Provides("calc.add") })
+		testkit.WaitFor(t, o.name+" to know "+n.name+"'s provider", func() bool { return d.Provides("calc.add") })
 	}
 	return prov, started, ended
 }
@@ -123,17 +124,17 @@ func testRoutedCalls(t *testing.T, start StartNode) {
 	if err := caller.Call(ctx, "calc.wait", nil, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("calc.wait cancelled: %v", err)
 	}
-	recv(t, started, "the provider to start")
-	if got := recv(t, progress, "progress"); got != `"started"` {
+	testkit.Recv(t, started, "the provider to start")
+	if got := testkit.Recv(t, progress, "progress"); got != `"started"` {
 		t.Fatalf("progress %s, want \"started\"", got)
 	}
-	if err := recv(t, ended, "the provider's context to end"); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, ended, "the provider's context to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the provider's context ended with %v, want it cancelled", err)
 	}
 
 	prov.call(t, "rpc.unprovide", map[string]any{"methods": []string{"calc.*"}}, nil)
 	d := b.b.(hub.Directory)
-	waitFor(t, "b to know a's provider withdrew", func() bool { return !d.Provides("calc.add") })
+	testkit.WaitFor(t, "b to know a's provider withdrew", func() bool { return !d.Provides("calc.add") })
 	wantCode(t, "calc.add withdrawn", caller.Call(ctxFor(t), "calc.add", []int{1}, nil), peer.CodeMethodNotFound)
 }
 
@@ -145,9 +146,9 @@ func testProviderLost(t *testing.T, start StartNode) {
 	caller := b.join(t, nil, nil)
 	errc := make(chan error, 1)
 	go func() { errc <- caller.Call(ctxFor(t), "calc.wait", nil, nil) }()
-	recv(t, started, "the provider to start")
+	testkit.Recv(t, started, "the provider to start")
 	prov.Close()
-	wantCode(t, "calc.wait of a provider lost", recv(t, errc, "the call to end"), peer.CodeProviderLost)
+	wantCode(t, "calc.wait of a provider lost", testkit.Recv(t, errc, "the call to end"), peer.CodeProviderLost)
 }
 
 // testAddressedCalls: Go code on one node lists the peers of the other
@@ -160,7 +161,7 @@ func testAddressedCalls(t *testing.T, start StartNode) {
 	big := strings.Repeat("x", 1000)
 	mux.Handle("big", peer.Func(func(context.Context, struct{}) (string, error) { return big, nil }))
 	target := a.join(t, "ann", mux)
-	waitFor(t, "b to list a's peer", func() bool {
+	testkit.WaitFor(t, "b to list a's peer", func() bool {
 		peers, err := b.h.ClusterPeers(ctxFor(t))
 		return err == nil && slices.Contains(peers, hub.PeerInfo{ID: target.id, User: "ann", Node: "a"})
 	})
