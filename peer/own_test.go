@@ -147,15 +147,21 @@ func TestCallerReadsOwnReply(t *testing.T) {
 	wantRole(t, c, roleReader)
 }
 
-// TestParkTimer checks that the park timer itself gives a parked role
-// back: a notification sent after a call, with nobody calling, arrives.
-func TestParkTimer(t *testing.T) {
-	got := make(chan string, 1)
-	m := NewMux()
+// noteMux serves the notification "note", whose params it sends on got.
+func noteMux() (m *Mux, got chan string) {
+	got = make(chan string, 1)
+	m = NewMux()
 	m.HandleFunc("note", func(_ context.Context, req *Request) (any, error) {
 		got <- string(req.Params)
 		return nil, nil
 	})
+	return m, got
+}
+
+// TestParkTimer checks that the park timer itself gives a parked role
+// back: a notification sent after a call, with nobody calling, arrives.
+func TestParkTimer(t *testing.T) {
+	m, got := noteMux()
 	c, srv := ownPairTimer(t, &Options{Router: m}, &Options{Router: specMux()}, nil)
 	c.wk.skip.Store(0) // the role is parked as the call returns (see parkedCall)
 	if err := c.Call(t.Context(), "rpc.ping", nil, nil); err != nil {
@@ -173,12 +179,7 @@ func TestParkTimer(t *testing.T) {
 // nobody reads (the role parked after a call) still arrives: a
 // notification, and a call, which is answered.
 func TestParkedRoleEvents(t *testing.T) {
-	got := make(chan string, 1)
-	m := NewMux()
-	m.HandleFunc("note", func(_ context.Context, req *Request) (any, error) {
-		got <- string(req.Params)
-		return nil, nil
-	})
+	m, got := noteMux()
 	m.Handle("greet", Func(func(_ context.Context, p []string) (string, error) {
 		return "hello " + p[0], nil
 	}))
