@@ -20,9 +20,10 @@ package peer
 //	mEnter     the holder (a reader)    any                   seq+1, busy
 //	mWatch     the holder, under        busy                  watched
 //	           readerWatch.mu
-//	mExit      the holder               as at its mEnter      not busy
-//	mSteal     the watchdog             as at mEnter, seen    not busy (a new
-//	                                    at two looks          reader holds it)
+//	mExit      the holder               as its mEnter (and    not busy
+//	                                    mWatch) left it
+//	mSteal     the watchdog             as mEnter left it,    not busy (a new
+//	                                    seen at two looks     reader holds it)
 //	mUnwatch   the watchdog             not busy, seq as      not watched
 //	                                    at its last look
 //	mClaim     a caller                 parked                caller
@@ -30,9 +31,10 @@ package peer
 //	mRead      the holder (a caller)    caller                reader
 //	mPark      the holder               reader or caller      parked
 //
-// Nothing but the watchdog's mSteal changes the word under a busy holder,
-// and only a holder's own moves change a held role's holder: so a holder
-// that finds the word as it left it knows nobody took the role.
+// Under a busy holder, nothing but the holder's own moves and the
+// watchdog's mSteal changes the word, and only a holder's own moves change
+// a held role's holder: so a holder that finds the word as it left it
+// knows that nobody took the role.
 
 // state is a value of the role's state word.
 type state uint64
