@@ -170,8 +170,8 @@ func serveResult(ctx context.Context, log *zap.Logger, c *call) (b []byte, err e
 // any order).
 //
 // A batch that runs on its connection's reader is spread by the reader's
-// watchdog, when it takes the reader from it (see moveReader and
-// Conn.rbatch); any other by a timer, after batchSpread. A timer per
+// watchdog, when it takes the reader from it (see reader.move and
+// reader.batch); any other by a timer, after batchSpread. A timer per
 // batch costs a wake-up of the runtime's network poller, which on a busy
 // reader is a thread woken and put back to sleep for every batch.
 type batch struct {
@@ -184,10 +184,10 @@ type batch struct {
 	pending int          // calls that are not Inline
 	out     []byte       // '[' and the replies so far, comma-separated
 	next    atomic.Int64 // index in calls of the next call to start
-	// reader is the reader state (enterHandler's) while the batch runs on
+	// reader is the reader state (reader.enter's) while the batch runs on
 	// its connection's reader, else 0. The calls the batch's goroutine
 	// runs get it (see leaveReader); a helper's do not.
-	reader uint64
+	reader state
 
 	wg    sync.WaitGroup // the helpers
 	mu    sync.Mutex     // after readerWatch.mu (see Conn.mu)
@@ -294,7 +294,7 @@ func (b *batch) spread() {
 // work runs calls not yet started, one after the other, until there are
 // none left, and appends their replies to dst. reader is the reader state
 // of the goroutine running work if it is its connection's reader.
-func (b *batch) work(dst []byte, reader uint64) []byte {
+func (b *batch) work(dst []byte, reader state) []byte {
 	start := b.o.now()
 	for {
 		i := int(b.next.Add(1)) - 1
