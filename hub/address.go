@@ -263,11 +263,7 @@ func (h *Hub) addressees(ctx context.Context, a *address) (local []*Peer, remote
 	if a.topic != "" {
 		local, _ = h.Presence(a.topic) // readAddress checked the topic
 	} else {
-		for _, p := range h.Peers() {
-			if userOf(p.identity) == a.user {
-				local = append(local, p)
-			}
-		}
+		local = h.peersOf(a.user)
 	}
 	if caller := h.PeerFromContext(ctx); caller != nil {
 		for i, p := range local {
@@ -281,16 +277,15 @@ func (h *Hub) addressees(ctx context.Context, a *address) (local []*Peer, remote
 	if d == nil {
 		return local, nil, nil, nil
 	}
-	others, err := d.Peers(ctx, a.topic) // "" for a user: all of them
+	if a.topic != "" {
+		remote, err = d.Peers(ctx, a.topic)
+	} else {
+		remote, err = d.UserPeers(ctx, a.user)
+	}
 	if ue, ok := errors.AsType[*UnansweredError](err); ok {
 		unanswered = ue.Nodes
 	} else if err != nil {
 		return nil, nil, nil, err
-	}
-	for _, info := range others {
-		if a.topic != "" || info.User == a.user {
-			remote = append(remote, info)
-		}
 	}
 	return local, remote, unanswered, nil
 }

@@ -97,6 +97,19 @@ func (b *Broker) Peers(_ context.Context, topic string) ([]hub.PeerInfo, error) 
 	return out, nil
 }
 
+// UserPeers implements hub.Directory.
+func (b *Broker) UserPeers(_ context.Context, user string) ([]hub.PeerInfo, error) {
+	var out []hub.PeerInfo
+	for _, n := range b.c.others(b) {
+		out = append(out, n.h.LocalUserPeers(user)...)
+	}
+	return out, nil
+}
+
+// UserChanged implements hub.Directory. It does nothing: the other nodes
+// ask this one's hub for its peers when they need them.
+func (b *Broker) UserChanged(bool, hub.PeerInfo) {}
+
 // Changed implements hub.Directory. It does nothing: the other nodes ask
 // this one's hub what its peers provide when they need to know.
 func (b *Broker) Changed() {}

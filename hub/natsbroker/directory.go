@@ -35,6 +35,22 @@ func (b *Broker) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, error
 	return d.Peers(ctx, topic)
 }
 
+// UserPeers implements hub.Directory.
+func (b *Broker) UserPeers(ctx context.Context, user string) ([]hub.PeerInfo, error) {
+	d := b.dir.Load()
+	if d == nil {
+		return nil, nil
+	}
+	return d.UserPeers(ctx, user)
+}
+
+// UserChanged implements hub.Directory.
+func (b *Broker) UserChanged(join bool, who hub.PeerInfo) {
+	if d := b.dir.Load(); d != nil {
+		d.UserChanged(join, who)
+	}
+}
+
 // Changed implements hub.Directory.
 func (b *Broker) Changed() {
 	if d := b.dir.Load(); d != nil {

@@ -34,6 +34,7 @@ type announcement struct {
 	Node      string         `json:"node"`
 	Providers []hub.Provider `json:"providers,omitempty"`
 	Bye       bool           `json:"bye,omitempty"`
+	Roster    *mark          `json:"roster,omitempty"` // the latest state of its roster (roster.go)
 }
 
 // member is another node, as this one knows it.
@@ -42,6 +43,9 @@ type member struct {
 	seen      time.Time
 	gone      chan struct{}  // closed when the node is taken for gone
 	ours      map[string]int // calls this node has in flight to each provider there
+	roster    *roster        // its peers' users and patterns; nil: not known (roster.go)
+	behind    uint64         // the change its last heartbeat said it was at, when this node's roster of it was behind
+	asked     time.Time      // when this node last asked it for its roster
 }
 
 // directory is the state of the broker as a hub.Directory.
@@ -59,6 +63,14 @@ type directory struct {
 	replies string                  // "<inbox>.": the subjects the answers to this node's calls come on
 	calls   map[string]*pendingCall // this node's calls waiting for answers, by reply subject
 	nextID  atomic.Uint64
+
+	// self is this node's own roster, told to the others; its lock is
+	// a leaf, taken with the hub's held.
+	self struct {
+		mu sync.Mutex
+		r  *roster
+	}
+	rosters string // the inbox the other nodes' rosters come on
 
 	changed chan struct{} // 1-buffered: announce now
 	stop    chan struct{}
@@ -79,9 +91,11 @@ func (b *Broker) startDirectory(h *hub.BrokerHandle) error {
 		updated:  make(chan struct{}),
 		replies:  b.nc.NewInbox() + ".",
 		calls:    make(map[string]*pendingCall),
+		rosters:  b.nc.NewInbox(),
 		changed:  make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	d.self.r = newRoster(b.run)
 	for subject, fn := range map[string]nats.MsgHandler{
 		b.Subject("dir", "*"):            d.onAnnouncement,
 		b.Subject("call", b.node):        d.onCall,
@@ -92,6 +106,7 @@ func (b *Broker) startDirectory(h *hub.BrokerHandle) error {
 		b.Subject("discover"):            d.onDiscover,
 		b.Subject("admin"):               d.onAdmin,
 		d.replies + "*":                  d.onReply,
+		d.rosters:                        d.onRoster,
 	} {
 		sub, err := b.nc.Subscribe(subject, fn)
 		if err != nil {
@@ -160,6 +175,7 @@ func (d *directory) announce(bye bool) {
 	a := announcement{Node: d.b.node, Bye: bye}
 	if !bye {
 		a.Providers = d.h.ProvidedMethods()
+		a.Roster = d.ownMark()
 	}
 	msg, _ := jsonx.Marshal(a)
 	_ = d.b.nc.Publish(d.b.Subject("dir", d.b.node), msg)
@@ -210,8 +226,12 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 	}
 	defer d.providedChanged(m.providers, a.Providers)
 	m.providers, m.seen = a.Providers, time.Now()
+	ask := d.heardMark(m, a.Roster)
 	d.updatedLocked()
 	d.mu.Unlock()
+	if ask {
+		d.askRoster(a.Node)
+	}
 }
 
 // heard takes node for a member, with no providers yet, if it is not one:
