@@ -187,6 +187,51 @@ func testAddressedCalls(t *testing.T, start StartNode) {
 	}
 }
 
+// testUserPeers: a node finds the peers of a user on the other
+// (Directory.UserPeers), and none of another user; an rpc.call of the
+// user reaches its peers on both nodes, complete.
+func testUserPeers(t *testing.T, start StartNode) {
+	a, b := startNode(t, start, "a"), startNode(t, start, "b")
+	where := func(node string) *peer.Mux {
+		mux := peer.NewMux()
+		mux.Handle("where", peer.Func(func(context.Context, struct{}) (string, error) { return node, nil }))
+		return mux
+	}
+	ann := a.join(t, "ann", where("a"))
+	a.join(t, "bob", where("a"))
+	b.join(t, "ann", where("b"))
+	d := b.b.(hub.Directory)
+	want := []hub.PeerInfo{{ID: ann.id, User: "ann", Node: "a"}}
+	waitFor(t, "b to find ann's peer on a", func() bool {
+		peers, err := d.UserPeers(ctxFor(t), "ann")
+		return err == nil && slices.Equal(peers, want)
+	})
+	if peers, err := d.UserPeers(ctxFor(t), "carl"); err != nil || len(peers) != 0 {
+		t.Fatalf("UserPeers of a user with no peer on a: %+v, %v", peers, err)
+	}
+
+	caller := b.join(t, "carl", nil)
+	var all struct {
+		Results []struct {
+			Peer   hub.PeerInfo
+			Result string
+		}
+		Incomplete bool
+	}
+	caller.call(t, "rpc.call", map[string]any{"user": "ann", "method": "where"}, &all)
+	var got []string
+	for _, r := range all.Results {
+		if r.Peer.User != "ann" || r.Result != r.Peer.Node {
+			t.Fatalf("entry %+v", r)
+		}
+		got = append(got, r.Result)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) || all.Incomplete {
+		t.Fatalf("rpc.call of ann from b: answered from %v, incomplete %v; want a and b, complete", got, all.Incomplete)
+	}
+}
+
 // testDescribe: rpc.discover on one node describes the methods provided
 // on the other, as their provider does.
 func testDescribe(t *testing.T, start StartNode) {

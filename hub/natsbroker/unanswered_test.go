@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -24,7 +25,8 @@ func TestUserCallReportsStalledNode(t *testing.T) {
 	attach(t, b, &peer.Options{}, "alice", provider("b", started, ended))
 
 	// Node x sends its heartbeats, but is stalled otherwise: it answers
-	// nothing.
+	// nothing. So is node y, whose roster says it has no peer: it is not
+	// asked, nor named.
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +41,7 @@ func TestUserCallReportsStalledNode(t *testing.T) {
 		defer tick.Stop()
 		for {
 			_ = nc.Publish("switchboard.dir.x", []byte(`{"node":"x"}`))
+			_ = nc.Publish("switchboard.dir.y", []byte(`{"node":"y","roster":{"run":"r1","seq":0}}`))
 			select {
 			case <-stop:
 				return
@@ -46,7 +49,10 @@ func TestUserCallReportsStalledNode(t *testing.T) {
 			}
 		}
 	})
-	eventually(t, a, "a to know b and x", func() bool { return len(a.b.Members()) == 2 })
+	eventually(t, a, "a to know b (and its peer of alice), x and y", func() bool {
+		users, _ := natsbroker.RosterOf(a.b, "b")
+		return len(a.b.Members()) == 3 && users["alice"] == 1
+	})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
