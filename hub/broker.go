@@ -151,6 +151,17 @@ type Directory interface {
 	// the peer. With call.Node set, only that node is asked for the peer.
 	Route(ctx context.Context, call RemoteCall) (json.RawMessage, error)
 
+	// RouteFunc is Route for a call of a peer whose node is known
+	// (call.Peer and call.Node set), without the wait: it returns at
+	// once, and done gets what Route would have returned, once, on
+	// whichever goroutine learns it; done must not block. When ctx ends
+	// (or its deadline passes) the peer is sent rpc.cancel and done gets
+	// ctx's error at once (or the -32003 of the peer's node, which knows
+	// the deadline too, if that comes first). call.Progress is not
+	// called. A call of every peer of a user or a topic makes one per
+	// peer of the other nodes.
+	RouteFunc(ctx context.Context, call RemoteCall, done func(json.RawMessage, error))
+
 	// Peers returns the peers of the other nodes that an event on topic
 	// would reach, or with topic "" all of them, each with its Node set.
 	// It need not ask a node it knows has no subscriber of topic (from

@@ -20,8 +20,8 @@ import (
 // or the end of ctx. So calling a thousand peers costs no goroutine, nor
 // a timer, per call. done must not block.
 //
-// timeout must be positive: it bounds the call, as Forward's does (the
-// other side is then sent rpc.cancel). When ctx ends first, the other side
+// timeout, when positive, bounds the call, as Forward's does (the other
+// side is then sent rpc.cancel). When ctx ends first, the other side
 // is sent rpc.cancel and done gets ctx.Err() at once. ForwardFunc never
 // waits for room in c's queue: when c's other side is not reading what it
 // is sent, done gets a -32004 error and nothing is sent. A notification is
@@ -32,7 +32,10 @@ func (c *Conn) ForwardFunc(ctx context.Context, req *Request, timeout time.Durat
 		return
 	}
 	f := &funcCall{to: c, method: req.Method, timeout: timeout, done: done}
-	p := &pendingCall{fn: f, deadline: monotime() + int64(timeout)}
+	p := &pendingCall{fn: f}
+	if timeout > 0 {
+		p.deadline = monotime() + int64(timeout)
+	}
 	id, err := c.addPending(p, true)
 	if err != nil {
 		done(nil, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -229,6 +230,53 @@ func testUserPeers(t *testing.T, start StartNode) {
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"a", "b"}) || all.Incomplete {
 		t.Fatalf("rpc.call of ann from b: answered from %v, incomplete %v; want a and b, complete", got, all.Incomplete)
+	}
+}
+
+// testRouteFunc: Directory.RouteFunc calls a peer of the other node and
+// hands its result or error to done, -32007 for no such peer; when ctx's
+// deadline passes, done gets it and the peer's call is cancelled.
+func testRouteFunc(t *testing.T, start StartNode) {
+	a, b := startNode(t, start, "a"), startNode(t, start, "b")
+	started, ended := make(chan struct{}, 1), make(chan error, 1)
+	target := a.join(t, "ann", calc(started, ended))
+	waitFor(t, "b to list a's peer", func() bool {
+		peers, err := b.h.ClusterPeers(ctxFor(t))
+		return err == nil && slices.Contains(peers, hub.PeerInfo{ID: target.id, User: "ann", Node: "a"})
+	})
+	d := b.b.(hub.Directory)
+	type outcome struct {
+		res string
+		err error
+	}
+	route := func(ctx context.Context, method, id string, params json.RawMessage) <-chan outcome {
+		ch := make(chan outcome, 1)
+		d.RouteFunc(ctx, hub.RemoteCall{Method: method, Params: params, Peer: id, Node: "a"}, func(res json.RawMessage, err error) {
+			ch <- outcome{string(res), err}
+		})
+		return ch
+	}
+	if o := recv(t, route(ctxFor(t), "calc.add", target.id, json.RawMessage(`[1,2]`)), "calc.add"); o.res != "3" || o.err != nil {
+		t.Fatalf("calc.add: %+v", o)
+	}
+	o := recv(t, route(ctxFor(t), "calc.fail", target.id, nil), "calc.fail")
+	if e, ok := errors.AsType[*peer.Error](o.err); !ok || e.Code != 4001 || string(e.Data) != `{"retry":false}` {
+		t.Fatalf("calc.fail: %+v, want the peer's error unchanged", o)
+	}
+	wantCode(t, "no such peer", recv(t, route(ctxFor(t), "calc.add", "no-such-peer", nil), "no such peer").err, peer.CodeNoSuchPeer)
+
+	ctx, cancel := context.WithTimeout(ctxFor(t), 100*time.Millisecond)
+	defer cancel()
+	done := route(ctx, "calc.wait", target.id, nil)
+	recv(t, started, "the peer to start")
+	// The deadline, or the peer's node's -32003 for the same deadline,
+	// whichever comes first.
+	o = recv(t, done, "calc.wait past its deadline")
+	if e, ok := errors.AsType[*peer.Error](o.err); !errors.Is(o.err, context.DeadlineExceeded) && (!ok || e.Code != peer.CodeTimeout) {
+		t.Fatalf("calc.wait past its deadline: %v", o.err)
+	}
+	if err := recv(t, ended, "the peer's call to end"); err == nil {
+		t.Fatal("the peer's call ended without an error")
 	}
 }
 

@@ -116,6 +116,11 @@ func (b *Broker) startDirectory(h *hub.BrokerHandle) error {
 		_ = sub.SetPendingLimits(1<<20, 1<<30)
 		d.subs = append(d.subs, sub)
 	}
+	if b.nc.IsConnected() {
+		// Subscribed at the server before Start returns: this node
+		// misses no change another node makes after that (roster.go).
+		_ = b.nc.FlushTimeout(presenceWait)
+	}
 	b.dir.Store(d)
 	d.wg.Go(d.loop)
 	return nil
@@ -142,6 +147,7 @@ func (d *directory) close() {
 	d.mu.Lock()
 	for name, m := range d.members {
 		close(m.gone)
+		d.lostLocked(name)
 		delete(d.members, name)
 	}
 	d.mu.Unlock()
@@ -170,12 +176,18 @@ func (d *directory) loop() {
 	}
 }
 
-// announce tells the other nodes about this one's peers.
+// announce tells the other nodes about this one's peers. The state of
+// its roster is read and sent under the roster's lock, so that no change
+// sent before the announcement is newer than what it says (roster.go).
 func (d *directory) announce(bye bool) {
 	a := announcement{Node: d.b.node, Bye: bye}
 	if !bye {
 		a.Providers = d.h.ProvidedMethods()
-		a.Roster = d.ownMark()
+	}
+	d.self.mu.Lock()
+	defer d.self.mu.Unlock()
+	if !bye {
+		a.Roster = &d.self.r.mark
 	}
 	msg, _ := jsonx.Marshal(a)
 	_ = d.b.nc.Publish(d.b.Subject("dir", d.b.node), msg)
@@ -188,6 +200,7 @@ func (d *directory) expire(now time.Time) {
 		if now.Sub(m.seen) > missedHeartbeats*d.interval {
 			d.log.Warn("cluster node lost", zap.String("peer_node", name))
 			close(m.gone)
+			d.lostLocked(name)
 			delete(d.members, name)
 			d.updatedLocked()
 			defer d.providedChanged(m.providers, nil)
@@ -213,6 +226,7 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 	case a.Bye:
 		if m != nil {
 			close(m.gone)
+			d.lostLocked(a.Node)
 			delete(d.members, a.Node)
 			d.updatedLocked()
 			defer d.providedChanged(m.providers, nil)
@@ -331,6 +345,7 @@ func (d *directory) drop(node string) {
 	if m := d.members[node]; m != nil {
 		d.log.Warn("cluster node lost", zap.String("peer_node", node))
 		close(m.gone)
+		d.lostLocked(node)
 		delete(d.members, node)
 		d.updatedLocked()
 		defer d.providedChanged(m.providers, nil)

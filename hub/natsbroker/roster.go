@@ -102,14 +102,6 @@ func (d *directory) change(c presenceChange) {
 	_ = d.b.nc.Publish(d.b.Subject("presence", "changed"), b)
 }
 
-// ownMark returns the latest state of this node's roster.
-func (d *directory) ownMark() *mark {
-	d.self.mu.Lock()
-	defer d.self.mu.Unlock()
-	m := d.self.r.mark
-	return &m
-}
-
 // UserChanged implements hub.Directory.
 func (d *directory) UserChanged(join bool, who hub.PeerInfo) {
 	d.change(presenceChange{Join: join, Peer: who, Conn: true})
