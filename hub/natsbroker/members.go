@@ -3,7 +3,6 @@ package natsbroker
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -357,18 +356,6 @@ func (d *directory) nodes() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.members)
-}
-
-// names returns the other nodes this one knows, sorted.
-func (d *directory) names() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]string, 0, len(d.members))
-	for name := range d.members {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // goneOf returns the channel closed when node is gone (closed already

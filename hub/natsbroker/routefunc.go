@@ -57,9 +57,10 @@ func (d *directory) RouteFunc(ctx context.Context, call hub.RemoteCall, done fun
 	subject := d.b.Subject("call", call.Node)
 	if call.Notification {
 		if err := d.b.nc.Publish(subject, body); err != nil {
-			err = d.unsent(err, len(body))
+			done(nil, d.unsent(err, len(body)))
+			return
 		}
-		done(nil, err)
+		done(nil, nil)
 		return
 	}
 	a := &asyncCall{d: d, inbox: d.replies + fmt.Sprint(d.nextID.Add(1)), node: call.Node, peer: call.Peer, done: done}
