@@ -99,11 +99,5 @@ func (f *funcCall) answer(r reply) {
 	if stop := f.stop.Load(); stop != nil {
 		(*stop)()
 	}
-	f.to.forwarded()
-	res, err := r.result, r.err
-	if r.expired {
-		f.to.cancelRemote(f.id)
-		err = f.to.timedOut(f.method, f.timeout)
-	}
-	f.done(res, err)
+	f.done(f.to.passedOn(f.id, f.method, f.timeout, r))
 }

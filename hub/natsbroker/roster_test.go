@@ -40,36 +40,16 @@ func TestRosterLearnedLate(t *testing.T) {
 func TestRosterGap(t *testing.T) {
 	url := startNATS(t)
 	b := startRouteNode(t, url, "b", nil)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	// Node z beats with a roster of no change yet.
+	var beat atomic.Value
+	beat.Store(`{"node":"z","roster":{"run":"r1","seq":0}}`)
+	nc := beating(t, url, func() map[string]string { return map[string]string{"z": beat.Load().(string)} })
 	queries := make(chan *nats.Msg, 16)
 	sub, err := nc.ChanSubscribe("switchboard.presence", queries)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	// Node z beats with a roster of no change yet.
-	var beat atomic.Value
-	beat.Store(`{"node":"z","roster":{"run":"r1","seq":0}}`)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop)
-	wg.Go(func() {
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			_ = nc.Publish("switchboard.dir.z", []byte(beat.Load().(string)))
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	})
 	eventually(t, b, "b to know z's empty roster", func() bool {
 		users, known := natsbroker.RosterOf(b.b, "z")
 		return known && len(users) == 0
@@ -108,4 +88,37 @@ func eventuallyPresent(t *testing.T, n *node, topic string, want int) {
 		peers, err := n.h.ClusterPresence(t.Context(), topic)
 		return err == nil && len(peers) == want
 	})
+}
+
+// beating connects to url as nodes that do nothing but beat: every
+// heartbeat, each node of beats() announces what beats() gives it, until
+// the test ends. It returns the connection, for the test to send more.
+func beating(t *testing.T, url string, beats func() map[string]string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+		nc.Close()
+	})
+	wg.Go(func() {
+		tick := time.NewTicker(heartbeat)
+		defer tick.Stop()
+		for {
+			for node, a := range beats() {
+				_ = nc.Publish("switchboard.dir."+node, []byte(a))
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return nc
 }

@@ -3,11 +3,9 @@ package natsbroker_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -27,27 +25,8 @@ func TestUserCallReportsStalledNode(t *testing.T) {
 	// Node x sends its heartbeats, but is stalled otherwise: it answers
 	// nothing. So is node y, whose roster says it has no peer: it is not
 	// asked, nor named.
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop)
-	wg.Go(func() {
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			_ = nc.Publish("switchboard.dir.x", []byte(`{"node":"x"}`))
-			_ = nc.Publish("switchboard.dir.y", []byte(`{"node":"y","roster":{"run":"r1","seq":0}}`))
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
+	beating(t, url, func() map[string]string {
+		return map[string]string{"x": `{"node":"x"}`, "y": `{"node":"y","roster":{"run":"r1","seq":0}}`}
 	})
 	eventually(t, a, "a to know b (and its peer of alice), x and y", func() bool {
 		users, _ := natsbroker.RosterOf(a.b, "b")

@@ -2,8 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,12 +19,7 @@ import (
 // "unanswered"); a call of token-2 does not ask n3, which has none of its
 // peers, and is complete.
 func TestUserCallWithStalledNode(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte("alice-secret\nbob-secret\ncaller-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ns := startNATS(t)
-	hubs := startNodes(t, ns, 3, "-token-file", tokens)
+	hubs := startTokenNodes(t, 3, "alice-secret", "bob-secret", "caller-secret")
 	where := func(node string) *peer.Mux {
 		mux := peer.NewMux()
 		mux.Handle("where", peer.Func(func(context.Context, struct{}) (string, error) { return node, nil }))
