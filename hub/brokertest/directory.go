@@ -204,7 +204,7 @@ func testUserPeers(t *testing.T, start StartNode) {
 	b.join(t, "ann", where("b"))
 	d := b.b.(hub.Directory)
 	want := []hub.PeerInfo{{ID: ann.id, User: "ann", Node: "a"}}
-	waitFor(t, "b to find ann's peer on a", func() bool {
+	testkit.WaitFor(t, "b to find ann's peer on a", func() bool {
 		peers, err := d.UserPeers(ctxFor(t), "ann")
 		return err == nil && slices.Equal(peers, want)
 	})
@@ -241,7 +241,7 @@ func testRouteFunc(t *testing.T, start StartNode) {
 	a, b := startNode(t, start, "a"), startNode(t, start, "b")
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
 	target := a.join(t, "ann", calc(started, ended))
-	waitFor(t, "b to list a's peer", func() bool {
+	testkit.WaitFor(t, "b to list a's peer", func() bool {
 		peers, err := b.h.ClusterPeers(ctxFor(t))
 		return err == nil && slices.Contains(peers, hub.PeerInfo{ID: target.id, User: "ann", Node: "a"})
 	})
@@ -257,26 +257,26 @@ func testRouteFunc(t *testing.T, start StartNode) {
 		})
 		return ch
 	}
-	if o := recv(t, route(ctxFor(t), "calc.add", target.id, json.RawMessage(`[1,2]`)), "calc.add"); o.res != "3" || o.err != nil {
+	if o := testkit.Recv(t, route(ctxFor(t), "calc.add", target.id, json.RawMessage(`[1,2]`)), "calc.add"); o.res != "3" || o.err != nil {
 		t.Fatalf("calc.add: %+v", o)
 	}
-	o := recv(t, route(ctxFor(t), "calc.fail", target.id, nil), "calc.fail")
+	o := testkit.Recv(t, route(ctxFor(t), "calc.fail", target.id, nil), "calc.fail")
 	if e, ok := errors.AsType[*peer.Error](o.err); !ok || e.Code != 4001 || string(e.Data) != `{"retry":false}` {
 		t.Fatalf("calc.fail: %+v, want the peer's error unchanged", o)
 	}
-	wantCode(t, "no such peer", recv(t, route(ctxFor(t), "calc.add", "no-such-peer", nil), "no such peer").err, peer.CodeNoSuchPeer)
+	wantCode(t, "no such peer", testkit.Recv(t, route(ctxFor(t), "calc.add", "no-such-peer", nil), "no such peer").err, peer.CodeNoSuchPeer)
 
 	ctx, cancel := context.WithTimeout(ctxFor(t), 100*time.Millisecond)
 	defer cancel()
 	done := route(ctx, "calc.wait", target.id, nil)
-	recv(t, started, "the peer to start")
+	testkit.Recv(t, started, "the peer to start")
 	// The deadline, or the peer's node's -32003 for the same deadline,
 	// whichever comes first.
-	o = recv(t, done, "calc.wait past its deadline")
+	o = testkit.Recv(t, done, "calc.wait past its deadline")
 	if e, ok := errors.AsType[*peer.Error](o.err); !errors.Is(o.err, context.DeadlineExceeded) && (!ok || e.Code != peer.CodeTimeout) {
 		t.Fatalf("calc.wait past its deadline: %v", o.err)
 	}
-	if err := recv(t, ended, "the peer's call to end"); err == nil {
+	if err := testkit.Recv(t, ended, "the peer's call to end"); err == nil {
 		t.Fatal("the peer's call ended without an error")
 	}
 }

@@ -3,6 +3,8 @@ package natsbroker
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -356,6 +358,13 @@ func (d *directory) nodes() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.members)
+}
+
+// names returns the other nodes this one knows, sorted.
+func (d *directory) names() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Sorted(maps.Keys(d.members))
 }
 
 // goneOf returns the channel closed when node is gone (closed already
