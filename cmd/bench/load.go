@@ -73,8 +73,10 @@ type load struct {
 	clusterA, clusterB string // two nodes of a cluster, cluster
 	jsA, jsB           string // two nodes of a cluster with JetStream, cluster-js
 
-	pids map[string]int // the server process behind a URL, for cpu.go
-	perf bool           // count system calls with perf (perf.go)
+	pids     map[string]int    // the server process behind a URL, for cpu.go
+	perf     bool              // count system calls with perf (perf.go)
+	metrics  map[string]string // the /metrics URL of a server, where not at its own URL
+	profiles string            // the directory of the hub's profiles (pprof.go), or ""
 }
 
 var scenarios = []*scenario{
@@ -382,7 +384,7 @@ func batchScenario(ctx context.Context, l *load, u string) (figure, error) {
 // server process, first: memory freed by a later scenario would be
 // reused, not counted.
 func idleScenario(ctx context.Context, l *load, u string) (figure, error) {
-	murl := metricsURL(u)
+	murl := l.metricsURL(u)
 	before, err := residentOf(ctx, murl)
 	if err != nil {
 		return figure{}, err
@@ -406,6 +408,15 @@ func idleScenario(ctx context.Context, l *load, u string) (figure, error) {
 }
 
 // metricsURL is the /metrics address of the server at WebSocket URL u.
+func (l *load) metricsURL(u string) string {
+	if m, ok := l.metrics[u]; ok {
+		return m
+	}
+	return metricsURL(u)
+}
+
+// metricsURL is the /metrics address of the server at WebSocket URL u,
+// served where u is.
 func metricsURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil {

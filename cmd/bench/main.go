@@ -40,7 +40,9 @@
 // table, and one JSON object per result with -json. For servers whose
 // process it knows (-start, or -pids), it also reads from /proc what each
 // operation cost the server: CPU time, context switches and read and write
-// system calls, hub against floor (cpu.go).
+// system calls, hub against floor (cpu.go). With -start and -profiles DIR,
+// it also writes the hub's CPU and allocation profiles of each leg into DIR
+// (pprof.go).
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and
 // prints, every interval, what was published and delivered, the p99 call

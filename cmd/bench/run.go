@@ -82,6 +82,7 @@ func runCmd(ctx context.Context, args []string) error {
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
 	usePerf := fs.Bool("perf", true, "count every system call of the servers with perf, where it is installed and allowed (else /proc's reads and writes)")
+	fs.StringVar(&l.profiles, "profiles", "", "with -start, write the hub's CPU and allocation profiles of each leg of each run into `directory` (pprof.go)")
 	pids := fs.String("pids", "", "process ids of the hub and the floor, `HUB,FLOOR`, to count their CPU time per operation (with -start, known)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench run [flags] HUB_URL [FLOOR_URL]\n       bench run [flags] -start HUB_BINARY")
@@ -93,16 +94,19 @@ func runCmd(ctx context.Context, args []string) error {
 	hubURL, floorURL := fs.Arg(0), fs.Arg(1)
 	switch {
 	case *start != "" && fs.NArg() == 0:
-		servers, err := startServers(ctx, *start, true)
+		servers, err := startServers(ctx, *start, true, l.profiles != "")
 		if err != nil {
 			return err
 		}
 		defer servers.stop()
 		hubURL, floorURL = servers.hubURL, servers.floorURL
 		l.pids = map[string]int{hubURL: servers.procs[0].pid(), floorURL: servers.procs[1].pid()}
+		l.metrics = map[string]string{hubURL: servers.hubMetrics}
 	case *start != "" || fs.NArg() < 1 || fs.NArg() > 2:
 		fs.Usage()
 		return fmt.Errorf("want a hub URL and, optionally, a floor URL, or -start")
+	case l.profiles != "":
+		return fmt.Errorf("-profiles needs -start")
 	}
 	if *pids != "" {
 		if err := parsePIDs(*pids, hubURL, floorURL, l); err != nil {
@@ -224,16 +228,17 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 	for i := range reps {
 		var h, f figure
 		var err error
+		hubLeg, floorLeg := l.profiled(s.name, "hub", i, s.run), l.profiled(s.name, "floor", i, floorRun)
 		if i%2 == 1 && withFloor {
-			if f, err = runMetered(ctx, floorRun, l, floorAt); err != nil {
+			if f, err = runMetered(ctx, floorLeg, l, floorAt); err != nil {
 				return r, fmt.Errorf("floor: %w", err)
 			}
 		}
-		if h, err = runMetered(ctx, s.run, l, hubURL); err != nil {
+		if h, err = runMetered(ctx, hubLeg, l, hubURL); err != nil {
 			return r, fmt.Errorf("hub: %w", err)
 		}
 		if i%2 == 0 && withFloor {
-			if f, err = runMetered(ctx, floorRun, l, floorAt); err != nil {
+			if f, err = runMetered(ctx, floorLeg, l, floorAt); err != nil {
 				return r, fmt.Errorf("floor: %w", err)
 			}
 		}
