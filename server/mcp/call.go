@@ -45,9 +45,12 @@ func (m *Handler) callTool(ctx context.Context, s *session, req *sdk.CallToolReq
 			defer stop()
 		}
 	}
-	prog := newProgress(ctx, req.Session, req.Params.GetProgressToken())
-	res, err := m.call(peer.WithProgress(ctx, prog.note), name, args)
-	prog.close() // the notes sent before the answer go before it
+	if token := req.Params.GetProgressToken(); token != nil {
+		prog := newProgress(ctx, req.Session, token)
+		defer prog.close() // the notes sent before the answer go before it
+		ctx = peer.WithProgress(ctx, prog.note)
+	}
+	res, err := m.call(ctx, name, args)
 	if err != nil {
 		e, ok := err.(*peer.Error)
 		if !ok {
