@@ -114,7 +114,8 @@ func TestReportShape(t *testing.T) {
 	dir := t.TempDir()
 	results := filepath.Join(dir, "bench.jsonl")
 	lines := `{"meta":{"date":"2026-01-02","go":"go1.26","cpus":2,"reps":3}}` + "\n" +
-		`{"scenario":"seq","unit":"calls/s","hub":900,"floor":1000,"ratio":0.9,"target":0.9,"reps":3}` + "\n"
+		`{"scenario":"seq","unit":"calls/s","hub":900,"floor":1000,"ratio":0.9,"target":0.9,"reps":3}` + "\n" +
+		`{"scenario":"mcp","unit":"ns CPU/call","hub":300000,"floor":100000,"ratio":3,"target":1.5,"lowerIsBetter":true,"hubPerSecond":1500,"floorPerSecond":4000,"reps":3}` + "\n"
 	if err := os.WriteFile(results, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,9 @@ func TestReportShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| seq | sequential calls, 1 connection |", "![Ratios to the floor](img/ratios.svg)",
-		"Rerun it with `make bench`", "[benchmarks-history.md](benchmarks-history.md)"} {
+		"Rerun it with `make bench`", "[benchmarks-history.md](benchmarks-history.md)",
+		"| mcp | MCP tools/call vs a forwarded POST, CPU per call | 300,000 ns CPU/call | 100,000 ns CPU/call | 3.00 |",
+		"**mcp** 1,500 against 4,000."} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("%q missing from the page:\n%s", want, b)
 		}

@@ -46,6 +46,9 @@ type scenario struct {
 type figure struct {
 	value    float64
 	p50, p99 time.Duration
+	// perSecond is the operations per second, also where value is not
+	// (a CPU time per operation).
+	perSecond float64
 	// ops is how many operations (calls, requests, deliveries) the server
 	// handled while used was counted (see cpu.go); metered says used was.
 	ops     int
@@ -459,6 +462,7 @@ func metric(ctx context.Context, murl, name string) (float64, error) {
 // rate makes a figure of n operations in d, with lat's percentiles.
 func rate(n int, d time.Duration, lat []time.Duration) figure {
 	f := figure{value: float64(n) / d.Seconds(), ops: n}
+	f.perSecond = f.value
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		f.p50 = lat[len(lat)*50/100]

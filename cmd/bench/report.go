@@ -152,6 +152,7 @@ from the median, and so how firmly a target is met.
 			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.ratioText(),
 			r.spreadText(), target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
 	}
+	writeRates(&b, results)
 	writeCPUSection(&b, results)
 	b.WriteString(`
 The scenarios: **seq**, one connection making calls one after another;
@@ -245,6 +246,20 @@ it, is in [benchmarks-history.md](benchmarks-history.md).
 		b.WriteString("```\n")
 	}
 	return b.Bytes()
+}
+
+// writeRates gives, for the results whose figure is a CPU time per
+// operation, the operations per second of both legs.
+func writeRates(b *bytes.Buffer, results []result) {
+	var parts []string
+	for _, r := range results {
+		if r.HubPerSecond != 0 {
+			parts = append(parts, fmt.Sprintf("**%s** %s against %s", r.Scenario, human(r.HubPerSecond), human(r.FloorPerSecond)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "\nOperations per second where the figure is a CPU time (medians, the scenario against its floor or baseline): %s.\n", strings.Join(parts, "; "))
+	}
 }
 
 var scenarioText = map[string]string{

@@ -34,8 +34,12 @@ type result struct {
 	HubP99        float64 `json:"hubP99us,omitempty"`
 	FloorP50      float64 `json:"floorP50us,omitempty"`
 	FloorP99      float64 `json:"floorP99us,omitempty"`
-	Reps          int     `json:"reps"`
-	cpuResult             // cpu.go
+	// The operations per second, where the figure is something else
+	// (a CPU time per operation): medians.
+	HubPerSecond   float64 `json:"hubPerSecond,omitempty"`
+	FloorPerSecond float64 `json:"floorPerSecond,omitempty"`
+	Reps           int     `json:"reps"`
+	cpuResult              // cpu.go
 }
 
 // met reports whether the ratio reaches the target.
@@ -251,6 +255,7 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 		}
 	}
 	r.Hub, r.HubP50, r.HubP99 = medians(hub)
+	r.HubPerSecond, r.FloorPerSecond = otherRate(hub), otherRate(floor)
 	if withFloor {
 		r.Floor, r.FloorP50, r.FloorP99 = medians(floor)
 		r.Ratio = median(ratios)
@@ -314,6 +319,19 @@ func medians(figs []figure) (value, p50, p99 float64) {
 		b = append(b, float64(f.p99.Nanoseconds())/1e3)
 	}
 	return median(v), median(a), median(b)
+}
+
+// otherRate is the median operations per second of figs, or 0 where the
+// figures are the rate itself.
+func otherRate(figs []figure) float64 {
+	var v []float64
+	for _, f := range figs {
+		if f.perSecond == f.value {
+			return 0
+		}
+		v = append(v, f.perSecond)
+	}
+	return median(v)
 }
 
 func median(v []float64) float64 {
