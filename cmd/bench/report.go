@@ -233,6 +233,16 @@ bin/bench floor -addr 127.0.0.1:8092 -allocs 10 &
 bin/bench run -scenarios seq ws://127.0.0.1:8092/ ws://127.0.0.1:8090/
 ` + "```" + `
 
+To see where a scenario's time goes, ` + "`-profiles DIR`" + ` (with ` + "`-start`" + `) also keeps
+the hub's CPU profile and its allocations over each leg of each run, as
+` + "`DIR/<scenario>-<hub|floor>-<run>.cpu.pprof`" + ` and ` + "`.allocs.pprof`" + `, with
+` + "`.allocs-before.pprof`" + ` to give pprof as its ` + "`-diff_base`" + `:
+
+` + "```sh" + `
+bin/bench run -start bin/hub -scenarios mcp -reps 1 -duration 10s -profiles prof
+go tool pprof -top bin/hub prof/mcp-hub-0.cpu.pprof
+` + "```" + `
+
 What each change to the hub did to these figures, measured before and after
 it, is in [benchmarks-history.md](benchmarks-history.md).
 `)
