@@ -81,6 +81,12 @@ type Handler struct {
 	draining bool
 	running  sync.WaitGroup
 
+	// The tools of the last rpc.discover document (tools.go): lastMu is
+	// taken alone.
+	lastMu    sync.Mutex
+	lastDoc   []byte
+	lastTools []*sdk.Tool
+
 	mu       sync.Mutex
 	sessions map[*sdk.ServerSession]*session
 	topics   map[string]*watched // topics sessions subscribe to
