@@ -76,17 +76,11 @@ func (m *Handler) call(ctx context.Context, method string, params json.RawMessag
 		body = append(body, params...)
 	}
 	body = append(body, '}')
-	var reply struct {
-		Result json.RawMessage `json:"result"`
-		Error  *peer.Error     `json:"error"`
-	}
-	if err := json.Unmarshal(m.srv.Respond(ctx, body), &reply); err != nil {
+	res, err := peer.Reply(m.srv.Respond(ctx, body))
+	if _, ok := err.(*peer.Error); err != nil && !ok {
 		return nil, &peer.Error{Code: peer.CodeInternalError, Message: "Internal error"}
 	}
-	if reply.Error != nil {
-		return nil, reply.Error
-	}
-	return reply.Result, nil
+	return res, err
 }
 
 // toolError is the result of a tool call that failed with e.
