@@ -103,11 +103,12 @@ type BrokerStats struct {
 	Resets      uint64 // times the stream was found replaced, and its new epoch adopted (a Sequencer)
 }
 
-// UnansweredError is the error of [Directory.Peers] when some nodes did
-// not answer in time (or could not be asked: the link was down): the
-// peers returned with it are those of the other nodes. An rpc.call to a
-// user or a topic reports them in its answer ("incomplete": true,
-// "unanswered": [nodes]).
+// UnansweredError is the error of [Directory.Peers] and of the admin
+// API's methods ([Hub.ListPeers]...) when some nodes did not answer in
+// time (or could not be asked: the link was down): the result returned
+// with it is that of the other nodes. An rpc.call to a user or a topic
+// reports them in its answer ("incomplete": true, "unanswered": [nodes]),
+// an admin method in its result ("unanswered": [nodes]).
 type UnansweredError struct {
 	Nodes []string // sorted
 }

@@ -91,7 +91,7 @@ func TestScenarios(t *testing.T) {
 	printTable(&table, results)
 	dir := t.TempDir()
 	chart := filepath.Join(dir, "img", "ratios.svg")
-	page := page(meta{Reps: 1}, results, "img/ratios.svg", []byte("BenchmarkX-2  10  100 ns/op\nnoise\n"))
+	page := page(meta{Reps: 1}, results, "img/ratios.svg", []byte("BenchmarkX-2  10  100 ns/op\nnoise\n"), nil)
 	if err := os.MkdirAll(filepath.Dir(chart), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestMeasureSpread(t *testing.T) {
 	}
 	var table bytes.Buffer
 	printTable(&table, []result{r})
-	page := page(meta{Reps: 5}, []result{r}, "ratios.svg", nil)
+	page := page(meta{Reps: 5}, []result{r}, "ratios.svg", nil, nil)
 	svg := ratioChart([]result{r})
 	if !strings.Contains(table.String(), "0.80-1.20") || !bytes.Contains(page, []byte("| 0.95 | 0.80-1.20 |")) ||
 		!bytes.Contains(svg, []byte("<path")) {

@@ -23,6 +23,7 @@ func reportCmd(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	files := pageFlags(fs, "docs/benchmarks.md", "docs/img/bench-ratios.svg")
 	micro := fs.String("micro", "", "the output of go test -bench -benchmem, to include")
+	seqRuns := fs.String("seqmode", "", "the JSON lines that bench seqmode -json wrote, to include")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench report [flags] RESULTS.jsonl")
 		fs.PrintDefaults()
@@ -45,7 +46,15 @@ func reportCmd(args []string) error {
 				return nil, err
 			}
 		}
-		return page(m, results, chart, microText), nil
+		var seq bytes.Buffer
+		if *seqRuns != "" {
+			sm, runs, err := readSeqRuns(*seqRuns)
+			if err != nil {
+				return nil, err
+			}
+			writeSeqSection(&seq, sm, summarize(runs))
+		}
+		return page(m, results, chart, microText, seq.Bytes()), nil
 	})
 }
 
@@ -120,7 +129,9 @@ func readResults(path string) (meta, []result, error) {
 	return m, results, sc.Err()
 }
 
-func page(m meta, results []result, chart string, micro []byte) []byte {
+// page renders the benchmarks page; seq, if not empty, is the section on
+// the sequential call per mode (seqmode.go), placed after the CPU table.
+func page(m meta, results []result, chart string, micro, seq []byte) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `# Benchmarks
 
@@ -154,6 +165,7 @@ from the median, and so how firmly a target is met.
 	}
 	writeRates(&b, results)
 	writeCPUSection(&b, results)
+	b.Write(seq)
 	b.WriteString(`
 The scenarios: **seq**, one connection making calls one after another;
 **pipe**, one connection keeping 64 calls in flight; **conns**, 100
@@ -203,7 +215,7 @@ call (lower is better; within 1.5x is the target); **mcp-list**, ` + "`tools/lis
 with 1,000 methods provided and described, against ` + "`rpc.discover`" + ` listing them,
 as CPU time per list.
 
-Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
+Rerun it with ` + "`make bench`" + ` (about fifteen minutes), or point the load generator
 at any hub:
 
 ` + "```sh" + `
@@ -211,6 +223,13 @@ go build -o bin/ ./cmd/bench ./cmd/hub
 bin/bench floor -addr 127.0.0.1:8090 &
 bin/hub -addr 127.0.0.1:8080 -demo &
 bin/bench run ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
+` + "```" + `
+
+The sequential call per mode needs the servers' process ids, to pin them
+(Linux: it sets their threads' CPU affinity):
+
+` + "```sh" + `
+bin/bench seqmode -pids $HUB_PID,$FLOOR_PID ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
 ` + "```" + `
 
 To tell the peer package's cost from the rest of the hub's, ` + "`bench peer`" + `

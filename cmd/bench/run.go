@@ -98,14 +98,12 @@ func runCmd(ctx context.Context, args []string) error {
 	hubURL, floorURL := fs.Arg(0), fs.Arg(1)
 	switch {
 	case *start != "" && fs.NArg() == 0:
-		servers, err := startServers(ctx, *start, true, l.profiles != "")
+		servers, err := startMetered(ctx, *start, l)
 		if err != nil {
 			return err
 		}
 		defer servers.stop()
 		hubURL, floorURL = servers.hubURL, servers.floorURL
-		l.pids = map[string]int{hubURL: servers.procs[0].pid(), floorURL: servers.procs[1].pid()}
-		l.metrics = map[string]string{hubURL: servers.hubMetrics}
 	case *start != "" || fs.NArg() < 1 || fs.NArg() > 2:
 		fs.Usage()
 		return fmt.Errorf("want a hub URL and, optionally, a floor URL, or -start")
@@ -175,33 +173,47 @@ func runCmd(ctx context.Context, args []string) error {
 	}
 	printTable(os.Stdout, results)
 	printCPUTable(os.Stdout, results)
-	if *jsonOut == "" {
-		return nil
-	}
-	w := io.Writer(os.Stdout)
-	if *jsonOut != "-" {
-		f, err := os.Create(*jsonOut)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	enc := json.NewEncoder(w)
 	m := meta{
 		Date: time.Now().UTC().Format("2006-01-02"), Go: runtime.Version(), CPUs: runtime.NumCPU(),
 		CPU: cpuModel(), OS: runtime.GOOS + "/" + runtime.GOARCH, Duration: l.duration.String(), Reps: *reps,
 		Command: "bench run " + strings.Join(args, " "),
 	}
-	if err := enc.Encode(map[string]meta{"meta": m}); err != nil {
+	return writeOut(*jsonOut, func(w io.Writer) error { return writeJSONLines(w, "meta", m, results) })
+}
+
+// writeJSONLines writes {key: m}, then each of rows, one JSON object a
+// line.
+func writeJSONLines[M, R any](w io.Writer, key string, m M, rows []R) error {
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(map[string]M{key: m}); err != nil {
 		return err
 	}
-	for _, r := range results {
+	for _, r := range rows {
 		if err := enc.Encode(r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeOut calls write with file, created, or stdout for "-"; nothing
+// for "".
+func writeOut(file string, write func(io.Writer) error) error {
+	if file == "" {
+		return nil
+	}
+	if file == "-" {
+		return write(os.Stdout)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // measure runs s against the hub and the floor, alternating which goes

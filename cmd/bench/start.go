@@ -74,6 +74,19 @@ func startServers(ctx context.Context, hubBinary string, withFloor, profiles boo
 	return s, nil
 }
 
+// startMetered is startServers with a floor, telling l the servers'
+// process ids, so that their usage is counted (cpu.go), and where the
+// hub's /metrics are (with l.profiles, beside its profiles).
+func startMetered(ctx context.Context, hubBinary string, l *load) (*servers, error) {
+	s, err := startServers(ctx, hubBinary, true, l.profiles != "")
+	if err != nil {
+		return nil, err
+	}
+	l.pids = map[string]int{s.hubURL: s.procs[0].pid(), s.floorURL: s.procs[1].pid()}
+	l.metrics = map[string]string{s.hubURL: s.hubMetrics}
+	return s, nil
+}
+
 // launch starts a process for each argv, then waits up to d until each of
 // urls answers 200 (urls[i] served by argvs[i]); on failure it stops every
 // process of s.

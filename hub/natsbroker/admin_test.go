@@ -3,8 +3,11 @@ package natsbroker_test
 import (
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -98,5 +101,64 @@ func TestAdminRefusalsAcrossNodes(t *testing.T) {
 	}
 	if want := []string{"b:b4", "a:a3", "b:b2"}; !slices.Equal(seen, want) {
 		t.Fatalf("listed %v, want %v", seen, want)
+	}
+}
+
+// stalledNode makes node name known to the others by its heartbeats,
+// until the test ends, and answers nothing else: a node stalled.
+func stalledNode(t *testing.T, url, name string) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+		nc.Close()
+	})
+	wg.Go(func() {
+		tick := time.NewTicker(heartbeat)
+		defer tick.Stop()
+		for {
+			_ = nc.Publish("switchboard.dir."+name, []byte(`{"node":"`+name+`"}`))
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// Defect: a node that did not answer an admin request in time was left
+// out silently: a listing lacked its peers, and a kick by user left that
+// user's peers there connected, both saying nothing. Now each returns what
+// the others answered, and names the node.
+func TestAdminNamesStalledNode(t *testing.T) {
+	url := startNATS(t)
+	a, b := startRouteNode(t, url, "a", nil), startRouteNode(t, url, "b", nil)
+	for range 2 {
+		attach(t, b, &peer.Options{}, "bob", nil)
+	}
+	stalledNode(t, url, "x")
+	testkit.WaitFor(t, "a to know b and x", func() bool { return len(a.b.Members()) == 2 })
+
+	isX := func(err error) bool {
+		ue, ok := errors.AsType[*hub.UnansweredError](err)
+		return ok && slices.Equal(ue.Nodes, []string{"x"})
+	}
+	page, err := a.h.ListPeers(t.Context(), hub.PeerQuery{})
+	if len(page.Peers) != 2 || page.Peers[0].Node != "b" || !isX(err) {
+		t.Fatalf("listing: %+v, %v; want b's two peers and x named", page, err)
+	}
+	nodes, err := a.h.Nodes(t.Context())
+	if len(nodes) != 2 || !isX(err) {
+		t.Fatalf("nodes: %+v, %v; want a and b, and x named", nodes, err)
+	}
+	gone, err := a.h.Disconnect(t.Context(), hub.Disconnect{User: "bob"})
+	if len(gone) != 2 || !isX(err) {
+		t.Fatalf("kick bob: %+v, %v; want b's two peers closed and x named", gone, err)
 	}
 }

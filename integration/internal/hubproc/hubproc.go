@@ -44,7 +44,9 @@ type Options struct {
 	// StartTimeout bounds the wait for /healthz to answer. Default 30s.
 	StartTimeout time.Duration
 	// StopTimeout bounds the wait for the process to exit after SIGTERM;
-	// then it is killed and Stop fails. Default 20s.
+	// then it is killed and Stop fails. Default 60s: a hub drains for up
+	// to its -shutdown-timeout (10 s), and closing a thousand connections
+	// after it took 10 s more on a loaded machine.
 	StopTimeout time.Duration
 	// AddressSpace, if positive, limits the process's virtual memory to
 	// this many bytes (ulimit -v), as an operator's limit would: beyond
@@ -86,7 +88,7 @@ func Start(t testing.TB, opts *Options) *Hub {
 		h.opts.StartTimeout = 30 * time.Second
 	}
 	if h.opts.StopTimeout <= 0 {
-		h.opts.StopTimeout = 20 * time.Second
+		h.opts.StopTimeout = time.Minute
 	}
 	t.Cleanup(h.cleanup)
 	// The port is free when chosen; another process could take it before
