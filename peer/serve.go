@@ -3,6 +3,8 @@ package peer
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -382,6 +384,19 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 		b.run()
 	}
 	return b.reply()
+}
+
+// Reply returns the result of the reply body that [Respond] returned for
+// one call, or its error, a *[Error]. A body that is not one reply gives
+// another error.
+func Reply(body []byte) (json.RawMessage, error) {
+	// The body is Respond's, not a stranger's: its nesting needs no bound.
+	f, ok := parseFrame(nil, body, 1, math.MaxInt)
+	if !ok || f.batch || !f.msgs[0].isResponse() {
+		return nil, errors.New("peer: not a reply")
+	}
+	r := decodeReply(&f.msgs[0])
+	return r.result, r.err
 }
 
 // prepareNoConn is prepare for Respond: responses are ignored (there are no
