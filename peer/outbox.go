@@ -105,18 +105,23 @@ func (o *outbox) push(b []byte) {
 }
 
 // offer queues b, as push does, unless there is no room for it (see
-// roomLocked), and reports whether it did; once closed, b is dropped, and
-// offer reports true. It is for a message that must not wait on the
-// goroutine that has it (Relay's answer, on the reader of another
-// connection): when offer reports false, another goroutine sends it.
-func (o *outbox) offer(b []byte) bool {
+// roomLocked): then it returns errNoRoom, and once closed the close
+// cause. It is for a message that must not wait on the goroutine that has
+// it (Relay's answer, on the reader of another connection; ForwardFunc's
+// call).
+func (o *outbox) offer(b []byte) error {
 	o.mu.Lock()
-	if !o.closed && !o.roomLocked(0) {
+	switch {
+	case o.closed:
+		err := o.cause
 		o.mu.Unlock()
-		return false
+		return err
+	case !o.roomLocked(0):
+		o.mu.Unlock()
+		return errNoRoom
 	}
 	o.enqueueLocked(b, nil, 0)
-	return true
+	return nil
 }
 
 // pushPing queues a ping with payload p, written by the transport

@@ -258,7 +258,7 @@ func (c *Conn) await(ctx context.Context, id uint64, p *pendingCall) (reply, boo
 		}
 		// The role went to a reader goroutine before the reply came.
 	} else {
-		c.wantReader() // the role may have been parked as p was added
+		c.wantReaderFor(id) // the role may have been parked as p was added
 	}
 	if p.solo {
 		switch err := c.wk.wait(ctx, id); {

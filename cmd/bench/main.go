@@ -41,7 +41,9 @@
 // table, and one JSON object per result with -json. For servers whose
 // process it knows (-start, or -pids), it also reads from /proc what each
 // operation cost the server: CPU time, context switches and read and write
-// system calls, hub against floor (cpu.go).
+// system calls, hub against floor (cpu.go). With -start and -profiles DIR,
+// it also writes the hub's CPU and allocation profiles of each leg into DIR
+// (pprof.go).
 //
 // "seqmode" measures seq per placement mode (seqmode.go): the load
 // generator and the servers pinned to one CPU, then to two, then free,

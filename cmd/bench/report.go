@@ -163,6 +163,7 @@ from the median, and so how firmly a target is met.
 			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.ratioText(),
 			r.spreadText(), target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
 	}
+	writeRates(&b, results)
 	writeCPUSection(&b, results)
 	b.Write(seq)
 	b.WriteString(`
@@ -251,6 +252,16 @@ bin/bench floor -addr 127.0.0.1:8092 -allocs 10 &
 bin/bench run -scenarios seq ws://127.0.0.1:8092/ ws://127.0.0.1:8090/
 ` + "```" + `
 
+To see where a scenario's time goes, ` + "`-profiles DIR`" + ` (with ` + "`-start`" + `) also keeps
+the hub's CPU profile and its allocations over each leg of each run, as
+` + "`DIR/<scenario>-<hub|floor>-<run>.cpu.pprof`" + ` and ` + "`.allocs.pprof`" + `, with
+` + "`.allocs-before.pprof`" + ` to give pprof as its ` + "`-diff_base`" + `:
+
+` + "```sh" + `
+bin/bench run -start bin/hub -scenarios mcp -reps 1 -duration 10s -profiles prof
+go tool pprof -top bin/hub prof/mcp-hub-0.cpu.pprof
+` + "```" + `
+
 What each change to the hub did to these figures, measured before and after
 it, is in [benchmarks-history.md](benchmarks-history.md).
 `)
@@ -264,6 +275,20 @@ it, is in [benchmarks-history.md](benchmarks-history.md).
 		b.WriteString("```\n")
 	}
 	return b.Bytes()
+}
+
+// writeRates gives, for the results whose figure is a CPU time per
+// operation, the operations per second of both legs.
+func writeRates(b *bytes.Buffer, results []result) {
+	var parts []string
+	for _, r := range results {
+		if r.HubPerSecond != 0 {
+			parts = append(parts, fmt.Sprintf("**%s** %s against %s", r.Scenario, human(r.HubPerSecond), human(r.FloorPerSecond)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "\nOperations per second where the figure is a CPU time (medians, the scenario against its floor or baseline): %s.\n", strings.Join(parts, "; "))
+	}
 }
 
 var scenarioText = map[string]string{

@@ -62,6 +62,8 @@ func Run(t *testing.T, newCluster func(t *testing.T) StartNode) {
 	t.Run("RoutedCalls", func(t *testing.T) { testRoutedCalls(t, newCluster(t)) })
 	t.Run("ProviderLost", func(t *testing.T) { testProviderLost(t, newCluster(t)) })
 	t.Run("AddressedCalls", func(t *testing.T) { testAddressedCalls(t, newCluster(t)) })
+	t.Run("UserPeers", func(t *testing.T) { testUserPeers(t, newCluster(t)) })
+	t.Run("RouteFunc", func(t *testing.T) { testRouteFunc(t, newCluster(t)) })
 	if _, ok := b.(hub.Describer); ok {
 		t.Run("Describe", func(t *testing.T) { testDescribe(t, newCluster(t)) })
 	}

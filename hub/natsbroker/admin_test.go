@@ -3,11 +3,8 @@ package natsbroker_test
 import (
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -104,34 +101,6 @@ func TestAdminRefusalsAcrossNodes(t *testing.T) {
 	}
 }
 
-// stalledNode makes node name known to the others by its heartbeats,
-// until the test ends, and answers nothing else: a node stalled.
-func stalledNode(t *testing.T, url, name string) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		close(stop)
-		wg.Wait()
-		nc.Close()
-	})
-	wg.Go(func() {
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			_ = nc.Publish("switchboard.dir."+name, []byte(`{"node":"`+name+`"}`))
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	})
-}
-
 // Defect: a node that did not answer an admin request in time was left
 // out silently: a listing lacked its peers, and a kick by user left that
 // user's peers there connected, both saying nothing. Now each returns what
@@ -142,7 +111,7 @@ func TestAdminNamesStalledNode(t *testing.T) {
 	for range 2 {
 		attach(t, b, &peer.Options{}, "bob", nil)
 	}
-	stalledNode(t, url, "x")
+	beating(t, url, func() map[string]string { return map[string]string{"x": `{"node":"x"}`} }) // and answers nothing
 	testkit.WaitFor(t, "a to know b and x", func() bool { return len(a.b.Members()) == 2 })
 
 	isX := func(err error) bool {
