@@ -97,6 +97,21 @@ type fanoutResult struct {
 	CPUAboveIdle float64 `json:"cpuUsPerDeliveryAboveIdle"`
 	Missing      int     `json:"missing"`
 	Dups         int     `json:"dups"`
+	// Seconds is how long the fan-out took, from the first publish to
+	// the last delivery's report.
+	Seconds float64 `json:"seconds"`
+	// NodeCPUPerDelivery is CPUPerDelivery hub by hub (in all, idle
+	// included).
+	NodeCPUPerDelivery []float64 `json:"nodeCpuUsPerDelivery,omitempty"`
+	// LoadCPUPerDelivery is the load generator's CPU time per delivery:
+	// its processes read every peer's socket on the same cores.
+	LoadCPUPerDelivery float64 `json:"loadCpuUsPerDelivery"`
+	// MachineBusy is the share of all the machine's cores busy meanwhile
+	// (0 to 1), and OtherCPUPerDelivery the CPU time per delivery of
+	// everything that was neither a hub nor the load generator: the
+	// machine's other work, which took the same cores.
+	MachineBusy         float64 `json:"machineBusy"`
+	OtherCPUPerDelivery float64 `json:"otherCpuUsPerDelivery"`
 }
 
 // deliveryCost is the CPU time one delivery costs: above idle, where it
@@ -162,6 +177,7 @@ type scaleConfig struct {
 	swarms       int
 	idle         time.Duration
 	events       int
+	restart      bool
 	dialers      int
 	settle       time.Duration // after connecting, before memory is read
 	returned     time.Duration // after the peers left, the longest memory is read
@@ -180,6 +196,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&c.swarms, "swarms", 0, "processes holding the cluster's peers (0: as few as the file descriptor limit allows)")
 	fs.DurationVar(&c.idle, "idle", 30*time.Second, "how long the idle CPU time is measured (the default ping interval: every peer is pinged once)")
 	fs.IntVar(&c.events, "events", 5, "events published to all, one after another")
+	fs.BoolVar(&c.restart, "restart", true, "restart a node of the cluster after its fan-out")
 	fs.IntVar(&c.dialers, "dialers", 64, "connections each swarm opens at once")
 	fs.DurationVar(&c.settle, "settle", 5*time.Second, "how long the hubs are left alone once the peers are connected, before their memory is read")
 	fs.DurationVar(&c.returned, "returned", 150*time.Second, "how long after the peers left the hub's memory is read, at most (until nine tenths of what they took is back)")
@@ -269,6 +286,33 @@ func loadAvg() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// machineBusy returns the CPU time all the machine's cores have spent on
+// anything but waiting, since it started (/proc/stat).
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: %q", line)
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %q", line)
+		}
+		// user nice system idle iowait irq softirq steal guest guest_nice:
+		// guest time is counted in user time already.
+		if i != 3 && i != 4 && i < 8 {
+			busy += n
+		}
+	}
+	return time.Duration(busy) * clockTick, nil
 }
 
 func memTotalMB() int64 {
@@ -361,6 +405,15 @@ func (s *swarmProc) stop() {
 
 // swarms is a set of swarm processes ordered together.
 type swarms []*swarmProc
+
+// pids returns the swarms' process ids.
+func (ss swarms) pids() []int {
+	var p []int
+	for _, s := range ss {
+		p = append(p, s.cmd.Process.Pid)
+	}
+	return p
+}
 
 func (ss swarms) stop() {
 	var wg sync.WaitGroup
