@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,8 @@ import (
 //     CPU per peer, the time to connect them, the memory returned once they
 //     leave, and one event published to all of them; and the floor's idle
 //     memory per connection at the same count.
+//   - beside: the cluster's hubs with as many peers as the single hub,
+//     and the same events: a delivery's cost beside one hub's.
 //   - cluster: hubs joined over NATS with JetStream (the first runs NATS),
 //     as many peers as they hold, held by several swarm processes (see
 //     swarm.go) from loopback addresses 127.0.0.2 and up, all subscribed to
@@ -42,6 +45,8 @@ type scaleResult struct {
 	Meta    scaleMeta      `json:"meta"`
 	Single  *singleResult  `json:"single,omitempty"`
 	Cluster *clusterResult `json:"cluster,omitempty"`
+	// Beside is the cluster with the single hub's peers (scalebeside.go).
+	Beside *clusterResult `json:"beside,omitempty"`
 	// ClusterFailed is why the cluster part has no results, if it ran.
 	ClusterFailed string `json:"clusterFailed,omitempty"`
 }
@@ -58,20 +63,21 @@ type scaleMeta struct {
 }
 
 type singleResult struct {
-	Peers             int          `json:"peers"`
-	ConnectSeconds    float64      `json:"connectSeconds"`
-	RSSBefore         int64        `json:"rssBefore"`
-	RSSIdle           int64        `json:"rssIdle"`
-	RSSPeak           int64        `json:"rssPeak"`  // after the fan-out
-	RSSAfter          int64        `json:"rssAfter"` // once the peers left
-	ReturnedSeconds   float64      `json:"returnedSeconds"`
-	Left              leftResult   `json:"left"`
-	RSSPerPeer        float64      `json:"rssPerPeer"`
-	FloorRSSPerPeer   float64      `json:"floorRSSPerPeer"`
-	GoroutinesPerPeer float64      `json:"goroutinesPerPeer"`
-	IdleSeconds       float64      `json:"idleSeconds"`
-	IdleCPUPerPeer    float64      `json:"idleCPUusPerPeerSecond"`
-	Fanout            fanoutResult `json:"fanout"`
+	Peers             int             `json:"peers"`
+	ConnectSeconds    float64         `json:"connectSeconds"`
+	RSSBefore         int64           `json:"rssBefore"`
+	RSSIdle           int64           `json:"rssIdle"`
+	RSSPeak           int64           `json:"rssPeak"`  // after the fan-out
+	RSSAfter          int64           `json:"rssAfter"` // once the peers left
+	ReturnedSeconds   float64         `json:"returnedSeconds"`
+	Left              leftResult      `json:"left"`
+	RSSPerPeer        float64         `json:"rssPerPeer"`
+	FloorRSSPerPeer   float64         `json:"floorRSSPerPeer"`
+	GoroutinesPerPeer float64         `json:"goroutinesPerPeer"`
+	IdleSeconds       float64         `json:"idleSeconds"`
+	IdleCPUPerPeer    float64         `json:"idleCPUusPerPeerSecond"`
+	Subscribe         subscribeResult `json:"subscribe"`
+	Fanout            fanoutResult    `json:"fanout"`
 }
 
 // leftResult is what the hub holds once its peers left, read with
@@ -124,17 +130,18 @@ func (f fanoutResult) deliveryCost() float64 {
 }
 
 type clusterResult struct {
-	Nodes             int           `json:"nodes"`
-	Peers             int           `json:"peers"`
-	Swarms            int           `json:"swarms"`
-	ConnectSeconds    float64       `json:"connectSeconds"`
-	PeersPerNode      []int         `json:"peersPerNode"`
-	RSSPerPeer        []float64     `json:"rssPerPeer"` // per node
-	GoroutinesPerPeer float64       `json:"goroutinesPerPeer"`
-	IdleSeconds       float64       `json:"idleSeconds"`
-	IdleCPUPerPeer    float64       `json:"idleCPUusPerPeerSecond"` // all hubs
-	Fanout            fanoutResult  `json:"fanout"`
-	Restart           restartResult `json:"restart"`
+	Nodes             int             `json:"nodes"`
+	Peers             int             `json:"peers"`
+	Swarms            int             `json:"swarms"`
+	ConnectSeconds    float64         `json:"connectSeconds"`
+	PeersPerNode      []int           `json:"peersPerNode"`
+	RSSPerPeer        []float64       `json:"rssPerPeer"` // per node
+	GoroutinesPerPeer float64         `json:"goroutinesPerPeer"`
+	IdleSeconds       float64         `json:"idleSeconds"`
+	IdleCPUPerPeer    float64         `json:"idleCPUusPerPeerSecond"` // all hubs
+	Subscribe         subscribeResult `json:"subscribe"`
+	Fanout            fanoutResult    `json:"fanout"`
+	Restart           restartResult   `json:"restart"`
 }
 
 type restartResult struct {
@@ -187,7 +194,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	var c scaleConfig
 	fs.StringVar(&c.hub, "hub", "bin/hub", "the hub `binary`")
-	fs.StringVar(&c.parts, "parts", "single,cluster", "which `parts` to run")
+	fs.StringVar(&c.parts, "parts", "single,beside,cluster", "which `parts` to run")
 	fs.IntVar(&c.peers, "peers", 0, "peers of the single hub (0: as many as the file descriptor limit allows)")
 	// Five nodes at the file descriptor limit would hold 100,000 peers,
 	// but then a restarted node's peers find no room on the others.
@@ -204,7 +211,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if strings.Contains(c.parts, "cluster") && c.nodes < 2 { // the publisher's node stays up while the last restarts
+	if (strings.Contains(c.parts, "cluster") || strings.Contains(c.parts, "beside")) && c.nodes < 2 { // the publisher's node stays up while the last restarts
 		return errors.New("-nodes: a cluster has at least 2")
 	}
 	// No results are better than the last run's taken for this one's.
@@ -234,6 +241,22 @@ func scaleCmd(ctx context.Context, args []string) error {
 		}
 		res.Single = r
 		if err := writeScale(*jsonOut, &res); err != nil { // kept if the cluster fails
+			return err
+		}
+	}
+	if strings.Contains(c.parts, "beside") {
+		n := min(cmp.Or(c.peers, room), room) // the single hub's, and one swarm holds them
+		if res.Single != nil {
+			n = res.Single.Peers
+		}
+		r, err := scaleBeside(ctx, &c, n, room)
+		if err != nil {
+			err = fmt.Errorf("cluster: beside one hub: %w", err)
+			res.ClusterFailed = err.Error()
+			return errors.Join(err, writeScale(*jsonOut, &res))
+		}
+		res.Beside = r
+		if err := writeScale(*jsonOut, &res); err != nil {
 			return err
 		}
 	}
@@ -336,6 +359,7 @@ func logf(format string, args ...any) {
 // swarmProc is a running "bench swarm".
 type swarmProc struct {
 	cmd *exec.Cmd
+	n   int // its peers
 	in  io.WriteCloser
 	out *bufio.Scanner
 }
@@ -362,7 +386,7 @@ func startSwarm(n int, urls []string, src string, dialers int) (*swarmProc, erro
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)
-	return &swarmProc{cmd: cmd, in: in, out: sc}, nil
+	return &swarmProc{cmd: cmd, n: n, in: in, out: sc}, nil
 }
 
 // answer reads the swarm's next JSON line into v.
@@ -405,6 +429,15 @@ func (s *swarmProc) stop() {
 
 // swarms is a set of swarm processes ordered together.
 type swarms []*swarmProc
+
+// peers returns how many peers the swarms hold.
+func (ss swarms) peers() int {
+	n := 0
+	for _, s := range ss {
+		n += s.n
+	}
+	return n
+}
 
 // pids returns the swarms' process ids.
 func (ss swarms) pids() []int {

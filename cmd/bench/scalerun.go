@@ -61,7 +61,7 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 	r.GoroutinesPerPeer = float64(idle.after[0].goroutines-nodes[0].goroutines) / float64(n)
 	r.IdleCPUPerPeer = idle.cpuPerPeerSecond(n)
 
-	if err := ss.subscribe(); err != nil {
+	if r.Subscribe, err = subscribeQuiet(ss, pids, idle.cpuPerSecond()); err != nil {
 		return nil, err
 	}
 	logf("single: fan-out of %d events", c.events)
@@ -207,7 +207,7 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 	r.GoroutinesPerPeer = float64(goroutines) / float64(n)
 	r.IdleCPUPerPeer = idle.cpuPerPeerSecond(n)
 
-	if err := ss.subscribe(); err != nil {
+	if r.Subscribe, err = subscribeQuiet(ss, pids(), idle.cpuPerSecond()); err != nil {
 		return nil, err
 	}
 	logf("cluster: fan-out of %d events", c.events)
