@@ -310,15 +310,7 @@ func measureIdle(ctx context.Context, c *scaleConfig, urls []string, pids []int)
 func fanoutAll(ss swarms, pub *control, pids []int, events int, idle float64) (fanoutResult, error) {
 	f := fanoutResult{Events: events}
 	load := ss.pids()
-	cpu0, err := cpuTimes(pids)
-	if err != nil {
-		return f, err
-	}
-	load0, err := cpuTimes(load)
-	if err != nil {
-		return f, err
-	}
-	busy0, err := machineBusy()
+	before, err := readCPU(pids, load)
 	if err != nil {
 		return f, err
 	}
@@ -343,18 +335,12 @@ func fanoutAll(ss swarms, pub *control, pids []int, events int, idle float64) (f
 		rates = append(rates, float64(r.Deliveries)/time.Unix(0, r.LastDelivery).Sub(t0).Seconds())
 	}
 	elapsed := time.Since(start)
-	cpu1, err := cpuTimes(pids)
+	after, err := readCPU(pids, load)
 	if err != nil {
 		return f, err
 	}
-	load1, err := cpuTimes(load)
-	if err != nil {
-		return f, err
-	}
-	busy1, err := machineBusy()
-	if err != nil {
-		return f, err
-	}
+	cpu0, load0, busy0 := before.hubs, before.load, before.busy
+	cpu1, load1, busy1 := after.hubs, after.load, after.busy
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(max(f.Deliveries, 1)) }
 	var used, loadUsed time.Duration
 	for i := range cpu1 {
@@ -373,6 +359,24 @@ func fanoutAll(ss swarms, pub *control, pids []int, events int, idle float64) (f
 	f.DeliveriesPerSec = median(rates)
 	f.P50, f.P99 = hist.quantile(0.50), hist.quantile(0.99)
 	return f, nil
+}
+
+// cpuReading is the CPU time of the hubs and of the load generator's
+// processes, each, and of the whole machine, at one moment.
+type cpuReading struct {
+	hubs, load []time.Duration
+	busy       time.Duration
+}
+
+func readCPU(hubs, load []int) (r cpuReading, err error) {
+	if r.hubs, err = cpuTimes(hubs); err != nil {
+		return r, err
+	}
+	if r.load, err = cpuTimes(load); err != nil {
+		return r, err
+	}
+	r.busy, err = machineBusy()
+	return r, err
 }
 
 // cpuTimes returns the CPU time of each of pids.
