@@ -62,7 +62,7 @@ lint:
 unit:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Cost$$' ./peer # the exact cost bounds, which the race detector blurs
-	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
+	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 -timeout 20m ./...; fi # 3 min a package on an idle machine; a loaded one takes more
 
 ## web-test: the browser client's tests, with Node's own runner (run
 ## `npm ci` in web/ once first). Where JSON.parse lacks source text access
@@ -116,12 +116,13 @@ fuzz:
 	done
 
 ## bench: the Go micro-benchmarks and the load generator against the hub
-## and the floor (about ten minutes); writes docs/benchmarks.md and its chart
+## and the floor (about fifteen minutes); writes docs/benchmarks.md and its chart
 bench:
 	$(GO) build -o bin/ ./cmd/hub ./cmd/bench
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./... | tee bin/micro.txt
 	bin/bench run -start bin/hub -json bin/bench.jsonl
-	bin/bench report -micro bin/micro.txt -o docs/benchmarks.md -chart docs/img/bench-ratios.svg bin/bench.jsonl
+	bin/bench seqmode -start bin/hub -json bin/seqmode.jsonl
+	bin/bench report -micro bin/micro.txt -seqmode bin/seqmode.jsonl -o docs/benchmarks.md -chart docs/img/bench-ratios.svg bin/bench.jsonl
 
 ## scale: one hub with as many peers as a process may hold here, then
 ## 100,000 over six hubs joined over NATS (some ten minutes; not part of

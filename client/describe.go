@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/switchboard-rpc/switchboard/internal/openrpc"
 	"github.com/switchboard-rpc/switchboard/peer"
@@ -34,19 +33,14 @@ type Description struct {
 	Schema json.RawMessage
 }
 
-// paramsSchema is what a Description's Schema gives.
-type paramsSchema struct {
-	Type       string                     `json:"type"`
-	Properties map[string]json.RawMessage `json:"properties"`
-	Required   []string                   `json:"required"`
-}
-
 // check reports whether d's Schema is one of an object of named params.
 func (d *Description) check() error {
 	if d == nil || d.Schema == nil {
 		return nil
 	}
-	var s paramsSchema
+	var s struct {
+		Type string `json:"type"`
+	}
 	if err := json.Unmarshal(d.Schema, &s); err != nil {
 		return fmt.Errorf("client: the params schema is not a JSON Schema object: %w", err)
 	}
@@ -68,51 +62,8 @@ func (c *Client) ProvideDescribed(ctx context.Context, method string, h peer.Han
 
 // describeMethod applies d to a method object of rpc.discover.
 func describeMethod(m openrpc.Method, d *Description) openrpc.Method {
-	var obj map[string]any
-	if d == nil || json.Unmarshal(m.JSON, &obj) != nil {
+	if d == nil {
 		return m
 	}
-	if d.Summary != "" {
-		obj["summary"] = d.Summary
-	}
-	if d.Description != "" {
-		obj["description"] = d.Description
-	}
-	if d.Schema != nil {
-		var s paramsSchema
-		_ = json.Unmarshal(d.Schema, &s) // checked by ProvideDescribed
-		required := make(map[string]bool, len(s.Required))
-		for _, r := range s.Required {
-			required[r] = true
-		}
-		names := make([]string, 0, len(s.Properties))
-		for n := range s.Properties {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		params := make([]any, 0, len(names))
-		for _, n := range names {
-			p := map[string]any{"name": n, "schema": s.Properties[n]}
-			if required[n] {
-				p["required"] = true
-			}
-			params = append(params, p)
-		}
-		obj["params"] = params
-		obj["paramStructure"] = "by-name"
-	}
-	if params, ok := obj["params"].([]any); ok && len(d.Params) > 0 {
-		for _, p := range params {
-			if p, ok := p.(map[string]any); ok {
-				if desc := d.Params[fmt.Sprint(p["name"])]; desc != "" {
-					p["description"] = desc
-				}
-			}
-		}
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return m
-	}
-	return openrpc.Method{Name: m.Name, JSON: b}
+	return openrpc.Describe(m, openrpc.Description(*d))
 }

@@ -24,14 +24,6 @@ func charge(_ context.Context, p chargeParams) (string, error) {
 	return "charged", nil
 }
 
-func wantCode(t *testing.T, err error, code peer.Code) {
-	t.Helper()
-	var e *peer.Error
-	if !errors.As(err, &e) || e.Code != code {
-		t.Fatalf("got %v, want error %d", err, code)
-	}
-}
-
 // A client provides methods by name and by pattern; another calls them
 // through the hub.
 func TestProvide(t *testing.T) {
@@ -53,7 +45,7 @@ func TestProvide(t *testing.T) {
 	if err := caller.Call(ctx(t), "billing.charge", chargeParams{Amount: 5}, &got); err != nil || got != "charged" {
 		t.Fatalf("billing.charge = %q, %v", got, err)
 	}
-	wantCode(t, caller.Call(ctx(t), "billing.charge", chargeParams{}, nil), 4001)
+	hubtest.WantCode(t, caller.Call(ctx(t), "billing.charge", chargeParams{}, nil), 4001)
 	if err := caller.Call(ctx(t), "refund.card", nil, &got); err != nil || got != "refunded by refund.card" {
 		t.Fatalf("refund.card = %q, %v", got, err)
 	}
@@ -75,7 +67,7 @@ func TestProvide(t *testing.T) {
 	if err := refunds.Withdraw(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, caller.Call(ctx(t), "refund.card", nil, nil), peer.CodeMethodNotFound)
+	hubtest.WantCode(t, caller.Call(ctx(t), "refund.card", nil, nil), peer.CodeMethodNotFound)
 	if err := refunds.Withdraw(ctx(t)); err != nil {
 		t.Fatalf("a second Withdraw: %v", err)
 	}
@@ -111,7 +103,7 @@ func TestProvideRefused(t *testing.T) {
 		t.Fatalf("provided a twice: %v", err)
 	}
 	// The hub refuses a malformed name; the client keeps nothing of it.
-	wantCode(t, func() error { _, err := c.Provide(ctx(t), "a..b", ok); return err }(), peer.CodeInvalidParams)
+	hubtest.WantCode(t, func() error { _, err := c.Provide(ctx(t), "a..b", ok); return err }(), peer.CodeInvalidParams)
 	if got := c.prov.methods(); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("provisions %q", got)
 	}

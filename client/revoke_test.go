@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -43,13 +42,7 @@ func grantsHub(t *testing.T) (*hub.Hub, string) {
 }
 
 func granted(t *testing.T, sub string, grants map[string]any) string {
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub": sub, "exp": time.Now().Add(time.Hour).Unix(), "switchboard": grants,
-	}).SignedString(testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return testkit.HS256(t, testSecret, sub, time.Hour, map[string]any{"switchboard": grants})
 }
 
 // TestRevoked: a token with narrower grants makes the hub end a

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/server"
@@ -26,11 +25,7 @@ func jwtHub(t *testing.T) *hubtest.Hub {
 }
 
 func signed(t *testing.T, sub string, ttl time.Duration) string {
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "exp": time.Now().Add(ttl).Unix()}).SignedString(testSecret)
-	if err != nil {
-		t.Error(err)
-	}
-	return tok
+	return testkit.HS256(t, testSecret, sub, ttl, nil)
 }
 
 // TestTokenRefresh: the client replaces a token that expires in a few

@@ -145,7 +145,7 @@ func (h *Hub) callPeer(ctx context.Context, a *address) (json.RawMessage, error)
 	if d == nil {
 		return nil, errNoSuchPeer(a.peer)
 	}
-	return h.routeTo(ctx, d, PeerInfo{ID: a.peer}, a, 0)
+	return h.routeTo(ctx, d, PeerInfo{ID: a.peer}, a)
 }
 
 // forwardTo passes a's call on to p, a peer of this hub.
@@ -157,7 +157,7 @@ func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessa
 	}
 	h.routes.inflight.Add(1)
 	// Where ctx is rpc.call's own, the peer's reader answers the caller
-	// (see peer.Conn.Relay); for callPeers, Relay is Forward.
+	// (see peer.Conn.Relay).
 	return p.conn.Relay(ctx, &a.call, a.timeout, func(res json.RawMessage, err error) (json.RawMessage, error) {
 		h.routes.inflight.Add(-1)
 		if err != nil {
@@ -167,11 +167,9 @@ func (h *Hub) forwardTo(ctx context.Context, p *Peer, a *address) (json.RawMessa
 	})
 }
 
-// routeTo passes a's call on to the peer to of another node. With
-// maxResult positive, a larger result is not sent back: the error is then
-// ErrTooLarge.
-func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address, maxResult int) (json.RawMessage, error) {
-	call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: to.ID, Node: to.Node, MaxResult: maxResult}
+// routeTo passes a's call on to the peer to of another node.
+func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address) (json.RawMessage, error) {
+	call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: to.ID, Node: to.Node}
 	if !call.Notification {
 		call.Progress = func(data json.RawMessage) { _ = peer.Progress(ctx, data) } // nothing without a request in ctx
 	}
@@ -197,7 +195,9 @@ func (h *Hub) routeTo(ctx context.Context, d Directory, to PeerInfo, a *address,
 // callPeers calls a's method on every peer of a's user or topic, on every
 // node, the caller left out, all at once; it answers when the last has.
 // The answer is gathered as the peers answer, within the hub's message
-// size limit (gathered.go).
+// size limit (gathered.go). No call holds a goroutine: each ends in a
+// function (peer.Conn.ForwardFunc, Directory.RouteFunc) that takes its
+// answer in and counts it done.
 func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	start := time.Now()
@@ -221,38 +221,54 @@ func (h *Hub) callPeers(ctx context.Context, a *address) (any, error) {
 		h.refused(ctx, Refusal{Action: Address, Target: a.target, Err: err, Limit: "addressed"})
 		return nil, err
 	}
-	d := h.directory()
-	if a.call.IsNotification() {
-		for _, p := range local {
-			_, _ = h.forwardTo(ctx, p, a)
-		}
-		for _, info := range remote {
-			_, _ = h.routeTo(ctx, d, info, a, 0)
-		}
-		return nil, nil
-	}
 	// The peers' rpc.progress is not passed on: the caller could not
 	// tell whose it is, and a thousand peers' would swamp it. A context
-	// of no request's, ending with ctx, keeps Forward from relaying it.
+	// of no request's, ending with ctx, keeps it from being relayed.
 	quiet, stop := context.WithCancel(context.Background())
 	defer stop()
 	defer context.AfterFunc(ctx, stop)()
-	g := newGathered(n, h.o.MaxMessage-len(a.call.ID.String())-replyEnvelope, unanswered)
-	var wg sync.WaitGroup
+	var g *gathered
+	maxResult := 0
+	if !a.call.IsNotification() {
+		g = newGathered(n, h.o.MaxMessage-len(a.call.ID.String())-replyEnvelope, unanswered)
+		maxResult = g.maxResult()
+	}
+	var calls sync.WaitGroup
+	calls.Add(n)
+	ended := func(who PeerInfo, remote bool) func(json.RawMessage, error) {
+		return func(res json.RawMessage, err error) {
+			h.routes.inflight.Add(-1)
+			if err != nil && !errors.Is(err, ErrTooLarge) {
+				err = h.forwardError(quiet, err, remote)
+			}
+			if g != nil {
+				g.add(who, res, err)
+			}
+			calls.Done()
+		}
+	}
+	h.routes.addressed.Add(uint64(n))
+	h.routes.inflight.Add(int64(n))
 	for _, p := range local {
-		info := p.Info()
-		wg.Go(func() {
-			res, err := h.forwardTo(quiet, p, a)
-			g.add(info, res, err)
-		})
+		p.conn.ForwardFunc(quiet, &a.call, a.timeout, ended(p.Info(), false))
 	}
-	for _, info := range remote {
-		wg.Go(func() {
-			res, err := h.routeTo(quiet, d, info, a, g.maxResult())
-			g.add(info, res, err)
-		})
+	if len(remote) > 0 {
+		rctx := quiet
+		if a.timeout > 0 {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(quiet, a.timeout)
+			defer cancel()
+		}
+		d := h.directory()
+		for _, info := range remote {
+			call := RemoteCall{Method: a.call.Method, Params: a.call.Params, Notification: a.call.IsNotification(), Peer: info.ID, Node: info.Node, MaxResult: maxResult}
+			d.RouteFunc(rctx, call, ended(info, true))
+		}
 	}
-	wg.Wait()
+	calls.Wait()
+	if g == nil {
+		return nil, nil
+	}
 	return g.answer(), nil
 }
 
@@ -263,11 +279,7 @@ func (h *Hub) addressees(ctx context.Context, a *address) (local []*Peer, remote
 	if a.topic != "" {
 		local, _ = h.Presence(a.topic) // readAddress checked the topic
 	} else {
-		for _, p := range h.Peers() {
-			if userOf(p.identity) == a.user {
-				local = append(local, p)
-			}
-		}
+		local = h.peersOf(a.user)
 	}
 	if caller := h.PeerFromContext(ctx); caller != nil {
 		for i, p := range local {
@@ -281,16 +293,15 @@ func (h *Hub) addressees(ctx context.Context, a *address) (local []*Peer, remote
 	if d == nil {
 		return local, nil, nil, nil
 	}
-	others, err := d.Peers(ctx, a.topic) // "" for a user: all of them
+	if a.topic != "" {
+		remote, err = d.Peers(ctx, a.topic)
+	} else {
+		remote, err = d.UserPeers(ctx, a.user)
+	}
 	if ue, ok := errors.AsType[*UnansweredError](err); ok {
 		unanswered = ue.Nodes
 	} else if err != nil {
 		return nil, nil, nil, err
-	}
-	for _, info := range others {
-		if a.topic != "" || info.User == a.user {
-			remote = append(remote, info)
-		}
 	}
 	return local, remote, unanswered, nil
 }

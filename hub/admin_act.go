@@ -28,20 +28,29 @@ type Disconnect struct {
 	Before time.Time `json:"before,omitzero"` // default: now
 }
 
+// selectPeers returns this hub's peers that an admin request names: the
+// peer of that id (when it is the user's, if user is set too), or else
+// every peer of user.
+func (h *Hub) selectPeers(id, user string) []*Peer {
+	if id == "" {
+		if user == "" {
+			return nil
+		}
+		return h.peersOf(user)
+	}
+	if p := h.Peer(id); p != nil && (user == "" || userOf(p.identity) == user) {
+		return []*Peer{p}
+	}
+	return nil
+}
+
 // disconnectLocal closes this hub's peers that d selects, and records
 // the revocation; it returns the ids of the peers closed, sorted.
 func (h *Hub) disconnectLocal(d Disconnect) []string {
 	if d.Revoke && d.User != "" {
 		h.Revoke(d.User, d.Before)
 	}
-	var gone []*Peer
-	if d.Peer != "" {
-		if p := h.Peer(d.Peer); p != nil && (d.User == "" || userOf(p.identity) == d.User) {
-			gone = append(gone, p)
-		}
-	} else if d.User != "" {
-		gone = h.peersOf(d.User)
-	}
+	gone := h.selectPeers(d.Peer, d.User)
 	ids := make([]string, 0, len(gone))
 	for _, p := range gone {
 		_ = p.conn.CloseWith(d.Code, d.Reason)
@@ -106,14 +115,7 @@ type Unsubscribed struct {
 // selects, telling each peer with rpc.revoked as [Peer.Reauthorize]
 // does.
 func (h *Hub) unsubscribeLocal(ctx context.Context, u Unsubscribe) []Unsubscribed {
-	var peers []*Peer
-	if u.Peer != "" {
-		if p := h.Peer(u.Peer); p != nil && (u.User == "" || userOf(p.identity) == u.User) {
-			peers = append(peers, p)
-		}
-	} else if u.User != "" {
-		peers = h.peersOf(u.User)
-	}
+	peers := h.selectPeers(u.Peer, u.User)
 	out := []Unsubscribed{}
 	for _, p := range peers {
 		var ending []string

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -16,7 +17,8 @@ import (
 // is done on this node and, through a Broker that is an [AdminBroker]
 // (hub/natsbroker), asked of every other node, which answers through
 // [BrokerHandle.ServeAdmin]; the answers are merged here. A node that
-// does not answer in time is left out, as presence leaves it out.
+// does not answer in time is left out and named: the methods return what
+// the others answered with an [*UnansweredError].
 
 // An AdminBroker is a [Broker] that carries the admin API's requests to
 // every other node of the cluster.
@@ -26,8 +28,9 @@ type AdminBroker interface {
 	// AskNodes sends an admin request (op and its JSON params) to every
 	// other node it knows, whose hubs answer it with
 	// [BrokerHandle.ServeAdmin], and returns the answers that come
-	// before ctx ends or a bound of its own passes. It must not answer
-	// the request on this node.
+	// before ctx ends or a bound of its own passes, with an
+	// [*UnansweredError] naming the nodes whose answer did not come.
+	// It must not answer the request on this node.
 	AskNodes(ctx context.Context, op string, params []byte) ([]NodeAnswer, error)
 }
 
@@ -117,7 +120,8 @@ type answered[T any] struct {
 
 // askNodes asks every other node, when the hub's Broker can, and decodes
 // each answer into a new T. It returns the answers decoded before the
-// first that failed, with the error.
+// first that failed, with the error; or every answer, with an
+// [*UnansweredError] when some nodes did not answer.
 func askNodes[T any](ctx context.Context, h *Hub, op string, params any) ([]answered[T], error) {
 	ab, ok := h.o.Broker.(AdminBroker)
 	if !ok {
@@ -128,6 +132,7 @@ func askNodes[T any](ctx context.Context, h *Hub, op string, params any) ([]answ
 		return nil, err
 	}
 	answers, err := ab.AskNodes(ctx, op, raw)
+	unanswered, err := splitUnanswered(err)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +147,27 @@ func askNodes[T any](ctx context.Context, h *Hub, op string, params any) ([]answ
 		}
 		out = append(out, answered[T]{a.Node, v})
 	}
-	return out, nil
+	return out, unanswered
+}
+
+// splitUnanswered tells apart an [*UnansweredError], which leaves a
+// result incomplete but good, from an error that ends it.
+func splitUnanswered(err error) (unanswered, failed error) {
+	if _, ok := errors.AsType[*UnansweredError](err); ok {
+		return err, nil
+	}
+	return nil, err
+}
+
+// askAll is askNodes for an operation that answers a list: it returns
+// local, this node's part, followed by the other nodes' parts in the order
+// they came; on an error, with the parts that came before it.
+func askAll[T any](ctx context.Context, h *Hub, op string, params any, local []T) ([]T, error) {
+	remote, err := askNodes[[]T](ctx, h, op, params)
+	for _, a := range remote {
+		local = append(local, a.v...)
+	}
+	return local, err
 }
 
 type peersRequest struct {
@@ -157,7 +182,9 @@ type peersAnswer struct {
 
 // ListPeers lists the peers of the whole cluster that q selects, a page
 // at a time, sorted by id; the page's encoding fits within the hub's
-// MaxMessage.
+// MaxMessage. When some nodes did not answer, it returns the page of the
+// others with an [*UnansweredError]: the peers of those nodes are missing
+// from it, and the same page asked again may have them.
 func (h *Hub) ListPeers(ctx context.Context, q PeerQuery) (PeerPage, error) {
 	if q.Topic != "" {
 		if err := h.checkTopic(q.Topic, true); err != nil {
@@ -166,10 +193,11 @@ func (h *Hub) ListPeers(ctx context.Context, q PeerQuery) (PeerPage, error) {
 	}
 	room := h.o.MaxMessage - 256
 	var remote []answered[peersAnswer]
-	var err error
+	var unanswered error
 	if q.Node != h.node() {
+		var err error
 		remote, err = askNodes[peersAnswer](ctx, h, opPeers, peersRequest{q, room})
-		if err != nil {
+		if unanswered, err = splitUnanswered(err); err != nil {
 			return PeerPage{}, err
 		}
 	}
@@ -200,7 +228,7 @@ func (h *Hub) ListPeers(ctx context.Context, q PeerQuery) (PeerPage, error) {
 	if more && len(page.Peers) > 0 {
 		page.Next = page.Peers[len(page.Peers)-1].ID
 	}
-	return page, nil
+	return page, unanswered
 }
 
 // TopicQuery selects and pages the topics [Hub.ListTopics] lists.
@@ -241,6 +269,8 @@ type topicsAnswer struct {
 // subscribed to, over the whole cluster, that q.Pattern covers, a page at
 // a time. Subscribers are summed over the nodes; the history is the
 // largest any node holds (with JetStream, every node holds the same).
+// When some nodes did not answer, it returns the page of the others with
+// an [*UnansweredError].
 func (h *Hub) ListTopics(ctx context.Context, q TopicQuery) (TopicPage, error) {
 	if q.Pattern == "" {
 		q.Pattern = ">"
@@ -249,6 +279,7 @@ func (h *Hub) ListTopics(ctx context.Context, q TopicQuery) (TopicPage, error) {
 		return TopicPage{}, err
 	}
 	remote, err := askNodes[topicsAnswer](ctx, h, opTopics, q)
+	unanswered, err := splitUnanswered(err)
 	if err != nil {
 		return TopicPage{}, err
 	}
@@ -288,7 +319,7 @@ func (h *Hub) ListTopics(ctx context.Context, q TopicQuery) (TopicPage, error) {
 	if more && len(names) > 0 {
 		page.Next = names[len(names)-1]
 	}
-	return page, nil
+	return page, unanswered
 }
 
 // ProviderDetail is a peer that provides methods, as the admin API lists
@@ -324,15 +355,13 @@ func (h *Hub) localProviders(method string) []ProviderDetail {
 
 // ListProviders lists the peers of the whole cluster that provide method
 // (a name or pattern they provide matches it), or with method "" every
-// peer that provides anything, sorted by node and peer.
+// peer that provides anything, sorted by node and peer; when some nodes
+// did not answer, those of the others with an [*UnansweredError].
 func (h *Hub) ListProviders(ctx context.Context, method string) ([]ProviderDetail, error) {
-	remote, err := askNodes[[]ProviderDetail](ctx, h, opProviders, method)
+	all, err := askAll(ctx, h, opProviders, method, h.localProviders(method))
+	unanswered, err := splitUnanswered(err)
 	if err != nil {
 		return nil, err
-	}
-	all := h.localProviders(method)
-	for _, r := range remote {
-		all = append(all, r.v...)
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].Node != all[j].Node {
@@ -340,7 +369,7 @@ func (h *Hub) ListProviders(ctx context.Context, method string) ([]ProviderDetai
 		}
 		return all[i].Peer < all[j].Peer
 	})
-	return all, nil
+	return all, unanswered
 }
 
 // NodeInfo is a node of the cluster (or the hub alone) and its load, as
@@ -379,9 +408,11 @@ func (h *Hub) localNode() NodeInfo {
 func (h *Hub) Started() time.Time { return h.adm.started }
 
 // Nodes returns the nodes of the cluster that answer, this one first,
-// then the others sorted by name; alone, this hub.
+// then the others sorted by name; alone, this hub. When some nodes did not
+// answer, it returns the others with an [*UnansweredError].
 func (h *Hub) Nodes(ctx context.Context) ([]NodeInfo, error) {
 	remote, err := askNodes[NodeInfo](ctx, h, opNode, nil)
+	unanswered, err := splitUnanswered(err)
 	if err != nil {
 		return nil, err
 	}
@@ -390,13 +421,15 @@ func (h *Hub) Nodes(ctx context.Context) ([]NodeInfo, error) {
 		out = append(out, a.v)
 	}
 	sort.Slice(out[1:], func(i, j int) bool { return out[1+i].Node < out[1+j].Node })
-	return out, nil
+	return out, unanswered
 }
 
 // Disconnect closes the peers d selects on every node of the cluster,
 // with d.Code and d.Reason, and with d.Revoke refuses d.User's tokens
 // issued before d.Before (default now) on every node until it restarts.
-// It returns the peers closed.
+// It returns the peers closed; when some nodes did not answer, those of
+// the others with an [*UnansweredError] (the peers of those nodes may
+// still be connected).
 func (h *Hub) Disconnect(ctx context.Context, d Disconnect) ([]PeerInfo, error) {
 	if d.Peer == "" && d.User == "" {
 		return nil, invalidParams(`name a "peer" or a "user"`)
@@ -430,7 +463,9 @@ func (h *Hub) Disconnect(ctx context.Context, d Disconnect) ([]PeerInfo, error) 
 }
 
 // Unsubscribe ends the subscriptions u selects on every node of the
-// cluster, and tells each peer with rpc.revoked. It returns what ended.
+// cluster, and tells each peer with rpc.revoked. It returns what ended;
+// when some nodes did not answer, what ended on the others with an
+// [*UnansweredError].
 func (h *Hub) Unsubscribe(ctx context.Context, u Unsubscribe) ([]Unsubscribed, error) {
 	if u.Peer == "" && u.User == "" {
 		return nil, invalidParams(`name a "peer" or a "user"`)
@@ -438,10 +473,5 @@ func (h *Hub) Unsubscribe(ctx context.Context, u Unsubscribe) ([]Unsubscribed, e
 	if err := h.checkTopic(u.Topic, true); err != nil {
 		return nil, err
 	}
-	out := h.unsubscribeLocal(ctx, u)
-	remote, err := askNodes[[]Unsubscribed](ctx, h, opUnsubscribe, u)
-	for _, a := range remote {
-		out = append(out, a.v...)
-	}
-	return out, err
+	return askAll(ctx, h, opUnsubscribe, u, h.unsubscribeLocal(ctx, u))
 }

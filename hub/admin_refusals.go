@@ -63,9 +63,11 @@ func (h *Hub) localRefusals(q RefusalQuery) []RefusalDetail {
 }
 
 // ListRefusals lists the last refusals of every node of the cluster,
-// newest first, at most q.Limit.
+// newest first, at most q.Limit; when some nodes did not answer, those
+// of the others with an [*UnansweredError].
 func (h *Hub) ListRefusals(ctx context.Context, q RefusalQuery) ([]RefusalDetail, error) {
 	remote, err := askNodes[[]RefusalDetail](ctx, h, opRefusals, q)
+	unanswered, err := splitUnanswered(err)
 	if err != nil {
 		return nil, err
 	}
@@ -76,5 +78,5 @@ func (h *Hub) ListRefusals(ctx context.Context, q RefusalQuery) ([]RefusalDetail
 	if len(remote) > 0 {
 		sort.SliceStable(all, func(i, j int) bool { return all[i].Time.After(all[j].Time) })
 	}
-	return all[:min(len(all), pageSize(q.Limit))], nil
+	return all[:min(len(all), pageSize(q.Limit))], unanswered
 }

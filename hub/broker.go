@@ -103,11 +103,12 @@ type BrokerStats struct {
 	Resets      uint64 // times the stream was found replaced, and its new epoch adopted (a Sequencer)
 }
 
-// UnansweredError is the error of [Directory.Peers] when some nodes did
-// not answer in time (or could not be asked: the link was down): the
-// peers returned with it are those of the other nodes. An rpc.call to a
-// user or a topic reports them in its answer ("incomplete": true,
-// "unanswered": [nodes]).
+// UnansweredError is the error of [Directory.Peers] and of the admin
+// API's methods ([Hub.ListPeers]...) when some nodes did not answer in
+// time (or could not be asked: the link was down): the result returned
+// with it is that of the other nodes. An rpc.call to a user or a topic
+// reports them in its answer ("incomplete": true, "unanswered": [nodes]),
+// an admin method in its result ("unanswered": [nodes]).
 type UnansweredError struct {
 	Nodes []string // sorted
 }
@@ -128,8 +129,8 @@ type ClusterStats struct {
 // (ClusterPeers, CallPeer); it tells it when its peers provide or
 // withdraw methods and when their presence changes. A Directory hands the
 // other nodes' requests to the hub through its [BrokerHandle]:
-// [BrokerHandle.ServeRemoteCall], [BrokerHandle.LocalPeers] and
-// [BrokerHandle.RemotePresenceChanged].
+// [BrokerHandle.ServeRemoteCall], [BrokerHandle.LocalPeers],
+// [BrokerHandle.LocalUserPeers] and [BrokerHandle.RemotePresenceChanged].
 type Directory interface {
 	Broker
 
@@ -151,11 +152,36 @@ type Directory interface {
 	// the peer. With call.Node set, only that node is asked for the peer.
 	Route(ctx context.Context, call RemoteCall) (json.RawMessage, error)
 
+	// RouteFunc is Route for a call of a peer whose node is known
+	// (call.Peer and call.Node set), without the wait: it returns at
+	// once, and done gets what Route would have returned, once, on
+	// whichever goroutine learns it; done must not block. When ctx ends
+	// (or its deadline passes) the peer is sent rpc.cancel and done gets
+	// ctx's error at once (or the -32003 of the peer's node, which knows
+	// the deadline too, if that comes first). call.Progress is not
+	// called. A call of every peer of a user or a topic makes one per
+	// peer of the other nodes.
+	RouteFunc(ctx context.Context, call RemoteCall, done func(json.RawMessage, error))
+
 	// Peers returns the peers of the other nodes that an event on topic
 	// would reach, or with topic "" all of them, each with its Node set.
-	// Nodes that do not answer in time are left out, and named by an
-	// [*UnansweredError] returned with the peers of those that did.
+	// It need not ask a node it knows has no subscriber of topic (from
+	// [Directory.PresenceChanged] there). Nodes asked that do not
+	// answer in time are left out, and named by an [*UnansweredError]
+	// returned with the peers of those that did.
 	Peers(ctx context.Context, topic string) ([]PeerInfo, error)
+
+	// UserPeers is Peers for the peers of the other nodes whose user is
+	// user. It need not ask a node it knows has none (from
+	// [Directory.UserChanged] there); nodes asked that do not answer in
+	// time are named by an [*UnansweredError].
+	UserPeers(ctx context.Context, user string) ([]PeerInfo, error)
+
+	// UserChanged tells the other nodes that a peer of this hub with a
+	// user (who.User is not "") joined the hub or left it. The hub calls
+	// it after [Hub.Join] and in [Hub.Leave], once per peer each; it
+	// must not block.
+	UserChanged(join bool, who PeerInfo)
 
 	// Changed tells the directory that the methods this hub's peers
 	// provide changed: it should tell the other nodes. It must not block.
@@ -324,6 +350,10 @@ func (b *BrokerHandle) HasPeer(id string) bool { return b.h.Peer(id) != nil }
 // node: those an event on topic would reach, or with topic "" all of
 // them.
 func (b *BrokerHandle) LocalPeers(topic string) []PeerInfo { return b.h.localPeers(topic) }
+
+// LocalUserPeers returns how this hub's peers whose user is user show in
+// presence, with their node.
+func (b *BrokerHandle) LocalUserPeers(user string) []PeerInfo { return b.h.localUserPeers(user) }
 
 // RemotePresenceChanged tells this hub's peers that watch presence that a
 // peer of another node joined (or left) the patterns changed, being still

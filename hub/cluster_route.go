@@ -112,6 +112,27 @@ func (h *Hub) localPeers(topic string) []PeerInfo {
 	return out
 }
 
+// localUserPeers returns how this hub's peers of user show in presence.
+func (h *Hub) localUserPeers(user string) []PeerInfo {
+	peers := h.peersOf(user)
+	out := make([]PeerInfo, len(peers))
+	for i, p := range peers {
+		out[i] = p.Info()
+	}
+	return out
+}
+
+// userChanged tells the Directory that p, if it has a user, joined or
+// left this hub: the other nodes then know which nodes to ask for the
+// peers of a user.
+func (h *Hub) userChanged(join bool, p *Peer) {
+	if d := h.directory(); d != nil {
+		if info := p.Info(); info.User != "" {
+			d.UserChanged(join, info)
+		}
+	}
+}
+
 // ClusterPeers returns the peers of every node of the cluster, this one's
 // first, each with its node; a hub alone returns its own. Nodes that do
 // not answer within ctx (or the Directory's own bound) are left out.

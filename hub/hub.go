@@ -294,6 +294,7 @@ func (h *Hub) Join(conn *peer.Conn, id string, identity any) *Peer {
 	h.peers[id] = p
 	h.byConn[conn] = p
 	h.pmu.Unlock()
+	h.userChanged(true, p)
 	if h.o.OnJoin != nil {
 		h.o.OnJoin(p)
 	}
@@ -329,6 +330,7 @@ func (h *Hub) Leave(p *Peer) {
 	delete(h.peers, p.id)
 	delete(h.byConn, p.conn)
 	h.pmu.Unlock()
+	h.userChanged(false, p)
 	if h.o.OnLeave != nil {
 		h.o.OnLeave(p)
 	}

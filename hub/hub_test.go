@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -106,14 +107,6 @@ func publish(t *testing.T, c *client, params any) int {
 		t.Fatalf("publish %v: %v", params, err)
 	}
 	return res.Delivered
-}
-
-func wantCode(t *testing.T, err error, code peer.Code) {
-	t.Helper()
-	var e *peer.Error
-	if !errors.As(err, &e) || e.Code != code {
-		t.Fatalf("err = %v, want code %d", err, code)
-	}
 }
 
 func TestSubscribePublish(t *testing.T) {
@@ -221,7 +214,7 @@ func TestInvalidParams(t *testing.T) {
 		{"rpc.publish", map[string]any{"topic": "bad topic"}},
 	} {
 		t.Run(fmt.Sprint(tt.method, tt.params), func(t *testing.T) {
-			wantCode(t, a.Call(ctx(t), tt.method, tt.params, nil), peer.CodeInvalidParams)
+			hubtest.WantCode(t, a.Call(ctx(t), tt.method, tt.params, nil), peer.CodeInvalidParams)
 		})
 	}
 	if got := a.p.Topics(); len(got) != 0 {
@@ -233,7 +226,7 @@ func TestDefaultPolicy(t *testing.T) {
 	h := hub.New(nil)
 	a := connect(t, h, nil, nil)
 	subscribe(t, a, []string{"news"})
-	wantCode(t, a.Call(ctx(t), "rpc.publish", []any{"news", 1}, nil), peer.CodeUnauthorized)
+	hubtest.WantCode(t, a.Call(ctx(t), "rpc.publish", []any{"news", 1}, nil), peer.CodeUnauthorized)
 	// Go code may publish.
 	n, err := h.Publish(ctx(t), "news", "from go")
 	if err != nil || n != 1 {
@@ -260,11 +253,11 @@ func TestPolicySeesIdentity(t *testing.T) {
 	user := connect(t, h, "alice", nil)
 
 	subscribe(t, root, []string{"admin.>"})
-	wantCode(t, user.Call(ctx(t), "rpc.subscribe", []string{"news", "admin.>"}, nil), peer.CodeUnauthorized)
+	hubtest.WantCode(t, user.Call(ctx(t), "rpc.subscribe", []string{"news", "admin.>"}, nil), peer.CodeUnauthorized)
 	if got := user.p.Topics(); len(got) != 0 {
 		t.Fatalf("refused subscribe left %q", got)
 	}
-	wantCode(t, user.Call(ctx(t), "rpc.publish", []any{"admin.x", 1}, nil), 4001)
+	hubtest.WantCode(t, user.Call(ctx(t), "rpc.publish", []any{"admin.x", 1}, nil), 4001)
 	if n := publish(t, root, []any{"admin.x", 1}); n != 1 {
 		t.Fatalf("delivered %d", n)
 	}
@@ -275,7 +268,7 @@ func TestMaxSubscriptions(t *testing.T) {
 	a := connect(t, h, nil, nil)
 	subscribe(t, a, []string{"a", "b"})
 	subscribe(t, a, []string{"a"}) // already there: no new one
-	wantCode(t, a.Call(ctx(t), "rpc.subscribe", []string{"c"}, nil), peer.CodeOverloaded)
+	hubtest.WantCode(t, a.Call(ctx(t), "rpc.subscribe", []string{"c"}, nil), peer.CodeOverloaded)
 	if st := h.Stats(); st.Subscriptions != 2 {
 		t.Fatalf("Subscriptions = %d", st.Subscriptions)
 	}
@@ -286,10 +279,10 @@ func TestMaxSubscriptions(t *testing.T) {
 func TestMaxTopicLength(t *testing.T) {
 	h := hub.New(&hub.Options{Policy: hub.AllowAll, MaxTopicLength: 8, MaxSubscriptions: 1})
 	a := connect(t, h, nil, nil)
-	wantCode(t, a.Call(ctx(t), "rpc.subscribe", []string{"abcdefghi"}, nil), peer.CodeInvalidParams)
-	wantCode(t, a.Call(ctx(t), "rpc.publish", []any{"abcdefghi", 1}, nil), peer.CodeInvalidParams)
+	hubtest.WantCode(t, a.Call(ctx(t), "rpc.subscribe", []string{"abcdefghi"}, nil), peer.CodeInvalidParams)
+	hubtest.WantCode(t, a.Call(ctx(t), "rpc.publish", []any{"abcdefghi", 1}, nil), peer.CodeInvalidParams)
 	subscribe(t, a, []string{"abcdefgh"}) // at the limit: fine
-	wantCode(t, a.Call(ctx(t), "rpc.subscribe", []string{"b"}, nil), peer.CodeOverloaded)
+	hubtest.WantCode(t, a.Call(ctx(t), "rpc.subscribe", []string{"b"}, nil), peer.CodeOverloaded)
 	if st := h.Stats(); st.OverTopicLength != 2 || st.OverSubscriptions != 1 {
 		t.Fatalf("Stats = %+v, want 2 topics too long and 1 subscribe over the limit", st)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -97,7 +98,7 @@ func TestPresenceList(t *testing.T) {
 		t.Fatalf("news: %v", got)
 	}
 	// No wildcards; by position works too.
-	wantCode(t, alice.Call(ctx(t), "rpc.presence", []string{"chat.*"}, nil), peer.CodeInvalidParams)
+	hubtest.WantCode(t, alice.Call(ctx(t), "rpc.presence", []string{"chat.*"}, nil), peer.CodeInvalidParams)
 	var res struct{ Peers []hub.PeerInfo }
 	if err := alice.Call(ctx(t), "rpc.presence", []string{"other.x"}, &res); err != nil || len(res.Peers) != 1 {
 		t.Fatalf("by position: %v, %v", res, err)
@@ -126,8 +127,8 @@ func cmpString(a, b string) int {
 func TestPresencePolicy(t *testing.T) {
 	h := hub.New(nil) // DefaultPolicy: subscribe yes, presence no
 	a := connect(t, h, nil, nil)
-	wantCode(t, a.Call(ctx(t), "rpc.presence", []string{"x"}, nil), peer.CodeUnauthorized)
-	wantCode(t, a.Call(ctx(t), "rpc.subscribe", map[string]any{"topic": "x", "presence": true}, nil), peer.CodeUnauthorized)
+	hubtest.WantCode(t, a.Call(ctx(t), "rpc.presence", []string{"x"}, nil), peer.CodeUnauthorized)
+	hubtest.WantCode(t, a.Call(ctx(t), "rpc.subscribe", map[string]any{"topic": "x", "presence": true}, nil), peer.CodeUnauthorized)
 	if got := a.p.Topics(); len(got) != 0 {
 		t.Fatalf("refused subscribe left %q", got)
 	}

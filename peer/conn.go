@@ -56,33 +56,9 @@ type Conn struct {
 	// and the reader.
 	drainingFlag atomic.Bool
 
-	// role is the state of the reader role, handed to whoever holds the
-	// role (see reader); only Serve, moveReader and pause reach it from
-	// here.
-	role   *reader
-	rstate atomic.Uint64 // the reader's state, for the watchdog (see reader.go)
-	// ahead is the transport when it can tell that its next message is
-	// read already (see reader.readAhead).
-	ahead readAhead
-	// When a caller may read its own reply (ownReads, set once by
-	// NewConn; see own.go): who holds the role, the timer that ends its
-	// parking and when it fires (monotime, as last reset), and the
-	// transport's interruptRead.
-	ownReads  bool
-	roleAt    atomic.Int32
-	parkTimer *time.Timer
-	parkUntil atomic.Int64
-	interrupt func()
-	readers   atomic.Int32          // goroutines in readLoop: the reader, and those in a handler
-	rbatch    atomic.Pointer[batch] // the batch the reader runs, if any (see startBatch)
-	// spawning is set when the watchdog took the reader role from a slow
-	// handler, and cleared at its next look (or once no call runs):
-	// meanwhile concurrent calls run on workers.
-	spawning atomic.Bool
-	// watchSeq is the reader's handler count at the watchdog's last look;
-	// guarded by readerWatch.mu.
-	watchSeq uint64
-	away     atomic.Bool // Serve's goroutine no longer reads (see Serve), for tests
+	// role is the reader role and all of its state (reader.go, role.go),
+	// handed to whoever holds it.
+	role *reader
 
 	// For Ping: messages read, and the reader's waits (see pause); for
 	// PingIdle, their sum at its previous call.
@@ -131,7 +107,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.pool = workers{wg: &c.wg}
 	if ra, ok := t.(readAhead); ok && ra.canReadAhead() {
-		c.ahead = ra
+		c.role.ahead = ra
 	}
 	c.out = outbox{
 		t:       t,
@@ -155,12 +131,8 @@ func NewConn(t Transport, opts *Options) *Conn {
 		c.wk = newWaker()
 	}
 	// The role passes to a caller waiting on the poll waker (see own.go).
-	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.wk != nil && c.o.Share == nil && c.ahead == nil {
-		c.ownReads = true
-		c.role.own = new(ownRead)
-		c.parkTimer = time.AfterFunc(time.Hour, c.unpark)
-		c.parkTimer.Stop()
-		c.interrupt = it.interruptRead
+	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.wk != nil && c.o.Share == nil && c.role.ahead == nil {
+		c.role.own = newOwnRead(c, it.interruptRead)
 	}
 	return c
 }
@@ -201,11 +173,11 @@ func (c *Conn) Serve(ctx context.Context) error {
 	default:
 		// The reading moved to another goroutine while this one ran a
 		// handler: this one waits for the end.
-		c.away.Store(true)
+		c.role.away.Store(true)
 		<-c.readDone
 	}
 	c.wg.Wait()
-	if c.ownReads && c.role.own.watchStop != nil {
+	if c.role.own != nil && c.role.own.watchStop != nil {
 		c.role.own.watchStop() // nobody reads any more (see own.go)
 	}
 	close(c.done)

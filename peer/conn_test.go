@@ -752,7 +752,7 @@ func TestWorkersEndWhenIdle(t *testing.T) {
 	free()
 	wg.Wait()
 	testkit.WaitFor(t, "the workers and the extra readers to end", func() bool {
-		return srv.pool.count.Load() == 0 && srv.readers.Load() == 1
+		return srv.pool.count.Load() == 0 && srv.role.loops.Load() == 1
 	})
 }
 

@@ -23,12 +23,12 @@ type reqInfo struct {
 	c *Conn
 	// req is the request, in the call whose context this is.
 	req *Request
-	// reader is the reader state (enterHandler's) of the handler when it
+	// reader is the reader state (reader.enter's) of the handler when it
 	// runs on its connection's reader, else 0 (see leaveReader). It is set
 	// before the handler runs and not changed after: a plain field, where
 	// setting and clearing an atomic one around every call of a batch
 	// cost two locked instructions per call.
-	reader uint64
+	reader state
 	// cl is the call the handler serves where it may answer it later,
 	// with Relay (a concurrent single call); relayed: it did.
 	cl      *call

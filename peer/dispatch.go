@@ -161,19 +161,19 @@ func (r *reader) startBatch(b *batch) bool {
 	c.mu.Lock()
 	c.batches = append(c.batches, b)
 	c.mu.Unlock()
-	if c.spawning.Load() {
+	if r.spawning.Load() {
 		c.pool.spawn(func() { c.serveBatch(b, n) })
 		return true
 	}
-	// rbatch is set before the reader enters the batch: while the reader
-	// is in it, the watchdog finds the batch there (see moveReader).
-	c.rbatch.Store(b)
-	b.reader = c.enterHandler()
+	// r.batch is set before the reader enters the batch: while the
+	// reader is in it, the watchdog finds the batch there (see move).
+	r.batch.Store(b)
+	b.reader = r.enter()
 	c.serveBatch(b, n)
-	if !c.exitHandler(b.reader) {
-		return false // moveReader took rbatch with the role
+	if !r.exit(b.reader) {
+		return false // move took r.batch with the role
 	}
-	c.rbatch.Store(nil)
+	r.batch.Store(nil)
 	return true
 }
 
@@ -326,7 +326,7 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 		return true
 	}
 	hctx := c.register(ctx, cl)
-	if cl.mode == Concurrent && c.spawning.Load() {
+	if cl.mode == Concurrent && r.spawning.Load() {
 		hctx.cl = cl
 		c.pool.spawn(func() {
 			n := c.out.reserve()
@@ -341,13 +341,13 @@ func (r *reader) start(ctx context.Context, cl *call) bool {
 	}
 	if cl.mode != Serial {
 		hctx.cl = cl
-		s := c.enterHandler()
+		s := r.enter()
 		hctx.reader = s
 		out, _ := run(hctx, &c.o, cl, nil, c.o.now())
 		if !hctx.relayed { // else Relay answers it
 			c.finish(cl, out)
 		}
-		return c.exitHandler(s)
+		return r.exit(s)
 	}
 	done := make(chan struct{})
 	wait := r.tail

@@ -204,13 +204,7 @@ func (r *relayCall) answer(rp reply) {
 	if stop := r.stop.Load(); stop != nil {
 		(*stop)()
 	}
-	r.to.forwarded()
-	res, err := rp.result, rp.err
-	if rp.expired {
-		r.to.cancelRemote(r.id)
-		err = r.to.timedOut(r.method, r.timeout)
-	}
-	res, err = r.then(res, err)
+	res, err := r.then(r.to.passedOn(r.id, r.method, r.timeout, rp))
 	c, cl := r.ri.c, r.ri.cl
 	id := []byte(cl.req.ID.raw)
 	var out []byte
@@ -243,6 +237,19 @@ func (r *relayCall) answer(rp reply) {
 	}
 	c.out.enqueueLocked(out, nil, 0)
 	c.freeSlots(1)
+}
+
+// passedOn ends call id, passed on with Relay or ForwardFunc, and
+// returns what its caller gets of rp: the other side's answer, or when
+// its timeout passed (the other side is then told to stop), an error
+// wrapping context.DeadlineExceeded.
+func (c *Conn) passedOn(id uint64, method string, timeout time.Duration, rp reply) (json.RawMessage, error) {
+	c.forwarded()
+	if rp.expired {
+		c.cancelRemote(id)
+		return nil, c.timedOut(method, timeout)
+	}
+	return rp.result, rp.err
 }
 
 // forwarded ends a call of Forward: a draining connection may now be idle.

@@ -297,7 +297,7 @@ func testForwardLeavesNothing(t *testing.T, relay bool) {
 		n := 0
 		for _, c := range conns {
 			n -= int(c.pool.count.Load())
-			if c.away.Load() {
+			if c.role.away.Load() {
 				n-- // Serve's goroutine, waiting since the reading moved
 			}
 		}

@@ -54,7 +54,7 @@ func (c *Conn) freeSlots(n int) {
 	c.mu.Lock()
 	c.running -= n
 	if c.running == 0 {
-		c.spawning.Store(false)
+		c.role.spawning.Store(false)
 	}
 	c.wakeLocked()
 	c.checkIdleLocked()

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/turns"
 	"go.uber.org/zap"
 )
 
@@ -96,9 +97,9 @@ type Options struct {
 	// how many busy connections (those whose next message is always
 	// already there, such as a client keeping many calls in flight) are
 	// read at once, so that they cannot keep every core busy and delay
-	// the messages of every other connection. See [NewShare]. Nil sets no
-	// cap.
-	Share *Share
+	// the messages of every other connection. The server package sets it
+	// (its Options.BusyReaders); nil, for any other user, sets no cap.
+	Share *turns.Share
 
 	// OnServe, if set, is called after each request this side served, with
 	// the method (or "" when no handler was found), the error code sent

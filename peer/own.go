@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/internal/gather"
@@ -37,17 +38,11 @@ import (
 // last needs its read interrupted between two messages, which only the
 // transport can do (gather.Conn.Interrupt).
 //
-// Who holds the role is c.roleAt: a reader goroutine, a caller, or nobody
-// (parked). It changes by compare-and-swap from parked only, so one
-// goroutine at a time takes a parked role; whoever holds it hands it on
-// by storing the new state last, having done with the *reader.
-
-// Reader role holders (Conn.roleAt).
-const (
-	roleReader = iota // a reader goroutine (readLoop) holds the role
-	roleCaller        // a caller holds it, in pendingCall.rd
-	roleParked        // nobody holds it: nobody reads
-)
+// Who holds the role is in its state word (role.go): a reader goroutine,
+// a caller, or nobody (parked). A parked role is taken by a move that
+// finds it parked (mClaim, mWake), so one goroutine at a time takes it;
+// whoever holds it hands it on by a move made last, having done with the
+// *reader (mRead, mPark).
 
 // parkTime is the longest the reader role stays parked: how long a
 // message that is not a reply may wait after a call, at most. A shorter
@@ -63,13 +58,34 @@ type interrupter interface {
 }
 
 // ownRead is the state of the reader role that only a connection whose
-// callers read their own replies has (reader.own): the reply the reader
-// hands over as it parks the role, and the ctx whose end interrupts the
-// holder's read, with how to undo that (see watch).
+// callers read their own replies has (reader.own).
 type ownRead struct {
+	// The holder's: the reply the reader hands over as it parks the role,
+	// and the ctx whose end interrupts the holder's read, with how to undo
+	// that (see watch).
 	pass      passing
 	watchDone <-chan struct{}
 	watchStop func() bool
+
+	// Set once, by NewConn: the transport's interruptRead, and the timer
+	// that ends a parking (see park), with when it fires as last reset
+	// (monotime).
+	interrupt func()
+	timer     parkTimer
+	until     atomic.Int64
+}
+
+// parkTimer gives a parked role to a reader goroutine when it fires:
+// a *time.Timer whose function is Conn.unpark, or a test's stand-in that
+// fires when the test says so.
+type parkTimer interface{ Reset(d time.Duration) bool }
+
+// newOwnRead returns the ownRead of c, whose transport's reads are
+// interrupted by interrupt.
+func newOwnRead(c *Conn, interrupt func()) *ownRead {
+	t := time.AfterFunc(time.Hour, c.unpark)
+	t.Stop()
+	return &ownRead{interrupt: interrupt, timer: t}
 }
 
 // passing is the reply the reader hands over as it parks the role, once
@@ -84,7 +100,7 @@ type passing struct {
 // delivers the reply of call p: it is the only call pending and its caller
 // waits alone. It runs on the reader, with c.mu held.
 func (c *Conn) mayPassLocked(p *pendingCall) bool {
-	return c.ownReads && p.solo && len(c.pending) == 0
+	return c.role.own != nil && p.solo && len(c.pending) == 0
 }
 
 // passOn parks the role and hands r.own.pass its reply. It runs on the
@@ -99,8 +115,10 @@ func (r *reader) passOn() {
 // takeRole returns the parked reader role for a caller to read with, or
 // nil when it is not parked.
 func (c *Conn) takeRole() *reader {
-	if c.ownReads && c.roleAt.Load() == roleParked && c.roleAt.CompareAndSwap(roleParked, roleCaller) {
-		return c.role
+	if r := c.role; r.own != nil {
+		if _, ok := r.step(mClaim, 0); ok {
+			return r
+		}
 	}
 	return nil
 }
@@ -108,8 +126,25 @@ func (c *Conn) takeRole() *reader {
 // wantReader gives a parked role to a new reader goroutine: someone waits
 // for a message that no caller will read.
 func (c *Conn) wantReader() {
-	if c.ownReads && c.roleAt.Load() == roleParked && c.roleAt.CompareAndSwap(roleParked, roleReader) {
-		c.role.goRead(nil)
+	if r := c.role; r.own != nil {
+		if _, ok := r.step(mWake, 0); ok {
+			r.goRead(nil)
+		}
+	}
+}
+
+// wantReaderFor gives a parked role to a new reader goroutine if call id
+// still waits for its reply, which nobody reads then. Its reply may be on
+// its way already: the reader that delivered it parked the role first.
+func (c *Conn) wantReaderFor(id uint64) {
+	if r := c.role; r.own == nil || r.holder() != roleParked {
+		return
+	}
+	c.mu.Lock()
+	_, pending := c.pending[id]
+	c.mu.Unlock()
+	if pending {
+		c.wantReader()
 	}
 }
 
@@ -117,18 +152,22 @@ func (c *Conn) wantReader() {
 // caller took it since.
 func (c *Conn) unpark() { c.wantReader() }
 
-// goRead starts a reader goroutine with the role, which dispatches first
-// before it reads, if there is a first.
+// interrupt interrupts the read of the caller that holds the role, if
+// one does: the read ends between two messages.
+func (c *Conn) interrupt() { c.role.own.interrupt() }
+
+// goRead starts a reader goroutine with the role, which a reader holds
+// already (mWake, mRead), and which dispatches first before it reads, if
+// there is a first.
 func (r *reader) goRead(first []byte) {
 	c := r.c
-	c.roleAt.Store(roleReader)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		if first != nil {
-			c.readers.Add(1)
+			r.loops.Add(1)
 			ok := r.dispatch(r.hctx, first)
-			c.readers.Add(-1)
+			r.loops.Add(-1)
 			switch {
 			case !ok:
 				return // another goroutine reads now
@@ -145,7 +184,7 @@ func (r *reader) goRead(first []byte) {
 // pending or the connection closed, which need a reader at once.
 func (r *reader) park() {
 	c := r.c
-	c.roleAt.Store(roleParked)
+	r.step(mPark, 0)
 	// Checked once parked: a call registered before this is seen here,
 	// and one registered after sees the role parked (see await).
 	c.mu.Lock()
@@ -162,9 +201,9 @@ func (r *reader) park() {
 	// Go's runtime wake a thread for its network poller hundreds of times
 	// a second: 3.5 µs of the client's CPU per call.) The role thus stays
 	// parked for parkTime/2 to parkTime.
-	if now := monotime(); c.parkUntil.Load()-now < int64(parkTime/2) {
-		c.parkUntil.Store(now + int64(parkTime))
-		c.parkTimer.Reset(parkTime)
+	if o, now := r.own, monotime(); o.until.Load()-now < int64(parkTime/2) {
+		o.until.Store(now + int64(parkTime))
+		o.timer.Reset(parkTime)
 	}
 }
 
@@ -186,6 +225,7 @@ func (r *reader) readOwn(ctx context.Context, id uint64, p *pendingCall) (reply,
 			return <-p.ch, true
 		}
 		if ctx.Err() != nil {
+			r.step(mRead, 0)
 			r.goRead(nil)
 			return reply{}, false
 		}
@@ -210,6 +250,7 @@ func (r *reader) readOwn(ctx context.Context, id uint64, p *pendingCall) (reply,
 			r.park()
 			return rep, true
 		case replyNone:
+			r.step(mRead, 0)
 			r.goRead(msg)
 			return reply{}, false
 		}
@@ -230,7 +271,7 @@ func (r *reader) watch(ctx context.Context) {
 	if o.watchStop != nil {
 		o.watchStop()
 	}
-	o.watchDone, o.watchStop = done, context.AfterFunc(ctx, r.c.interrupt)
+	o.watchDone, o.watchStop = done, context.AfterFunc(ctx, o.interrupt)
 }
 
 // interrupted reports whether err is that of a read interrupted for a

@@ -3,12 +3,12 @@ package peer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +19,37 @@ import (
 
 // ownPair connects a Conn whose callers read their own replies, over a
 // WebSocket dialed as the client package dials it (gather.Dialed), to a
-// server Conn with srvOpts, which it returns too.
+// server Conn with srvOpts, which it returns too. The Conn's park timer
+// is a heldTimer: a role parked stays parked until the test fires it
+// (fireParkTimer), or something that waits takes it.
 func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
+	t.Helper()
+	return ownPairTimer(t, opts, srvOpts, new(heldTimer))
+}
+
+// heldTimer stands in for a connection's park timer: it never fires by
+// itself. armed: it was reset since it last fired.
+type heldTimer struct{ armed atomic.Bool }
+
+func (h *heldTimer) Reset(time.Duration) bool { return h.armed.Swap(true) }
+
+// fireParkTimer fires c's heldTimer, as if parkTime had passed since the
+// role was parked; the role must be parked, and the timer armed.
+func fireParkTimer(t *testing.T, c *Conn) {
+	t.Helper()
+	if h := c.role.holder(); h != roleParked {
+		t.Fatalf("the park timer fires with the role held by %d", h)
+	}
+	if !c.role.own.timer.(*heldTimer).armed.Swap(false) {
+		t.Fatal("the role is parked, and its timer not armed")
+	}
+	c.role.own.until.Store(0) // its time has passed
+	c.unpark()
+}
+
+// ownPairTimer is ownPair with timer as the park timer; nil keeps the
+// connection's own.
+func ownPairTimer(t *testing.T, opts, srvOpts *Options, timer parkTimer) (c, srv *Conn) {
 	t.Helper()
 	srvc := make(chan *Conn, 1)
 	done := make(chan struct{})
@@ -55,12 +84,15 @@ func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
 		t.Fatal("reads can be interrupted on a dialed WebSocket whose network connection is not known")
 	}
 	c = NewConn(gather.Dialed(ws, gc).(Transport), opts)
-	if !c.ownReads {
+	if c.role.own == nil {
 		t.Fatal("callers do not read over a WebSocket the client package dials")
+	}
+	if timer != nil {
+		c.role.own.timer = timer
 	}
 	go c.Serve(context.Background()) //nolint:errcheck
 	srv = <-srvc
-	if srv.ownReads {
+	if srv.role.own != nil {
 		t.Fatal("a served connection's callers read their own replies")
 	}
 	t.Cleanup(func() {
@@ -71,35 +103,31 @@ func ownPair(t *testing.T, opts, srvOpts *Options) (c, srv *Conn) {
 	return c, srv
 }
 
-// waitRole waits until the reader role is in state want.
-func waitRole(t *testing.T, c *Conn, want int32) {
+// wantRole fails the test unless the reader role is held by want.
+func wantRole(t *testing.T, c *Conn, want state) {
 	t.Helper()
-	testkit.WaitFor(t, fmt.Sprintf("reader role %d", want), func() bool { return c.roleAt.Load() == want })
+	if h := c.role.holder(); h != want {
+		t.Fatalf("the reader role is held by %d, want %d", h, want)
+	}
 }
 
-// parkedCall makes a call, after which the role is parked: the reader
-// handed it over with the reply. The timer may have given it back
-// already on a slow machine, so it calls until it sees it parked.
+// parkedCall makes a call alone, after which the role is parked: the
+// reader, or the caller itself, parked it with the reply, and the
+// heldTimer leaves it parked.
 func parkedCall(t *testing.T, c *Conn) { parkedCallCtx(t, t.Context(), c) }
 
-// parkedCallCtx is parkedCall with calls made with ctx. A ctx without a
-// deadline leaves the calls to the connection's CallTimeout.
+// parkedCallCtx is parkedCall with a call made with ctx. A ctx without a
+// deadline leaves the call to the connection's CallTimeout.
 func parkedCallCtx(t *testing.T, ctx context.Context, c *Conn) {
 	t.Helper()
-	deadline := time.Now().Add(testkit.Wait)
-	for time.Now().Before(deadline) {
-		// The reader hands the role over only to a caller waiting on
-		// the poll waker, and a loaded machine's slow wakes make the
-		// next skipCalls calls wait on their channels instead.
-		c.wk.skip.Store(0)
-		if err := c.Call(ctx, "rpc.ping", nil, nil); err != nil {
-			t.Fatal(err)
-		}
-		if c.roleAt.Load() == roleParked {
-			return
-		}
+	// The reader hands the role over only to a caller waiting on the poll
+	// waker, and a loaded machine's slow wakes make the next skipCalls
+	// calls wait on their channels instead.
+	c.wk.skip.Store(0)
+	if err := c.Call(ctx, "rpc.ping", nil, nil); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("the reader role was never parked after a call in %v", testkit.Wait)
+	wantRole(t, c, roleParked)
 }
 
 func TestCallerReadsOwnReply(t *testing.T) {
@@ -113,20 +141,45 @@ func TestCallerReadsOwnReply(t *testing.T) {
 			t.Fatalf("call %d: %v %v", i, sum, err)
 		}
 	}
-	// Left parked, the role goes back to a reader goroutine.
-	waitRole(t, c, roleReader)
+	// Left parked, the role goes back to a reader goroutine when the
+	// timer fires.
+	fireParkTimer(t, c)
+	wantRole(t, c, roleReader)
+}
+
+// noteMux serves the notification "note", whose params it sends on got.
+func noteMux() (m *Mux, got chan string) {
+	got = make(chan string, 1)
+	m = NewMux()
+	m.HandleFunc("note", func(_ context.Context, req *Request) (any, error) {
+		got <- string(req.Params)
+		return nil, nil
+	})
+	return m, got
+}
+
+// TestParkTimer checks that the park timer itself gives a parked role
+// back: a notification sent after a call, with nobody calling, arrives.
+func TestParkTimer(t *testing.T) {
+	m, got := noteMux()
+	c, srv := ownPairTimer(t, &Options{Router: m}, &Options{Router: specMux()}, nil)
+	c.wk.skip.Store(0) // the role is parked as the call returns (see parkedCall)
+	if err := c.Call(t.Context(), "rpc.ping", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Notify(t.Context(), "note", []int{7}); err != nil {
+		t.Fatal(err)
+	}
+	if p := testkit.Recv(t, got, "the notification"); p != "[7]" {
+		t.Fatalf("notification params %s", p)
+	}
 }
 
 // TestParkedRoleEvents checks that what the other side sends while
 // nobody reads (the role parked after a call) still arrives: a
 // notification, and a call, which is answered.
 func TestParkedRoleEvents(t *testing.T) {
-	got := make(chan string, 1)
-	m := NewMux()
-	m.HandleFunc("note", func(_ context.Context, req *Request) (any, error) {
-		got <- string(req.Params)
-		return nil, nil
-	})
+	m, got := noteMux()
 	m.Handle("greet", Func(func(_ context.Context, p []string) (string, error) {
 		return "hello " + p[0], nil
 	}))
@@ -135,12 +188,16 @@ func TestParkedRoleEvents(t *testing.T) {
 	if err := srv.Notify(t.Context(), "note", []int{7}); err != nil {
 		t.Fatal(err)
 	}
+	fireParkTimer(t, c)
 	if p := testkit.Recv(t, got, "the notification"); p != "[7]" {
 		t.Fatalf("notification params %s", p)
 	}
 	parkedCall(t, c)
+	errc := make(chan error, 1)
 	var s string
-	if err := srv.Call(t.Context(), "greet", []string{"you"}, &s); err != nil || s != "hello you" {
+	go func() { errc <- srv.Call(t.Context(), "greet", []string{"you"}, &s) }()
+	fireParkTimer(t, c)
+	if err := testkit.Recv(t, errc, "the answer to greet"); err != nil || s != "hello you" {
 		t.Fatalf("greet: %q %v", s, err)
 	}
 }
@@ -170,27 +227,17 @@ func TestCallerReadingCancelled(t *testing.T) {
 	m, started, _ := blockMux()
 	c, _ := ownPair(t, nil, &Options{Router: m})
 	parkedCall(t, c) // with another context first
-	// The blocked call must be the one reading. parkedForGood leaves it
-	// the role, unless the function of a park timer that fired before
-	// runs late and takes it first: then the case is tried again.
-	for attempt := 0; ; attempt++ {
-		if attempt == 10 {
-			t.Fatal("the blocked call never read for the connection")
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		parkedCallCtx(t, ctx, c)
-		parkedForGood(t, ctx, c)
-		errc := make(chan error, 1)
-		go func() { errc <- c.Call(ctx, "block", nil, nil) }()
-		testkit.Recv(t, started, "the blocked call to start")
-		reading := c.roleAt.Load() == roleCaller
-		cancel()
-		if err := testkit.Recv(t, errc, "the cancelled call to return"); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Call returned %v, want context.Canceled", err)
-		}
-		if reading {
-			break
-		}
+	ctx, cancel := context.WithCancel(t.Context())
+	parkedCallCtx(t, ctx, c)
+	parkedCallCtx(t, ctx, c)
+	// The blocked call takes the parked role: it is the one reading.
+	errc := make(chan error, 1)
+	go func() { errc <- c.Call(ctx, "block", nil, nil) }()
+	testkit.Recv(t, started, "the blocked call to start")
+	wantRole(t, c, roleCaller)
+	cancel()
+	if err := testkit.Recv(t, errc, "the cancelled call to return"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call returned %v, want context.Canceled", err)
 	}
 	var sum float64
 	if err := c.Call(t.Context(), "add", []int{2, 3}, &sum); err != nil || sum != 5 {
@@ -206,24 +253,21 @@ func TestCallerReadingTimesOut(t *testing.T) {
 	// leaves alone: on a loaded machine, one may take longer than it.
 	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
-		if attempt == 10 {
-			t.Fatal("the blocked call was never seen reading for the connection")
-		}
-		parkedForGood(t, ctx, c)
-		errc := make(chan error, 1)
-		go func() { errc <- c.Call(context.Background(), "block", nil, nil) }()
-		testkit.Recv(t, started, "the blocked call to start")
-		// Only the blocked call can hold the role, until it returns;
-		// a loaded machine may see it returned already.
-		reading := c.roleAt.Load() == roleCaller
-		if err := testkit.Recv(t, errc, "the call to end at its CallTimeout"); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("got %v, want DeadlineExceeded", err)
-		}
-		if reading {
-			break
-		}
+	parkedCallCtx(t, ctx, c)
+	// The blocked call takes the parked role: it is the one reading,
+	// until its CallTimeout interrupts its read and it parks the role
+	// again, which a loaded machine may see done already. A reader
+	// goroutine never holds it meanwhile.
+	errc := make(chan error, 1)
+	go func() { errc <- c.Call(context.Background(), "block", nil, nil) }()
+	testkit.Recv(t, started, "the blocked call to start")
+	if h := c.role.holder(); h != roleCaller && h != roleParked {
+		t.Fatalf("the reader role is held by %d while the blocked call waits", h)
 	}
+	if err := testkit.Recv(t, errc, "the call to end at its CallTimeout"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	wantRole(t, c, roleParked)
 	var sum float64
 	if err := c.Call(ctx, "add", []int{2, 3}, &sum); err != nil || sum != 5 {
 		t.Fatalf("after the interrupted read: %v %v", sum, err)
@@ -285,28 +329,12 @@ func TestParkedRoleClose(t *testing.T) {
 	c, srv := ownPair(t, nil, &Options{Router: specMux()})
 	parkedCall(t, c)
 	srv.CloseWith(CloseGoingAway, "bye")
+	fireParkTimer(t, c) // nobody reads until then
 	testkit.Recv(t, c.Done(), "the end of a connection closed by the other side with the role parked")
 	var ce *CloseError
 	if err := c.Err(); !errors.As(err, &ce) || ce.Code != CloseGoingAway {
 		t.Fatalf("Err %v, want the other side's 1001", err)
 	}
-}
-
-// parkedForGood parks the reader role after a call made with ctx and
-// stops the timer that would give it back: only what waits can get a
-// reader now, and the function of a timer that fired before, if a loaded
-// machine runs it only now.
-func parkedForGood(t *testing.T, ctx context.Context, c *Conn) {
-	t.Helper()
-	for range 100 {
-		parkedCallCtx(t, ctx, c)
-		// Stop reports false when the timer has fired: its function may
-		// be about to take the role.
-		if c.parkTimer.Stop() && c.roleAt.Load() == roleParked {
-			return
-		}
-	}
-	t.Fatal("the reader role was never left parked")
 }
 
 // TestParkedRoleWaiters checks that whatever waits for a message it will
@@ -333,7 +361,7 @@ func TestParkedRoleWaiters(t *testing.T) {
 		}
 	}
 
-	parkedForGood(t, t.Context(), c)
+	parkedCall(t, c)
 	var sum float64
 	within("Batch", func() error {
 		elems := []BatchElem{{Method: "add", Params: []int{1, 2}, Result: &sum}}
@@ -343,12 +371,12 @@ func TestParkedRoleWaiters(t *testing.T) {
 		return elems[0].Err
 	})
 
-	parkedForGood(t, t.Context(), c)
+	parkedCall(t, c)
 	within("Ping", func() error { return c.Ping(t.Context()) })
 
 	// A call that found the role held, registered once it was parked:
 	// the steps of Call with the role taken by someone else meanwhile.
-	parkedForGood(t, t.Context(), c)
+	parkedCall(t, c)
 	within("a call that did not take the role", func() error {
 		p := &pendingCall{ch: make(chan reply, 1)}
 		id, err := c.addPending(p, false)

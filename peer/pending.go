@@ -19,8 +19,10 @@ type pendingCall struct {
 	// Conn.pending (with Conn.mu held) sends it.
 	ch       chan reply
 	progress func(json.RawMessage)
-	// relay, for a call of Relay, takes the reply instead of ch.
+	// relay, for a call of Relay, takes the reply instead of ch; fn,
+	// for a call of ForwardFunc.
 	relay *relayCall
+	fn    *funcCall
 	// solo: the caller waits on the connection's poll waker, which whoever
 	// sends on ch then tells the call's id (see wake.go).
 	solo bool
@@ -108,8 +110,12 @@ func (p *pendingCall) end(err error) {
 // removed it from Conn.pending: on p's channel, and, if the caller waits
 // on the poll waker, by the call's id there too (see wake.go).
 func (c *Conn) hand(id uint64, p *pendingCall, r reply) {
-	if p.relay != nil {
+	switch {
+	case p.relay != nil:
 		p.relay.answer(r)
+		return
+	case p.fn != nil:
+		p.fn.answer(r)
 		return
 	}
 	solo := p.solo // p is the caller's again once sent
@@ -163,9 +169,13 @@ func (t *timeouts) stop() {
 // deadline has passed and arms the timer for the earliest one left.
 func (c *Conn) expireCalls() {
 	var relayed []*relayCall // answered once c.mu is let go: they answer their callers
+	var fns []*funcCall
 	defer func() {
 		for _, r := range relayed {
 			r.answer(reply{expired: true})
+		}
+		for _, f := range fns {
+			f.answer(reply{expired: true})
 		}
 	}()
 	c.mu.Lock()
@@ -182,6 +192,9 @@ func (c *Conn) expireCalls() {
 		case p.deadline <= now && p.relay != nil:
 			delete(c.pending, id)
 			relayed = append(relayed, p.relay)
+		case p.deadline <= now && p.fn != nil:
+			delete(c.pending, id)
+			fns = append(fns, p.fn)
 		case p.deadline <= now:
 			delete(c.pending, id)
 			p.end(context.DeadlineExceeded)
@@ -235,7 +248,7 @@ func (c *Conn) await(ctx context.Context, id uint64, p *pendingCall) (reply, boo
 		}
 		// The role went to a reader goroutine before the reply came.
 	} else {
-		c.wantReader() // the role may have been parked as p was added
+		c.wantReaderFor(id) // the role may have been parked as p was added
 	}
 	if p.solo {
 		switch err := c.wk.wait(ctx, id); {

@@ -2,9 +2,11 @@ package peer
 
 import (
 	"context"
-	"golang.org/x/time/rate"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // This file holds the reader of a served Conn and the watchdog that lets
@@ -32,19 +34,11 @@ import (
 //
 // At most one goroutine holds a connection's reader role at a time; what
 // "belongs to the reader" belongs to the holder. The role passes by a
-// compare-and-swap on Conn.rstate, so that the watchdog takes it only
+// move of its state word (role.go), so that the watchdog takes it only
 // from a reader still in its handler, and the reader learns it lost it.
 // On a connection the client package dialed, the role can also be parked
 // and taken by a caller, who reads its own reply with the same *reader
-// (see own.go and Conn.roleAt).
-
-// rstate bits: the reader is in a handler, and the connection is on the
-// watchdog's list; the bits above count the handlers the reader started.
-const (
-	rBusy    = 1 << 0
-	rWatched = 1 << 1
-	rSeq     = 1 << 2
-)
+// (see own.go).
 
 // readerTick is how long after a look that found a reader in a handler
 // the watchdog looks again: a handler that runs longer may lose the
@@ -67,15 +61,39 @@ var readerWatch struct {
 	running bool
 }
 
-// reader is the state of a connection's reader role. One goroutine at a
-// time holds the role: Serve's, then each one the watchdog starts when it
-// takes the role from a reader in a slow handler (moveReader), which
+// reader is the reader role of a connection. One goroutine at a time
+// holds the role: Serve's, then each one the watchdog starts when it
+// takes the role from a reader in a slow handler (move), which
 // hands the new goroutine the same *reader. The functions that run on
-// the reader are methods of *reader: they alone touch its fields, and a
-// goroutine that lost the role (exitHandler reports false) returns
-// without touching them again.
+// the reader are methods of *reader: they alone touch the holder's
+// fields, and a goroutine that lost the role (exit reports false)
+// returns without touching them again.
 type reader struct {
-	c    *Conn
+	c *Conn
+
+	// What others see of the role, changed atomically. state is its
+	// state word, changed by step alone (role.go).
+	state atomic.Uint64
+	// batch is the batch the holder runs, if any (see startBatch), which
+	// the watchdog takes with the role.
+	batch atomic.Pointer[batch]
+	// spawning is set when the watchdog took the role from a slow
+	// handler, and cleared at its next look (or once no call runs):
+	// meanwhile concurrent calls run on workers.
+	spawning atomic.Bool
+	// loops counts the goroutines in readLoop: the holder, and those
+	// that lost the role in a handler, for tests.
+	loops atomic.Int32
+	// away: Serve's goroutine no longer reads (see Serve), for tests.
+	away atomic.Bool
+	// watchSeq is the handler count at the watchdog's last look; guarded
+	// by readerWatch.mu.
+	watchSeq uint64
+	// ahead is the transport when it can tell that its next message is
+	// read already (see readAhead); set once, by NewConn.
+	ahead readAhead
+
+	// The holder's.
 	ctx  context.Context // for reads: Serve's ctx, without its cancellation
 	hctx context.Context // the handlers' parent
 	// limiter enforces Options.Rate; nil: none.
@@ -111,8 +129,8 @@ type reader struct {
 // TestIdleCost fails then.
 func (r *reader) readLoop() {
 	c := r.c
-	c.readers.Add(1)
-	defer c.readers.Add(-1)
+	r.loops.Add(1)
+	defer r.loops.Add(-1)
 	// The replies a reader held back (see below) are written: its
 	// predecessor lost the role in a handler, and may be in it still.
 	c.out.holdWrites(false)
@@ -138,7 +156,7 @@ func (r *reader) readLoop() {
 		}
 		// With another message read already, the replies to this one
 		// wait for that one's, to leave together.
-		if c.ahead != nil {
+		if r.ahead != nil {
 			r.readAhead()
 		}
 		if !r.dispatch(r.hctx, msg) {
@@ -163,7 +181,7 @@ func (r *reader) readLoop() {
 // queue after this one otherwise.
 func (r *reader) readAhead() {
 	c := r.c
-	r.heldNext = c.ahead.messageWaiting()
+	r.heldNext = r.ahead.messageWaiting()
 	if r.heldNext && !r.held {
 		r.held = true
 		c.out.holdWrites(true)
@@ -180,38 +198,33 @@ func (r *reader) letGo() {
 	}
 }
 
-// enterHandler marks the reader as running a handler and returns the
-// state to give exitHandler. The connection goes on the watchdog's list
-// if it is not on it.
-func (c *Conn) enterHandler() uint64 {
-	for {
-		old := c.rstate.Load()
-		s := (old + rSeq) | rBusy
-		if !c.rstate.CompareAndSwap(old, s) {
-			continue
-		}
-		if old&rWatched != 0 {
-			return s
-		}
-		// Only the reader sets rWatched, and the watchdog clears it only
-		// while the reader is not busy: it is ours to set.
-		readerWatch.mu.Lock()
-		c.rstate.Or(rWatched)
-		c.watchSeq = ^uint64(0)
-		readerWatch.conns = append(readerWatch.conns, c)
-		if !readerWatch.running {
-			readerWatch.running = true
-			go watchReaders()
-		}
-		readerWatch.mu.Unlock()
-		return s | rWatched
+// enter marks the reader as running a handler and returns the state to
+// give exit. The connection goes on the watchdog's list if it is not on
+// it.
+func (r *reader) enter() state {
+	s, _ := r.step(mEnter, 0)
+	if s.watched() {
+		return s
 	}
+	// Only the holder sets watched, and the watchdog clears it only while
+	// the holder is not busy: it is ours to set.
+	readerWatch.mu.Lock()
+	s, _ = r.step(mWatch, 0)
+	r.watchSeq = ^uint64(0)
+	readerWatch.conns = append(readerWatch.conns, r.c)
+	if !readerWatch.running {
+		readerWatch.running = true
+		go watchReaders()
+	}
+	readerWatch.mu.Unlock()
+	return s
 }
 
-// exitHandler marks the reader as done with its handler and reports
-// whether it still holds the reader role.
-func (c *Conn) exitHandler(s uint64) bool {
-	return c.rstate.CompareAndSwap(s, s&^rBusy)
+// exit marks the reader as done with the handler it entered with state s,
+// and reports whether it still holds the reader role.
+func (r *reader) exit(s state) bool {
+	_, ok := r.step(mExit, s)
+	return ok
 }
 
 // watchReaders is the watchdog goroutine. It ends after readerLinger
@@ -225,7 +238,7 @@ func watchReaders() {
 		conns := readerWatch.conns[:0]
 		busy := false
 		for _, c := range readerWatch.conns {
-			keep, inHandler := c.watchReader()
+			keep, inHandler := c.role.look()
 			if keep {
 				conns = append(conns, c)
 			}
@@ -249,54 +262,55 @@ func watchReaders() {
 	}
 }
 
-// watchReader is the watchdog's look at one connection, with
+// look is the watchdog's look at one connection's reader, with
 // readerWatch.mu held: it starts a new reader if the reader has been in
 // the same handler since the previous look. It reports whether the
 // connection stays on the list (not when it ran no handler since), and
 // whether its reader is in a handler the watchdog had not seen yet, to
 // look at again soon.
-func (c *Conn) watchReader() (keep, inHandler bool) {
-	s := c.rstate.Load()
-	seq := s / rSeq
-	if seq != c.watchSeq {
-		c.watchSeq = seq
-		return true, s&rBusy != 0
+func (r *reader) look() (keep, inHandler bool) {
+	s := state(r.state.Load())
+	if s.seq() != r.watchSeq {
+		r.watchSeq = s.seq()
+		return true, s.busy()
 	}
-	if s&rBusy == 0 {
+	if !s.busy() {
 		// No handler on the reader since the previous look: if the reading
 		// moved off a slow handler then, the calls that came meanwhile
 		// went to workers; from now on they start on the reader again. A
 		// connection whose handlers are quick must not stay on the slow
 		// path for as long as it has calls running, which under a steady
 		// load is for ever.
-		c.spawning.Store(false)
-		return !c.rstate.CompareAndSwap(s, s&^rWatched), false
+		r.spawning.Store(false)
+		_, unwatched := r.step(mUnwatch, s)
+		return !unwatched, false
 	}
-	if c.moveReader(s) {
-		c.spawning.Store(true)
+	if r.move(s) {
+		r.spawning.Store(true)
 	}
 	return true, false
 }
 
-// moveReader takes the reader role from a reader in a handler, if it is
-// still in the handler it was in with state s, and starts a new reader.
-// It reports whether it did.
-func (c *Conn) moveReader(s uint64) bool {
-	if !c.rstate.CompareAndSwap(s, s&^rBusy) {
+// move takes the reader role from a reader in a handler, if it is still
+// in the handler it was in with state s, and starts a new reader. It
+// reports whether it did.
+func (r *reader) move(s state) bool {
+	if _, ok := r.step(mSteal, s); !ok {
 		return false
 	}
-	// The reader is in a batch if it set rbatch: the batch's calls not
-	// yet started no longer wait for the slow one. The batch is taken
-	// before the new reader starts, which may set rbatch again.
-	if b := c.rbatch.Swap(nil); b != nil {
+	// The reader is in a batch if it set batch: the batch's calls not yet
+	// started no longer wait for the slow one. The batch is taken before
+	// the new reader starts, which may set it again.
+	if b := r.batch.Swap(nil); b != nil {
 		b.spread()
 	}
 	// The role is taken from a reader in a handler: reading has not
 	// ended, so Serve does not wait for c.wg yet.
+	c := r.c
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.role.readLoop() // the role, and its state, pass to this goroutine
+		r.readLoop() // the role, and its state, pass to this goroutine
 	}()
 	return true
 }
@@ -309,12 +323,12 @@ func (c *Conn) moveReader(s uint64) bool {
 // for the reader to read the answer.
 //
 // The handler may have returned already (a goroutine it started waits
-// with its context): moveReader then finds the reader in another state
-// and does nothing, unless the reader is still where the handler left it
+// with its context): move then finds the reader in another state and
+// does nothing, unless the reader is still where the handler left it
 // (writing its reply, or running the rest of its batch), which then
 // loses the reading as it would to the watchdog.
 func (ri *reqInfo) leaveReader() {
 	if ri.reader != 0 {
-		ri.c.moveReader(ri.reader)
+		ri.c.role.move(ri.reader)
 	}
 }

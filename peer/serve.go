@@ -3,6 +3,8 @@ package peer
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,8 +172,8 @@ func serveResult(ctx context.Context, log *zap.Logger, c *call) (b []byte, err e
 // any order).
 //
 // A batch that runs on its connection's reader is spread by the reader's
-// watchdog, when it takes the reader from it (see moveReader and
-// Conn.rbatch); any other by a timer, after batchSpread. A timer per
+// watchdog, when it takes the reader from it (see reader.move and
+// reader.batch); any other by a timer, after batchSpread. A timer per
 // batch costs a wake-up of the runtime's network poller, which on a busy
 // reader is a thread woken and put back to sleep for every batch.
 type batch struct {
@@ -184,10 +186,10 @@ type batch struct {
 	pending int          // calls that are not Inline
 	out     []byte       // '[' and the replies so far, comma-separated
 	next    atomic.Int64 // index in calls of the next call to start
-	// reader is the reader state (enterHandler's) while the batch runs on
+	// reader is the reader state (reader.enter's) while the batch runs on
 	// its connection's reader, else 0. The calls the batch's goroutine
 	// runs get it (see leaveReader); a helper's do not.
-	reader uint64
+	reader state
 
 	wg    sync.WaitGroup // the helpers
 	mu    sync.Mutex     // after readerWatch.mu (see Conn.mu)
@@ -294,7 +296,7 @@ func (b *batch) spread() {
 // work runs calls not yet started, one after the other, until there are
 // none left, and appends their replies to dst. reader is the reader state
 // of the goroutine running work if it is its connection's reader.
-func (b *batch) work(dst []byte, reader uint64) []byte {
+func (b *batch) work(dst []byte, reader state) []byte {
 	start := b.o.now()
 	for {
 		i := int(b.next.Add(1)) - 1
@@ -382,6 +384,19 @@ func Respond(ctx context.Context, body []byte, opts *Options) []byte {
 		b.run()
 	}
 	return b.reply()
+}
+
+// Reply returns the result of the reply body that [Respond] returned for
+// one call, or its error, a *[Error]. A body that is not one reply gives
+// another error.
+func Reply(body []byte) (json.RawMessage, error) {
+	// The body is Respond's, not a stranger's: its nesting needs no bound.
+	f, ok := parseFrame(nil, body, 1, math.MaxInt)
+	if !ok || f.batch || !f.msgs[0].isResponse() {
+		return nil, errors.New("peer: not a reply")
+	}
+	r := decodeReply(&f.msgs[0])
+	return r.result, r.err
 }
 
 // prepareNoConn is prepare for Respond: responses are ignored (there are no

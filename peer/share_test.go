@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
+	"github.com/switchboard-rpc/switchboard/internal/turns"
 )
 
 // busyShare returns a Share of one turn under which every connection
 // counts as busy after busyAfter reads (no read is long enough to have
 // waited), so that turns are taken whatever the machine's speed.
-func busyShare() *Share {
-	s := NewShare(1)
-	s.waited = time.Hour
+func busyShare() *turns.Share {
+	s := turns.New(1)
+	s.Waited = time.Hour
 	return s
 }
 
@@ -65,7 +66,7 @@ func TestShareBusyConnectionsTakeTurns(t *testing.T) {
 	b.c.Close()
 	<-a.c.Done()
 	<-b.c.Done()
-	if n := len(s.turns); n != 0 {
+	if n := s.Held(); n != 0 {
 		t.Fatalf("%d turns held after both connections closed", n)
 	}
 }
@@ -121,10 +122,10 @@ func TestShareFullQueueGivesTurnBack(t *testing.T) {
 // A connection that is not busy never waits for a turn: with the only
 // turn held, its calls are answered.
 func TestShareLeavesOthersAlone(t *testing.T) {
-	s := NewShare(1)
-	s.waited = 0 // every read waited for the network
-	s.turns <- struct{}{}
-	defer func() { <-s.turns }()
+	s := turns.New(1)
+	s.Waited = 0 // every read waited for the network
+	s.Take(nil)
+	defer s.Give()
 	p := newRawPeer(t, &Options{Router: specMux(), Share: s})
 	for i := range 4 * busyAfter {
 		got := p.roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","params":[%d],"id":%d}`, i, i))
@@ -136,8 +137,8 @@ func TestShareLeavesOthersAlone(t *testing.T) {
 // closes.
 func TestShareWaitEndsOnClose(t *testing.T) {
 	s := busyShare()
-	s.turns <- struct{}{} // held elsewhere for the whole test
-	defer func() { <-s.turns }()
+	s.Take(nil) // held elsewhere for the whole test
+	defer s.Give()
 	p := newRawPeer(t, &Options{Router: specMux(), Share: s})
 	for i := range busyAfter + 1 {
 		p.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"echo","id":%d}`, i))

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
@@ -142,6 +143,43 @@ func TestSpecRespond(t *testing.T) {
 			got := Respond(t.Context(), []byte(tt.in), opts)
 			testkit.JSONEqual(t, tt.want, string(got))
 		})
+	}
+}
+
+// Reply gives back what each call's reply holds: its result as sent, or
+// its error with code, message and data; a body that is no single reply,
+// an error of its own.
+func TestReply(t *testing.T) {
+	opts := &Options{Router: specMux()}
+	for _, tt := range []struct{ name, in, result, err string }{
+		{"result", `{"jsonrpc":"2.0","method":"echo","params":{"x":[1,"2",{"y":null}]},"id":1}`, `{"x":[1,"2",{"y":null}]}`, ""},
+		{"string id", `{"jsonrpc":"2.0","method":"rpc.ping","id":"p"}`, `{}`, ""},
+		{"error with data", `{"jsonrpc":"2.0","method":"custom","id":1}`, "", `{"code":42,"message":"custom","data":{"x":1}}`},
+		{"unknown method", `{"jsonrpc":"2.0","method":"nope","id":1}`, "", `{"code":-32601,"message":"Method not found"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Reply(Respond(t.Context(), []byte(tt.in), opts))
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				testkit.JSONEqual(t, tt.result, string(res))
+				return
+			}
+			e, ok := err.(*Error)
+			if !ok || res != nil {
+				t.Fatalf("got %s, %v; want the error %s", res, err, tt.err)
+			}
+			b, _ := json.Marshal(e)
+			testkit.JSONEqual(t, tt.err, string(b))
+		})
+	}
+	for _, body := range []string{"", `[{"jsonrpc":"2.0","result":1,"id":1}]`, `{"jsonrpc":"2.0","method":"x","id":1}`, `{"jsonrpc":"2.0","result":1,"id":1`} {
+		if _, err := Reply([]byte(body)); err == nil {
+			t.Errorf("Reply(%q): no error", body)
+		} else if _, isRPC := err.(*Error); isRPC {
+			t.Errorf("Reply(%q): %v, a JSON-RPC error", body, err)
+		}
 	}
 }
 

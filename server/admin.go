@@ -171,13 +171,25 @@ func (s *Server) adminState() *adminState {
 }
 
 // The params and results of the admin methods that the hub's types do
-// not give.
+// not give. Each result that comes from the nodes of a cluster names
+// those that did not answer in time, whose part is missing from it.
 type (
+	peersResult struct {
+		Peers      []hub.PeerDetail `json:"peers"`
+		Next       string           `json:"next,omitempty"`
+		Unanswered []string         `json:"unanswered,omitempty"`
+	}
+	topicsResult struct {
+		Topics     []hub.TopicDetail `json:"topics"`
+		Next       string            `json:"next,omitempty"`
+		Unanswered []string          `json:"unanswered,omitempty"`
+	}
 	providersParams struct {
 		Method string `json:"method,omitempty"` // "" for every provider
 	}
 	providersResult struct {
-		Providers []hub.ProviderDetail `json:"providers"`
+		Providers  []hub.ProviderDetail `json:"providers"`
+		Unanswered []string             `json:"unanswered,omitempty"`
 	}
 	infoResult struct {
 		Version string         `json:"version"`
@@ -185,6 +197,8 @@ type (
 		Uptime  float64        `json:"uptime_seconds"`
 		Node    string         `json:"node,omitempty"`
 		Nodes   []hub.NodeInfo `json:"nodes"`
+		// Unanswered are the nodes that did not answer, missing from Nodes.
+		Unanswered []string `json:"unanswered,omitempty"`
 	}
 	disconnectParams struct {
 		Peer   string `json:"peer,omitempty"`
@@ -196,9 +210,13 @@ type (
 	disconnectResult struct {
 		Disconnected  []hub.PeerInfo `json:"disconnected"`
 		RevokedBefore *time.Time     `json:"revoked_before,omitempty"` // the user's tokens issued before this are refused
+		// Unanswered are the nodes that did not answer: their peers may
+		// still be connected (and the revocation not known there).
+		Unanswered []string `json:"unanswered,omitempty"`
 	}
 	unsubscribeResult struct {
 		Unsubscribed []hub.Unsubscribed `json:"unsubscribed"`
+		Unanswered   []string           `json:"unanswered,omitempty"`
 	}
 	publishParams struct {
 		Topic string          `json:"topic"`
@@ -212,36 +230,55 @@ type (
 		Published []hub.Published `json:"published"`
 	}
 	refusalsResult struct {
-		Refusals []hub.RefusalDetail `json:"refusals"`
+		Refusals   []hub.RefusalDetail `json:"refusals"`
+		Unanswered []string            `json:"unanswered,omitempty"`
 	}
 )
+
+// unanswered moves the nodes of a [*hub.UnansweredError] into the result
+// (*nodes), which is good without them; it returns any other error.
+func unanswered(err error, nodes *[]string) error {
+	if ue, ok := errors.AsType[*hub.UnansweredError](err); ok {
+		*nodes = ue.Nodes
+		return nil
+	}
+	return err
+}
 
 // newAdminMux returns the admin methods, typed so that rpc.discover
 // describes them.
 func (s *Server) newAdminMux() *peer.Mux {
 	h := s.hub
 	m := peer.NewMux()
-	m.Handle("admin.peers", peer.Func(func(ctx context.Context, q hub.PeerQuery) (hub.PeerPage, error) {
-		return h.ListPeers(ctx, q)
+	m.Handle("admin.peers", peer.Func(func(ctx context.Context, q hub.PeerQuery) (peersResult, error) {
+		page, err := h.ListPeers(ctx, q)
+		res := peersResult{Peers: page.Peers, Next: page.Next}
+		return res, unanswered(err, &res.Unanswered)
 	}))
 	m.Describe("admin.peers", peer.Doc{Summary: "The peers connected to the cluster, by id, a page at a time; next is the cursor of the next page.",
 		Params: map[string]string{"user": "only this user's", "topic": "only those subscribed to a pattern overlapping this one", "node": "only this node's", "cursor": "the next of the page before", "limit": "at most this many (default 100, at most 1000)"}})
-	m.Handle("admin.topics", peer.Func(func(ctx context.Context, q hub.TopicQuery) (hub.TopicPage, error) {
-		return h.ListTopics(ctx, q)
+	m.Handle("admin.topics", peer.Func(func(ctx context.Context, q hub.TopicQuery) (topicsResult, error) {
+		page, err := h.ListTopics(ctx, q)
+		res := topicsResult{Topics: page.Topics, Next: page.Next}
+		return res, unanswered(err, &res.Unanswered)
 	}))
 	m.Describe("admin.topics", peer.Doc{Summary: "The topics held in the history and the patterns subscribed to, that a pattern covers, with their subscribers and history.",
 		Params: map[string]string{"pattern": "default >", "cursor": "the next of the page before", "limit": "at most this many (default 100, at most 1000)"}})
 	m.Handle("admin.providers", peer.Func(func(ctx context.Context, p providersParams) (providersResult, error) {
 		list, err := h.ListProviders(ctx, p.Method)
-		return providersResult{Providers: list}, err
+		res := providersResult{Providers: list}
+		return res, unanswered(err, &res.Unanswered)
 	}))
 	m.Describe("admin.providers", peer.Doc{Summary: "The peers that provide a method, or every provider."})
 	m.Handle("admin.info", peer.Func(func(ctx context.Context, _ struct{}) (infoResult, error) {
 		nodes, err := h.Nodes(ctx)
-		if err != nil {
+		var res infoResult
+		if err = unanswered(err, &res.Unanswered); err != nil {
 			return infoResult{}, err
 		}
-		return infoResult{Version: version(), Started: h.Started(), Uptime: time.Since(h.Started()).Seconds(), Node: nodes[0].Node, Nodes: nodes}, nil
+		res.Version, res.Started, res.Uptime = version(), h.Started(), time.Since(h.Started()).Seconds()
+		res.Node, res.Nodes = nodes[0].Node, nodes
+		return res, nil
 	}))
 	m.Describe("admin.info", peer.Doc{Summary: "The hub's version and uptime, and the nodes of its cluster with their peers and load."})
 	m.Handle("admin.disconnect", peer.Func(func(ctx context.Context, p disconnectParams) (disconnectResult, error) {
@@ -250,10 +287,10 @@ func (s *Server) newAdminMux() *peer.Mux {
 		before := time.Now().Truncate(time.Second).Add(time.Second)
 		d := hub.Disconnect{Peer: p.Peer, User: p.User, Code: p.Code, Reason: p.Reason, Revoke: p.Revoke, Before: before}
 		gone, err := h.Disconnect(ctx, d)
-		if err != nil {
+		res := disconnectResult{Disconnected: gone}
+		if err = unanswered(err, &res.Unanswered); err != nil {
 			return disconnectResult{}, err
 		}
-		res := disconnectResult{Disconnected: gone}
 		if p.Revoke {
 			res.RevokedBefore = &d.Before
 		}
@@ -263,7 +300,8 @@ func (s *Server) newAdminMux() *peer.Mux {
 		Params: map[string]string{"code": "the close code (default 4003)", "reason": "the close reason", "revoke": "refuse the user's tokens issued before now"}})
 	m.Handle("admin.unsubscribe", peer.Func(func(ctx context.Context, u hub.Unsubscribe) (unsubscribeResult, error) {
 		list, err := h.Unsubscribe(ctx, u)
-		return unsubscribeResult{Unsubscribed: list}, err
+		res := unsubscribeResult{Unsubscribed: list}
+		return res, unanswered(err, &res.Unanswered)
 	}))
 	m.Describe("admin.unsubscribe", peer.Doc{Summary: "Ends the subscriptions of a peer, or of every peer of a user, to the patterns a topic pattern covers; each peer is told with rpc.revoked."})
 	m.Handle("admin.publish", peer.Func(func(ctx context.Context, p publishParams) (hub.Published, error) {
@@ -284,7 +322,8 @@ func (s *Server) newAdminMux() *peer.Mux {
 	m.Describe("admin.broadcast", peer.Doc{Summary: "Publishes data on each of several topics, in order."})
 	m.Handle("admin.refusals", peer.Func(func(ctx context.Context, q hub.RefusalQuery) (refusalsResult, error) {
 		list, err := h.ListRefusals(ctx, q)
-		return refusalsResult{Refusals: list}, err
+		res := refusalsResult{Refusals: list}
+		return res, unanswered(err, &res.Unanswered)
 	}))
 	m.Describe("admin.refusals", peer.Doc{Summary: "The last refusals of the audit trail on every node, newest first: who was refused what, by which check.",
 		Params: map[string]string{"limit": "at most this many (default 100, at most 1000); each node keeps its last 100"}})

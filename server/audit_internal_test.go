@@ -10,13 +10,20 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
+// auditAt returns an Audit that logs at level into logs, on a clock the
+// test moves by setting *now.
+func auditAt(level zapcore.Level) (a *Audit, logs *observer.ObservedLogs, now *time.Time) {
+	core, logs := observer.New(level)
+	a = NewAudit(zap.New(core))
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a.now = func() time.Time { return clock }
+	return a, logs, &clock
+}
+
 // A flood of refusals logs auditBurst lines, then one per auditEvery, each
 // after a line that counts those left out; each kind has its own bucket.
 func TestAuditRateLimit(t *testing.T) {
-	core, logs := observer.New(zapcore.DebugLevel)
-	a := NewAudit(zap.New(core))
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a.now = func() time.Time { return now }
+	a, logs, now := auditAt(zapcore.DebugLevel)
 	r := httptest.NewRequest("GET", "/rpc", nil)
 
 	for range auditBurst + 50 {
@@ -31,7 +38,7 @@ func TestAuditRateLimit(t *testing.T) {
 		t.Fatalf("%d lines, want %d: a kind is held back by another", n, auditBurst+1)
 	}
 
-	now = now.Add(auditEvery)
+	*now = now.Add(auditEvery)
 	a.request(auditAuth, "auth", r, 401, nil)
 	a.request(auditAuth, "auth", r, 401, nil) // no token left: counted
 	all := logs.TakeAll()
@@ -49,7 +56,7 @@ func TestAuditRateLimit(t *testing.T) {
 
 	// After a quiet while the bucket is full again, and counts the one
 	// left out before.
-	now = now.Add(time.Hour)
+	*now = now.Add(time.Hour)
 	for range auditBurst {
 		a.request(auditAuth, "auth", r, 401, nil)
 	}
@@ -61,10 +68,7 @@ func TestAuditRateLimit(t *testing.T) {
 
 // A refusal of a level the logger leaves out costs no token.
 func TestAuditLevelOff(t *testing.T) {
-	core, logs := observer.New(zapcore.InfoLevel)
-	a := NewAudit(zap.New(core))
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a.now = func() time.Time { return now }
+	a, logs, _ := auditAt(zapcore.InfoLevel)
 	r := httptest.NewRequest("GET", "/rpc", nil)
 	for range auditBurst * 2 {
 		a.request(auditLimit, "host", r, 403, nil)

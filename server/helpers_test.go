@@ -90,6 +90,18 @@ func read(t *testing.T, ws *websocket.Conn) string {
 	return hubtest.ReadText(t, ws)
 }
 
+// readReply reads the next message that is not an rpc.progress
+// notification: the demo's sleep reports its progress every 100 ms, and
+// on a loaded machine a report may come before the reply a test waits for.
+func readReply(t *testing.T, ws *websocket.Conn) string {
+	t.Helper()
+	for {
+		if got := read(t, ws); !strings.Contains(got, `"method":"rpc.progress"`) {
+			return got
+		}
+	}
+}
+
 // post sends body to /rpc with the content type and returns the status
 // and the body.
 func post(t *testing.T, url, contentType, body string, header http.Header) (int, string) {

@@ -3,13 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,6 +14,7 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/jwtkey"
 	"go.uber.org/zap"
 )
 
@@ -162,9 +157,9 @@ func (j *JWT) readKey(b []byte) error {
 		}
 		j.set = set
 	case bytes.HasPrefix(trimmed, []byte("-----BEGIN")):
-		key, err := parsePEM(trimmed)
+		key, err := jwtkey.PEM(trimmed, false)
 		if err != nil {
-			return err
+			return fmt.Errorf("key file: %w", err)
 		}
 		j.key = key
 	default:
@@ -172,55 +167,6 @@ func (j *JWT) readKey(b []byte) error {
 			return fmt.Errorf("an HMAC secret needs at least 32 bytes, the key file has %d", len(b))
 		}
 		j.key = b
-	}
-	return nil
-}
-
-func parsePEM(b []byte) (any, error) {
-	block, _ := pem.Decode(b)
-	if block == nil {
-		return nil, errors.New("key file: no PEM block")
-	}
-	var key any
-	var err error
-	switch block.Type {
-	case "PUBLIC KEY":
-		key, err = x509.ParsePKIXPublicKey(block.Bytes)
-	case "RSA PUBLIC KEY":
-		key, err = x509.ParsePKCS1PublicKey(block.Bytes)
-	case "CERTIFICATE":
-		var cert *x509.Certificate
-		if cert, err = x509.ParseCertificate(block.Bytes); err == nil {
-			key = cert.PublicKey
-		}
-	default:
-		return nil, fmt.Errorf("key file: a PEM %q; the hub needs the public key only", block.Type)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("key file: %w", err)
-	}
-	if algsFor(key) == nil {
-		return nil, fmt.Errorf("key file: a %T key, not RSA, EC P-256/P-384 or Ed25519", key)
-	}
-	return key, nil
-}
-
-// algsFor returns the algorithms a key verifies, nil for a key of no use.
-func algsFor(key any) []string {
-	switch k := key.(type) {
-	case []byte:
-		return []string{"HS256", "HS384", "HS512"}
-	case *rsa.PublicKey:
-		return []string{"RS256", "RS384", "RS512", "PS256"}
-	case *ecdsa.PublicKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return []string{"ES256"}
-		case elliptic.P384():
-			return []string{"ES384"}
-		}
-	case ed25519.PublicKey:
-		return []string{"EdDSA"}
 	}
 	return nil
 }
@@ -237,7 +183,7 @@ func (j *JWT) keyFor(ctx context.Context) jwt.Keyfunc {
 	return func(t *jwt.Token) (any, error) {
 		alg := t.Method.Alg()
 		if j.set == nil && j.remote == nil {
-			if !slices.Contains(algsFor(j.key), alg) {
+			if !slices.Contains(jwtkey.Algs(j.key), alg) {
 				return nil, errAlgKey
 			}
 			return j.key, nil
@@ -261,7 +207,7 @@ func keyIn(ctx context.Context, set keyfunc.Keyfunc, t *jwt.Token) (any, error) 
 	if ks, ok := k.(jwt.VerificationKeySet); ok { // no kid: every key of the set that fits
 		var fit jwt.VerificationKeySet
 		for _, k := range ks.Keys {
-			if slices.Contains(algsFor(k), alg) {
+			if slices.Contains(jwtkey.Algs(k), alg) {
 				fit.Keys = append(fit.Keys, k)
 			}
 		}
@@ -270,7 +216,7 @@ func keyIn(ctx context.Context, set keyfunc.Keyfunc, t *jwt.Token) (any, error) 
 		}
 		return fit, nil
 	}
-	if !slices.Contains(algsFor(k), alg) {
+	if !slices.Contains(jwtkey.Algs(k), alg) {
 		return nil, errAlgKey
 	}
 	return k, nil

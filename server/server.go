@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/hub"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/turns"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"go.uber.org/zap"
 )
@@ -124,7 +125,7 @@ type Options struct {
 	// client keeping hundreds of calls in flight. The others wait their
 	// turn, message by message, so that busy connections cannot keep
 	// every core busy and delay every other connection's calls (see
-	// [peer.Share]). Default 0: one less than the processors Go uses
+	// docs/peer.md, "Busy connections share the processor"). Default 0: one less than the processors Go uses
 	// (GOMAXPROCS), at least one; negative: no cap.
 	BusyReaders int
 
@@ -218,7 +219,7 @@ type Server struct {
 	log      *zap.Logger
 	mux      *http.ServeMux
 	counters counters
-	share    *peer.Share  // BusyReaders; nil: no cap
+	share    *turns.Share // BusyReaders; nil: no cap
 	budget   *peer.Budget // QueueBudget
 	proxies  proxies
 	expiries expiries // of the connections with a token
@@ -261,7 +262,7 @@ func New(opts *Options) *Server {
 		s.o.Logger = zap.NewNop()
 	}
 	if s.o.BusyReaders >= 0 {
-		s.share = peer.NewShare(s.o.BusyReaders)
+		s.share = turns.New(s.o.BusyReaders)
 	}
 	if s.o.QueueBudget == 0 {
 		s.o.QueueBudget = DefaultQueueBudget

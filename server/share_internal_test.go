@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Every WebSocket of a server shares one peer.Share: by default of one
+// Every WebSocket of a server shares one turns.Share: by default of one
 // turn less than the processors Go uses, at least one; BusyReaders sets
 // it, and a negative BusyReaders sets no cap.
 func TestBusyReaders(t *testing.T) {

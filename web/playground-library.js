@@ -3,7 +3,7 @@
 // (localStorage too, so that they survive a reload), a link to the
 // request in the form, and the request written for curl, the rpc command
 // line, the JavaScript and the Python clients.
-import { $, app, el, parseParams } from "./playground-view.js";
+import { $, app, copyText, el, parseParams } from "./playground-view.js";
 import { fillText } from "./playground-methods.js";
 import { hubURL, usesToken } from "./playground-connection.js";
 import { formats, shareLink, readLink } from "./playground-snippets.js";
@@ -156,7 +156,7 @@ function show(kind, text) {
 $("share").addEventListener("click", () => {
   const r = current();
   show("link", shareLink(location.href, r.raw !== undefined ? r : { method: r.method, params: r.params }));
-  copy();
+  copyText("tool-text", "tool-copied");
 });
 
 function snippet() {
@@ -179,16 +179,7 @@ function snippet() {
 $("copy-as").addEventListener("change", snippet);
 for (const id of ["method", "params"]) $(id).addEventListener("input", () => !$("tool-out").hidden && $("tool-out").dataset.kind !== "link" && snippet());
 
-async function copy() {
-  try {
-    await navigator.clipboard.writeText($("tool-text").textContent);
-    $("tool-copied").textContent = "Copied.";
-  } catch {
-    getSelection().selectAllChildren($("tool-text"));
-    $("tool-copied").textContent = "Selected: copy it with the keyboard.";
-  }
-}
-$("tool-copy").addEventListener("click", copy);
+$("tool-copy").addEventListener("click", () => copyText("tool-text", "tool-copied"));
 
 // ---- start: a link's request, then what is kept ----
 

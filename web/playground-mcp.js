@@ -6,7 +6,7 @@
 // stream open to be told (notifications/tools/list_changed) when a peer
 // provides or withdraws a method. The session ends (DELETE) when the page
 // connects again or goes away.
-import { $, app, el } from "./playground-view.js";
+import { $, app, copyText, el } from "./playground-view.js";
 import { hubURL, currentToken } from "./playground-connection.js";
 
 // mcpURL is the hub's /mcp, beside the /rpc the page connects to.
@@ -235,17 +235,7 @@ function showSnippet() {
     : "The page connects without a token, so an agent may too. With a token, add \"headers\": {\"Authorization\": \"Bearer …\"}.";
 }
 
-async function copy() {
-  try {
-    await navigator.clipboard.writeText($("mcp-snippet").textContent);
-    $("mcp-copied").textContent = "Copied.";
-  } catch {
-    getSelection().selectAllChildren($("mcp-snippet"));
-    $("mcp-copied").textContent = "Selected: copy it with the keyboard.";
-  }
-}
-
-$("mcp-copy").addEventListener("click", copy);
+$("mcp-copy").addEventListener("click", () => copyText("mcp-snippet", "mcp-copied"));
 $("mcp-refresh").addEventListener("click", () => (current?.id ? refresh(current) : start()));
 // Each connection may carry another token: a new session for it.
 app.onOpen.push(() => start());

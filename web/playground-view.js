@@ -132,5 +132,20 @@ export function errorView(err) {
   return [el("p", { class: "explain" }, String(err?.message ?? err))];
 }
 
+/**
+ * copyText puts the text of the element textId on the clipboard and says so
+ * in the element noteId; where the page may not write the clipboard, it
+ * selects the text for the keyboard instead.
+ */
+export async function copyText(textId, noteId) {
+  try {
+    await navigator.clipboard.writeText($(textId).textContent);
+    $(noteId).textContent = "Copied.";
+  } catch {
+    getSelection().selectAllChildren($(textId));
+    $(noteId).textContent = "Selected: copy it with the keyboard.";
+  }
+}
+
 export const clock = (d = new Date()) => d.toLocaleTimeString(undefined, { hour12: false }) + "." + String(d.getMilliseconds()).padStart(3, "0");
 export const ms = (t) => (t < 1000 ? `${Math.round(t)} ms` : `${(t / 1000).toFixed(t < 10000 ? 2 : 1)} s`);

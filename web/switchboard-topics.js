@@ -458,19 +458,19 @@ class Feed {
   }
 
   #call(event) {
-    const context = `subscriber of ${this.pattern.name}`;
-    try {
-      const r = this.handler(event);
-      if (typeof r?.then === "function") r.then(undefined, (err) => this.#topics.report(err, context));
-    } catch (err) {
-      this.#topics.report(err, context);
-    }
+    this.#run(this.handler, event, `subscriber of ${this.pattern.name}`);
   }
 
   #notifyPresence(change) {
-    const context = `presence of ${this.pattern.name}`;
+    this.#run(this.onPresence, change, `presence of ${this.pattern.name}`);
+  }
+
+  // #run calls fn with arg as a method of this subscription; what it throws,
+  // or the promise it returns rejects with, is reported as an error of
+  // context.
+  #run(fn, arg, context) {
     try {
-      const r = this.onPresence(change);
+      const r = fn.call(this, arg);
       if (typeof r?.then === "function") r.then(undefined, (err) => this.#topics.report(err, context));
     } catch (err) {
       this.#topics.report(err, context);

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ func TestScenarios(t *testing.T) {
 	printTable(&table, results)
 	dir := t.TempDir()
 	chart := filepath.Join(dir, "img", "ratios.svg")
-	page := page(meta{Reps: 1}, results, "img/ratios.svg", []byte("BenchmarkX-2  10  100 ns/op\nnoise\n"))
+	page := page(meta{Reps: 1}, results, "img/ratios.svg", []byte("BenchmarkX-2  10  100 ns/op\nnoise\n"), nil)
 	if err := os.MkdirAll(filepath.Dir(chart), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,8 @@ func TestReportShape(t *testing.T) {
 	dir := t.TempDir()
 	results := filepath.Join(dir, "bench.jsonl")
 	lines := `{"meta":{"date":"2026-01-02","go":"go1.26","cpus":2,"reps":3}}` + "\n" +
-		`{"scenario":"seq","unit":"calls/s","hub":900,"floor":1000,"ratio":0.9,"target":0.9,"reps":3}` + "\n"
+		`{"scenario":"seq","unit":"calls/s","hub":900,"floor":1000,"ratio":0.9,"target":0.9,"reps":3}` + "\n" +
+		`{"scenario":"mcp","unit":"ns CPU/call","hub":300000,"floor":100000,"ratio":3,"target":1.5,"lowerIsBetter":true,"hubPerSecond":1500,"floorPerSecond":4000,"reps":3}` + "\n"
 	if err := os.WriteFile(results, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,9 @@ func TestReportShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| seq | sequential calls, 1 connection |", "![Ratios to the floor](img/ratios.svg)",
-		"Rerun it with `make bench`", "[benchmarks-history.md](benchmarks-history.md)"} {
+		"Rerun it with `make bench`", "[benchmarks-history.md](benchmarks-history.md)",
+		"| mcp | MCP tools/call vs a forwarded POST, CPU per call | 300,000 ns CPU/call | 100,000 ns CPU/call | 3.00 |",
+		"**mcp** 1,500 against 4,000."} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("%q missing from the page:\n%s", want, b)
 		}
@@ -288,7 +292,7 @@ func TestMeasureSpread(t *testing.T) {
 	}
 	var table bytes.Buffer
 	printTable(&table, []result{r})
-	page := page(meta{Reps: 5}, []result{r}, "ratios.svg", nil)
+	page := page(meta{Reps: 5}, []result{r}, "ratios.svg", nil, nil)
 	svg := ratioChart([]result{r})
 	if !strings.Contains(table.String(), "0.80-1.20") || !bytes.Contains(page, []byte("| 0.95 | 0.80-1.20 |")) ||
 		!bytes.Contains(svg, []byte("<path")) {
@@ -402,5 +406,63 @@ func TestMeasureLegs(t *testing.T) {
 	s := scenario{name: "b", run: leg("run"), baseline: leg("baseline"), onFloor: true}
 	if _, err := measure(t.Context(), &s, &load{}, 1, "hub", ""); err == nil {
 		t.Error("onFloor without a floor: no error")
+	}
+}
+
+// With -profiles, each leg that goes to the started hub leaves its CPU
+// profile and its allocations at its start and end; a leg elsewhere
+// leaves none.
+func TestProfiledLegs(t *testing.T) {
+	var mu sync.Mutex
+	var cpuSeconds []string
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/debug/pprof/profile":
+			mu.Lock()
+			cpuSeconds = append(cpuSeconds, r.URL.Query().Get("seconds"))
+			mu.Unlock()
+			fmt.Fprint(w, "cpu")
+		case "/debug/pprof/allocs":
+			fmt.Fprint(w, "allocs")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer admin.Close()
+	dir := t.TempDir()
+	l := &load{duration: 1500 * time.Millisecond, profiles: dir, metrics: map[string]string{"hub": admin.URL + "/metrics"}}
+	leg := func(context.Context, *load, string) (figure, error) { return figure{value: 1}, nil }
+	s := scenario{name: "mcp", run: leg, baseline: leg}
+	if _, err := measure(t.Context(), &s, l, 2, "hub", "floor"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rep := range []string{"0", "1"} {
+		for _, leg := range []string{"hub", "floor"} {
+			for _, kind := range []string{"cpu", "allocs", "allocs-before"} {
+				name := "mcp-" + leg + "-" + rep + "." + kind + ".pprof"
+				if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !strings.HasPrefix(kind, string(b)) {
+					t.Errorf("%s: %q, %v", name, b, err)
+				}
+				got = append(got, name)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != len(got) {
+		t.Errorf("%d files, want %d", len(entries), len(got))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(cpuSeconds, []string{"2", "2", "2", "2"}) {
+		t.Errorf("CPU profiles of %v s, want 4 of 2 s (the legs' 1.5 s)", cpuSeconds)
+	}
+
+	// A hub not started here has no profiles to give.
+	l = &load{duration: time.Second, profiles: t.TempDir()}
+	if _, err := measure(t.Context(), &s, l, 1, "hub", "floor"); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(l.profiles); len(entries) != 0 {
+		t.Errorf("%d files for a hub with no profiles", len(entries))
 	}
 }

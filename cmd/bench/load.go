@@ -46,6 +46,9 @@ type scenario struct {
 type figure struct {
 	value    float64
 	p50, p99 time.Duration
+	// perSecond is the operations per second, also where value is not
+	// (a CPU time per operation).
+	perSecond float64
 	// ops is how many operations (calls, requests, deliveries) the server
 	// handled while used was counted (see cpu.go); metered says used was.
 	ops     int
@@ -73,8 +76,10 @@ type load struct {
 	clusterA, clusterB string // two nodes of a cluster, cluster
 	jsA, jsB           string // two nodes of a cluster with JetStream, cluster-js
 
-	pids map[string]int // the server process behind a URL, for cpu.go
-	perf bool           // count system calls with perf (perf.go)
+	pids     map[string]int    // the server process behind a URL, for cpu.go
+	perf     bool              // count system calls with perf (perf.go)
+	metrics  map[string]string // the /metrics URL of a server, where not at its own URL
+	profiles string            // the directory of the hub's profiles (pprof.go), or ""
 }
 
 var scenarios = []*scenario{
@@ -382,7 +387,7 @@ func batchScenario(ctx context.Context, l *load, u string) (figure, error) {
 // server process, first: memory freed by a later scenario would be
 // reused, not counted.
 func idleScenario(ctx context.Context, l *load, u string) (figure, error) {
-	murl := metricsURL(u)
+	murl := l.metricsURL(u)
 	before, err := residentOf(ctx, murl)
 	if err != nil {
 		return figure{}, err
@@ -406,6 +411,15 @@ func idleScenario(ctx context.Context, l *load, u string) (figure, error) {
 }
 
 // metricsURL is the /metrics address of the server at WebSocket URL u.
+func (l *load) metricsURL(u string) string {
+	if m, ok := l.metrics[u]; ok {
+		return m
+	}
+	return metricsURL(u)
+}
+
+// metricsURL is the /metrics address of the server at WebSocket URL u,
+// served where u is.
 func metricsURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil {
@@ -448,6 +462,7 @@ func metric(ctx context.Context, murl, name string) (float64, error) {
 // rate makes a figure of n operations in d, with lat's percentiles.
 func rate(n int, d time.Duration, lat []time.Duration) figure {
 	f := figure{value: float64(n) / d.Seconds(), ops: n}
+	f.perSecond = f.value
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		f.p50 = lat[len(lat)*50/100]

@@ -8,6 +8,7 @@
 //	bench floor [-addr 127.0.0.1:8090]
 //	bench peer [-addr 127.0.0.1:8091]
 //	bench run [flags] HUB_URL [FLOOR_URL]
+//	bench seqmode [flags] -pids HUB,FLOOR HUB_URL FLOOR_URL
 //	bench soak [flags] HUB_URL
 //	bench report [flags] RESULTS.jsonl
 //	bench scale [flags]
@@ -40,7 +41,14 @@
 // table, and one JSON object per result with -json. For servers whose
 // process it knows (-start, or -pids), it also reads from /proc what each
 // operation cost the server: CPU time, context switches and read and write
-// system calls, hub against floor (cpu.go).
+// system calls, hub against floor (cpu.go). With -start and -profiles DIR,
+// it also writes the hub's CPU and allocation profiles of each leg into DIR
+// (pprof.go).
+//
+// "seqmode" measures seq per placement mode (seqmode.go): the load
+// generator and the servers pinned to one CPU, then to two, then free,
+// each free run tagged with the placement observed, hub and floor
+// alternating run by run, with the machine's load beside each run.
 //
 // "soak" runs a mixed load (calls, notifications, fan-out) for a while and
 // prints, every interval, what was published and delivered, the p99 call
@@ -78,6 +86,7 @@ const usage = `usage:
   bench floor [-addr 127.0.0.1:8090]         serve the floor
   bench peer [-addr 127.0.0.1:8091]          serve the peer package alone (echo)
   bench run [flags] HUB_URL [FLOOR_URL]      measure the hub (and the floor)
+  bench seqmode [flags] -start HUB_BINARY    sequential calls per placement mode
   bench soak [flags] HUB_URL                 mixed load for a while
   bench report [flags] RESULTS.jsonl         write docs from run's -json output
   bench scale [flags]                        peers by the ten thousand: one hub, a cluster
@@ -95,6 +104,8 @@ func run(ctx context.Context, args []string) error {
 		return peerCmd(ctx, args[1:])
 	case "run":
 		return runCmd(ctx, args[1:])
+	case "seqmode":
+		return seqModeCmd(ctx, args[1:])
 	case "soak":
 		return soakCmd(ctx, args[1:])
 	case "heavy": // the beside scenario's child process

@@ -107,7 +107,7 @@ func httpBase(u, path string) string {
 // warm up) and returns the hub's CPU time per op, in nanoseconds, with the
 // ops' latencies.
 func cpuPerOp(ctx context.Context, l *load, u string, op func() error) (figure, error) {
-	murl := metricsURL(u)
+	murl := l.metricsURL(u)
 	if _, err := calls(op, time.Now().Add(l.duration/10), nil); err != nil {
 		return figure{}, err
 	}

@@ -71,17 +71,11 @@ func readUsage(pid int) (procUsage, error) {
 }
 
 // parseStat returns the user and system CPU time in a /proc/PID/stat line.
-// The command name, in parentheses, may hold spaces and parentheses: the
-// fields are counted from the last ")".
 func parseStat(b []byte) (time.Duration, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("no command name")
-	}
 	// After ")": state (field 3), ..., utime (14), stime (15).
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+	f, err := statFields(b, 13)
+	if err != nil {
+		return 0, err
 	}
 	utime, err := strconv.ParseInt(string(f[11]), 10, 64)
 	if err != nil {
@@ -92,6 +86,22 @@ func parseStat(b []byte) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// statFields returns the fields of a /proc/PID/stat line after the
+// command name, the first being field 3 (state), and fails if there are
+// fewer than n. The command name, in parentheses, may hold spaces and
+// parentheses: the fields are counted from the last ")".
+func statFields(b []byte, n int) ([][]byte, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, errors.New("no command name")
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < n {
+		return nil, fmt.Errorf("%d fields after the command name, want at least %d", len(f), n)
+	}
+	return f, nil
 }
 
 // parseIO returns syscr + syscw from /proc/PID/io.

@@ -23,6 +23,7 @@ func reportCmd(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	files := pageFlags(fs, "docs/benchmarks.md", "docs/img/bench-ratios.svg")
 	micro := fs.String("micro", "", "the output of go test -bench -benchmem, to include")
+	seqRuns := fs.String("seqmode", "", "the JSON lines that bench seqmode -json wrote, to include")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench report [flags] RESULTS.jsonl")
 		fs.PrintDefaults()
@@ -45,7 +46,15 @@ func reportCmd(args []string) error {
 				return nil, err
 			}
 		}
-		return page(m, results, chart, microText), nil
+		var seq bytes.Buffer
+		if *seqRuns != "" {
+			sm, runs, err := readSeqRuns(*seqRuns)
+			if err != nil {
+				return nil, err
+			}
+			writeSeqSection(&seq, sm, summarize(runs))
+		}
+		return page(m, results, chart, microText, seq.Bytes()), nil
 	})
 }
 
@@ -120,7 +129,9 @@ func readResults(path string) (meta, []result, error) {
 	return m, results, sc.Err()
 }
 
-func page(m meta, results []result, chart string, micro []byte) []byte {
+// page renders the benchmarks page; seq, if not empty, is the section on
+// the sequential call per mode (seqmode.go), placed after the CPU table.
+func page(m meta, results []result, chart string, micro, seq []byte) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `# Benchmarks
 
@@ -152,7 +163,9 @@ from the median, and so how firmly a target is met.
 			r.Scenario, scenarioText[r.Scenario], human(r.Hub)+" "+r.Unit, human(r.Floor)+" "+r.Unit, r.ratioText(),
 			r.spreadText(), target, verdict, micros(r.HubP50), micros(r.HubP99), micros(r.FloorP50), micros(r.FloorP99))
 	}
+	writeRates(&b, results)
 	writeCPUSection(&b, results)
+	b.Write(seq)
 	b.WriteString(`
 The scenarios: **seq**, one connection making calls one after another;
 **pipe**, one connection keeping 64 calls in flight; **conns**, 100
@@ -202,7 +215,7 @@ call (lower is better; within 1.5x is the target); **mcp-list**, ` + "`tools/lis
 with 1,000 methods provided and described, against ` + "`rpc.discover`" + ` listing them,
 as CPU time per list.
 
-Rerun it with ` + "`make bench`" + ` (about ten minutes), or point the load generator
+Rerun it with ` + "`make bench`" + ` (about fifteen minutes), or point the load generator
 at any hub:
 
 ` + "```sh" + `
@@ -210,6 +223,13 @@ go build -o bin/ ./cmd/bench ./cmd/hub
 bin/bench floor -addr 127.0.0.1:8090 &
 bin/hub -addr 127.0.0.1:8080 -demo &
 bin/bench run ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
+` + "```" + `
+
+The sequential call per mode needs the servers' process ids, to pin them
+(Linux: it sets their threads' CPU affinity):
+
+` + "```sh" + `
+bin/bench seqmode -pids $HUB_PID,$FLOOR_PID ws://127.0.0.1:8080/rpc ws://127.0.0.1:8090/
 ` + "```" + `
 
 To tell the peer package's cost from the rest of the hub's, ` + "`bench peer`" + `
@@ -232,6 +252,16 @@ bin/bench floor -addr 127.0.0.1:8092 -allocs 10 &
 bin/bench run -scenarios seq ws://127.0.0.1:8092/ ws://127.0.0.1:8090/
 ` + "```" + `
 
+To see where a scenario's time goes, ` + "`-profiles DIR`" + ` (with ` + "`-start`" + `) also keeps
+the hub's CPU profile and its allocations over each leg of each run, as
+` + "`DIR/<scenario>-<hub|floor>-<run>.cpu.pprof`" + ` and ` + "`.allocs.pprof`" + `, with
+` + "`.allocs-before.pprof`" + ` to give pprof as its ` + "`-diff_base`" + `:
+
+` + "```sh" + `
+bin/bench run -start bin/hub -scenarios mcp -reps 1 -duration 10s -profiles prof
+go tool pprof -top bin/hub prof/mcp-hub-0.cpu.pprof
+` + "```" + `
+
 What each change to the hub did to these figures, measured before and after
 it, is in [benchmarks-history.md](benchmarks-history.md).
 `)
@@ -245,6 +275,20 @@ it, is in [benchmarks-history.md](benchmarks-history.md).
 		b.WriteString("```\n")
 	}
 	return b.Bytes()
+}
+
+// writeRates gives, for the results whose figure is a CPU time per
+// operation, the operations per second of both legs.
+func writeRates(b *bytes.Buffer, results []result) {
+	var parts []string
+	for _, r := range results {
+		if r.HubPerSecond != 0 {
+			parts = append(parts, fmt.Sprintf("**%s** %s against %s", r.Scenario, human(r.HubPerSecond), human(r.FloorPerSecond)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "\nOperations per second where the figure is a CPU time (medians, the scenario against its floor or baseline): %s.\n", strings.Join(parts, "; "))
+	}
 }
 
 var scenarioText = map[string]string{

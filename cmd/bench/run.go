@@ -34,8 +34,12 @@ type result struct {
 	HubP99        float64 `json:"hubP99us,omitempty"`
 	FloorP50      float64 `json:"floorP50us,omitempty"`
 	FloorP99      float64 `json:"floorP99us,omitempty"`
-	Reps          int     `json:"reps"`
-	cpuResult             // cpu.go
+	// The operations per second, where the figure is something else
+	// (a CPU time per operation): medians.
+	HubPerSecond   float64 `json:"hubPerSecond,omitempty"`
+	FloorPerSecond float64 `json:"floorPerSecond,omitempty"`
+	Reps           int     `json:"reps"`
+	cpuResult              // cpu.go
 }
 
 // met reports whether the ratio reaches the target.
@@ -82,6 +86,7 @@ func runCmd(ctx context.Context, args []string) error {
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to `file` (- for stdout)")
 	start := fs.String("start", "", "start the hub `binary` (with -demo) and a floor on free loopback ports, instead of taking URLs")
 	usePerf := fs.Bool("perf", true, "count every system call of the servers with perf, where it is installed and allowed (else /proc's reads and writes)")
+	fs.StringVar(&l.profiles, "profiles", "", "with -start, write the hub's CPU and allocation profiles of each leg of each run into `directory` (pprof.go)")
 	pids := fs.String("pids", "", "process ids of the hub and the floor, `HUB,FLOOR`, to count their CPU time per operation (with -start, known)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench run [flags] HUB_URL [FLOOR_URL]\n       bench run [flags] -start HUB_BINARY")
@@ -93,16 +98,17 @@ func runCmd(ctx context.Context, args []string) error {
 	hubURL, floorURL := fs.Arg(0), fs.Arg(1)
 	switch {
 	case *start != "" && fs.NArg() == 0:
-		servers, err := startServers(ctx, *start, true)
+		servers, err := startMetered(ctx, *start, l)
 		if err != nil {
 			return err
 		}
 		defer servers.stop()
 		hubURL, floorURL = servers.hubURL, servers.floorURL
-		l.pids = map[string]int{hubURL: servers.procs[0].pid(), floorURL: servers.procs[1].pid()}
 	case *start != "" || fs.NArg() < 1 || fs.NArg() > 2:
 		fs.Usage()
 		return fmt.Errorf("want a hub URL and, optionally, a floor URL, or -start")
+	case l.profiles != "":
+		return fmt.Errorf("-profiles needs -start")
 	}
 	if *pids != "" {
 		if err := parsePIDs(*pids, hubURL, floorURL, l); err != nil {
@@ -167,33 +173,47 @@ func runCmd(ctx context.Context, args []string) error {
 	}
 	printTable(os.Stdout, results)
 	printCPUTable(os.Stdout, results)
-	if *jsonOut == "" {
-		return nil
-	}
-	w := io.Writer(os.Stdout)
-	if *jsonOut != "-" {
-		f, err := os.Create(*jsonOut)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	enc := json.NewEncoder(w)
 	m := meta{
 		Date: time.Now().UTC().Format("2006-01-02"), Go: runtime.Version(), CPUs: runtime.NumCPU(),
 		CPU: cpuModel(), OS: runtime.GOOS + "/" + runtime.GOARCH, Duration: l.duration.String(), Reps: *reps,
 		Command: "bench run " + strings.Join(args, " "),
 	}
-	if err := enc.Encode(map[string]meta{"meta": m}); err != nil {
+	return writeOut(*jsonOut, func(w io.Writer) error { return writeJSONLines(w, "meta", m, results) })
+}
+
+// writeJSONLines writes {key: m}, then each of rows, one JSON object a
+// line.
+func writeJSONLines[M, R any](w io.Writer, key string, m M, rows []R) error {
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(map[string]M{key: m}); err != nil {
 		return err
 	}
-	for _, r := range results {
+	for _, r := range rows {
 		if err := enc.Encode(r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeOut calls write with file, created, or stdout for "-"; nothing
+// for "".
+func writeOut(file string, write func(io.Writer) error) error {
+	if file == "" {
+		return nil
+	}
+	if file == "-" {
+		return write(os.Stdout)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // measure runs s against the hub and the floor, alternating which goes
@@ -224,16 +244,17 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 	for i := range reps {
 		var h, f figure
 		var err error
+		hubLeg, floorLeg := l.profiled(s.name, "hub", i, s.run), l.profiled(s.name, "floor", i, floorRun)
 		if i%2 == 1 && withFloor {
-			if f, err = runMetered(ctx, floorRun, l, floorAt); err != nil {
+			if f, err = runMetered(ctx, floorLeg, l, floorAt); err != nil {
 				return r, fmt.Errorf("floor: %w", err)
 			}
 		}
-		if h, err = runMetered(ctx, s.run, l, hubURL); err != nil {
+		if h, err = runMetered(ctx, hubLeg, l, hubURL); err != nil {
 			return r, fmt.Errorf("hub: %w", err)
 		}
 		if i%2 == 0 && withFloor {
-			if f, err = runMetered(ctx, floorRun, l, floorAt); err != nil {
+			if f, err = runMetered(ctx, floorLeg, l, floorAt); err != nil {
 				return r, fmt.Errorf("floor: %w", err)
 			}
 		}
@@ -246,6 +267,7 @@ func measure(ctx context.Context, s *scenario, l *load, reps int, hubURL, floorU
 		}
 	}
 	r.Hub, r.HubP50, r.HubP99 = medians(hub)
+	r.HubPerSecond, r.FloorPerSecond = otherRate(hub), otherRate(floor)
 	if withFloor {
 		r.Floor, r.FloorP50, r.FloorP99 = medians(floor)
 		r.Ratio = median(ratios)
@@ -309,6 +331,19 @@ func medians(figs []figure) (value, p50, p99 float64) {
 		b = append(b, float64(f.p99.Nanoseconds())/1e3)
 	}
 	return median(v), median(a), median(b)
+}
+
+// otherRate is the median operations per second of figs, or 0 where the
+// figures are the rate itself.
+func otherRate(figs []figure) float64 {
+	var v []float64
+	for _, f := range figs {
+		if f.perSecond == f.value {
+			return 0
+		}
+		v = append(v, f.perSecond)
+	}
+	return median(v)
 }
 
 func median(v []float64) float64 {

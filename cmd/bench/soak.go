@@ -38,7 +38,7 @@ func soakCmd(ctx context.Context, args []string) error {
 	u := fs.Arg(0)
 	switch {
 	case *startBin != "" && fs.NArg() == 0:
-		servers, err := startServers(ctx, *startBin, false)
+		servers, err := startServers(ctx, *startBin, false, false)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 // servers are the hub and floor processes that bench run -start runs.
 type servers struct {
 	hubURL, floorURL string
+	hubMetrics       string // the hub's /metrics URL
 	procs            []*proc
 }
 
@@ -37,8 +38,9 @@ const (
 
 // startServers starts the hub binary with the demo methods and, if
 // withFloor, this program's floor, each on a free loopback port, and waits
-// until they answer HTTP.
-func startServers(ctx context.Context, hubBinary string, withFloor bool) (*servers, error) {
+// until they answer HTTP. With profiles, the hub serves /metrics and Go's
+// profiles on a port of their own (-metrics-addr, -pprof).
+func startServers(ctx context.Context, hubBinary string, withFloor, profiles bool) (*servers, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -51,6 +53,15 @@ func startServers(ctx context.Context, hubBinary string, withFloor bool) (*serve
 	// No connection limits: every connection comes from 127.0.0.1.
 	argvs := [][]string{{hubBinary, "-addr", hubAddr, "-demo", "-log-level", "warn", "-max-conns", "0", "-max-conns-per-addr", "0"}}
 	urls := []string{"http://" + hubAddr + "/healthz"}
+	s.hubMetrics = "http://" + hubAddr + "/metrics"
+	if profiles {
+		admin, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		argvs[0] = append(argvs[0], "-metrics-addr", admin, "-pprof")
+		s.hubMetrics = "http://" + admin + "/metrics"
+	}
 	if withFloor {
 		argvs = append(argvs, []string{self, "floor", "-addr", floorAddr})
 		urls = append(urls, "http://"+floorAddr+"/metrics")
@@ -60,6 +71,19 @@ func startServers(ctx context.Context, hubBinary string, withFloor bool) (*serve
 	if err := s.launch(ctx, argvs, urls, startWait); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// startMetered is startServers with a floor, telling l the servers'
+// process ids, so that their usage is counted (cpu.go), and where the
+// hub's /metrics are (with l.profiles, beside its profiles).
+func startMetered(ctx context.Context, hubBinary string, l *load) (*servers, error) {
+	s, err := startServers(ctx, hubBinary, true, l.profiles != "")
+	if err != nil {
+		return nil, err
+	}
+	l.pids = map[string]int{s.hubURL: s.procs[0].pid(), s.floorURL: s.procs[1].pid()}
+	l.metrics = map[string]string{s.hubURL: s.hubMetrics}
 	return s, nil
 }
 

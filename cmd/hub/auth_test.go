@@ -6,13 +6,13 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // writeTokens writes a token file of n random tokens and returns its path
@@ -23,10 +23,7 @@ func writeTokens(t *testing.T, n int) (string, []string) {
 	for range n {
 		tokens = append(tokens, rand.Text())
 	}
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("# tokens\n"+strings.Join(tokens, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteFile(t, filepath.Join(t.TempDir(), "tokens"), []byte("# tokens\n"+strings.Join(tokens, "\n")+"\n"))
 	return file, tokens
 }
 

@@ -4,11 +4,9 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // TestEmbeddedNATS: -nats embedded runs NATS in the process and joins
@@ -33,13 +32,8 @@ func TestEmbeddedNATS(t *testing.T) {
 
 // A JetStream node that cannot reach NATS says so.
 func TestNATSUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-nats", "nats://" + addr, "-nats-jetstream", "-nats-timeout", "500ms"}, io.Discard, nil)
+	addr := hubtest.DeadAddr(t)
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-nats", "nats://" + addr, "-nats-jetstream", "-nats-timeout", "500ms"}, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "NATS unreachable") {
 		t.Fatalf("run: %v, want NATS unreachable", err)
 	}
@@ -123,22 +117,11 @@ func TestNATSWithCreds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	credsFile := filepath.Join(t.TempDir(), "user.creds")
-	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+	credsFile := testkit.WriteFile(t, filepath.Join(t.TempDir(), "user.creds"), creds)
+	ns := hubtest.StartNATS(t, &natsserver.Options{
+		JetStream:        true,
 		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: resolver, SystemAccount: syspub,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(5 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
 	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-nats", ns.ClientURL(), "-nats-jetstream", "-nats-timeout", "1s"}, io.Discard, nil); err == nil {
 		t.Error("hub joined without credentials")
 	}
@@ -148,35 +131,12 @@ func TestNATSWithCreds(t *testing.T) {
 	}
 }
 
-// logBuffer is a log the hub writes while the test reads it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Without JetStream a node may start while NATS is unreachable: it does
 // not say it joined the cluster (it warns that it has not), and /readyz
 // says why it is not ready.
 func TestJoinedOnlyOnceLinked(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	natsAddr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	var log logBuffer
+	natsAddr := hubtest.DeadAddr(t)
+	var log testkit.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
 	addr := make(chan net.Addr, 1)
 	done := make(chan error, 1)

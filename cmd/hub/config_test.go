@@ -10,17 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // writeFile writes content to name in a temporary directory and returns
 // its path.
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testkit.WriteFile(t, filepath.Join(t.TempDir(), name), []byte(content))
 }
 
 // TestConfigPrecedence: file < environment < command line, for flags of
@@ -119,9 +117,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	if err := os.WriteFile("hub.key", []byte("an HMAC secret of more than 32 bytes"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, "hub.key", []byte("an HMAC secret of more than 32 bytes"))
 	var out bytes.Buffer
 	if err := checkConfig([]string{example}, &out, io.Discard); err != nil {
 		t.Fatal(err)
@@ -162,10 +158,7 @@ func TestCheckConfigRedacts(t *testing.T) {
 // file's rules and key are in force.
 func TestRunWithConfig(t *testing.T) {
 	dir := t.TempDir()
-	key := filepath.Join(dir, "hub.key")
-	if err := os.WriteFile(key, []byte("an HMAC secret of more than 32 bytes"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := testkit.WriteFile(t, filepath.Join(dir, "hub.key"), []byte("an HMAC secret of more than 32 bytes"))
 	file := writeFile(t, "hub.yaml", "jwt-key: "+key+"\nanonymous: true\nrules:\n  - allow: [subscribe]\n    to: [news.*]\n    who: anyone\n")
 	url, _ := start(t, "-config", file)
 	resp, body := httpDo(t, "POST", url+"/rpc", "application/json", `{"jsonrpc":"2.0","method":"rpc.publish","params":["news.x",1],"id":1}`)

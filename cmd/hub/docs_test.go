@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // docBlock returns the fenced code block of a doc that starts with first.
@@ -27,13 +29,8 @@ func docBlock(t *testing.T, doc, first string) string {
 // switchboard claim (JSON) and other claims (strings) it describes.
 func TestMintPy(t *testing.T) {
 	dir := t.TempDir()
-	script := filepath.Join(dir, "mint.py")
-	if err := os.WriteFile(script, []byte(docBlock(t, "../../docs/security.md", "# mint.py")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "hub.key"), []byte(testSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	script := testkit.WriteFile(t, filepath.Join(dir, "mint.py"), []byte(docBlock(t, "../../docs/security.md", "# mint.py")))
+	testkit.WriteFile(t, filepath.Join(dir, "hub.key"), []byte(testSecret))
 	cmd := exec.Command("python3", script, "alice", "3600", `switchboard={"subscribe": ["user.alice.>"]}`, "role=backend")
 	cmd.Dir = dir
 	tok, err := cmd.Output()

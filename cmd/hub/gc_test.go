@@ -4,7 +4,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
-	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 func TestHeapFloorPercent(t *testing.T) {
@@ -58,13 +59,7 @@ func TestHeapFloor(t *testing.T) {
 			<-tuned // set before the heap changed
 		}
 		runtime.GC()
-		select {
-		case p := <-tuned:
-			return p
-		case <-time.After(10 * time.Second):
-			t.Fatal("no tuning after a collection")
-			return 0
-		}
+		return testkit.Recv(t, tuned, "a tuning after a collection")
 	}
 	if p := collect(); p <= 100 || gcPercent() != p {
 		t.Fatalf("little live: tuned to %d, GOGC %d; want above 100", p, gcPercent())

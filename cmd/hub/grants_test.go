@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,26 +18,13 @@ var hmacKey = []byte("an HMAC secret of more than 32 bytes")
 // writeKey writes hmacKey to a file and returns its path.
 func writeKey(t *testing.T) string {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "hub.key")
-	if err := os.WriteFile(file, hmacKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return file
+	return testkit.WriteFile(t, filepath.Join(t.TempDir(), "hub.key"), hmacKey)
 }
 
 // signJWT returns an HS256 token signed with hmacKey, for sub, valid for
 // an hour, with the extra claims.
 func signJWT(t *testing.T, sub string, extra jwt.MapClaims) string {
-	t.Helper()
-	claims := jwt.MapClaims{"sub": sub, "exp": time.Now().Add(time.Hour).Unix()}
-	for k, v := range extra {
-		claims[k] = v
-	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(hmacKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testkit.HS256(t, hmacKey, sub, time.Hour, extra)
 }
 
 // postAs sends one JSON-RPC request over POST with token and returns the
@@ -48,22 +33,11 @@ func postAs(t *testing.T, url, token, request string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/rpc", strings.NewReader(request))
-	if err != nil {
-		t.Fatal(err)
+	status, body := testkit.Post(t, ctx, url+"/rpc", token, request)
+	if status != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", request, status, body)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: %d %s %v", request, resp.StatusCode, body, err)
-	}
-	return string(body)
+	return body
 }
 
 // TestGrantsAlwaysApply: a token's "switchboard" claim restricts its peer

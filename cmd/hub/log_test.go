@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"go.uber.org/zap"
 )
 
@@ -18,7 +18,7 @@ func logOf(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out lockedBuilder
+	var out testkit.Buffer
 	err := run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), &out, func(net.Addr) { cancel() })
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -80,21 +80,4 @@ func TestLogConsole(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339Nano, fields[0]); err != nil {
 		t.Fatalf("timestamp %q: %v", fields[0], err)
 	}
-}
-
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -148,25 +148,14 @@ func TestNoDemo(t *testing.T) {
 }
 
 func TestTokenFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("# tokens\n\nalpha\n  beta  \n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteFile(t, filepath.Join(t.TempDir(), "tokens"), []byte("# tokens\n\nalpha\n  beta  \n"))
 	url, _ := start(t, "-demo", "-token-file", file)
 	call := `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`
 	if resp, _ := httpDo(t, "POST", url+"/rpc", "application/json", call); resp.StatusCode != 401 {
 		t.Fatalf("no token: %d", resp.StatusCode)
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", url+"/rpc", strings.NewReader(call))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer beta")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("good token: %d", resp.StatusCode)
+	if status, _ := testkit.Post(t, t.Context(), url+"/rpc", "beta", call); status != 200 {
+		t.Fatalf("good token: %d", status)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	defer cancel()

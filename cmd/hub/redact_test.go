@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/switchboard-rpc/switchboard/internal/hubtest"
 )
 
 // startNATS runs a NATS server on 127.0.0.1 that requires the user and
@@ -19,30 +19,8 @@ import (
 // returns its host:port.
 func startNATS(t *testing.T, user, password, token string) string {
 	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true,
-		Username: user, Password: password, Authorization: token,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
+	ns := hubtest.StartNATS(t, &natsserver.Options{Username: user, Password: password, Authorization: token})
 	return ns.Addr().String()
-}
-
-// closedAddr returns an address of 127.0.0.1 where nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // failedRun runs the hub as a process with args, which must make it exit
@@ -68,8 +46,8 @@ func TestURLSecretsNeverLogged(t *testing.T) {
 	const secret = "s3cret-8b1f"
 	withPassword := "nats://hub:" + secret + "@" + startNATS(t, "hub", secret, "")
 	withToken := "nats://" + secret + "@" + startNATS(t, "", "", secret)
-	nowhere := "nats://hub:" + secret + "@" + closedAddr(t)
-	jwks := "http://" + closedAddr(t) + "/jwks.json?token=" + secret
+	nowhere := "nats://hub:" + secret + "@" + hubtest.DeadAddr(t)
+	jwks := "http://" + hubtest.DeadAddr(t) + "/jwks.json?token=" + secret
 
 	check := func(what, text string, want ...string) {
 		t.Helper()

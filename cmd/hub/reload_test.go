@@ -29,16 +29,11 @@ import (
 // is named; and SIGTERM still drains.
 func TestReload(t *testing.T) {
 	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "hub.key")
-	if err := os.WriteFile(keyFile, hmacKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testkit.WriteFile(t, filepath.Join(dir, "hub.key"), hmacKey)
 	config := filepath.Join(dir, "hub.yaml")
 	write := func(content string) {
 		t.Helper()
-		if err := os.WriteFile(config, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, config, []byte(content))
 	}
 	rules := func(userTopics ...string) string {
 		return "demo: true\njwt-key: " + keyFile + "\nanonymous: false\nrules:\n" +
@@ -135,9 +130,7 @@ func TestReload(t *testing.T) {
 	// A rotated key, the log level, and a setting that needs a restart.
 	badUpgrade(t, ctx, p.Addr(t, "hub listening"), signJWT(t, "alice", nil))
 	newKey := []byte("the rotated HMAC secret, 32 bytes or more")
-	if err := os.WriteFile(keyFile, newKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, keyFile, newKey)
 	write(rules("sports.>") + "max-batch: 7\nlog-level: debug\n")
 	p.Signal(t, syscall.SIGHUP)
 	p.WaitLog(t, `"msg":"configuration reloaded"`, 2)
@@ -145,10 +138,7 @@ func TestReload(t *testing.T) {
 	if _, err := client.Dial(ctx, url, &client.Options{Token: signJWT(t, "bob", nil), MaxAttempts: -1}); err == nil {
 		t.Error("a token signed with the old key connected after the rotation")
 	}
-	rotated, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "bob", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(newKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rotated := testkit.HS256(t, newKey, "bob", time.Hour, nil)
 	if id := whoami(dial(rotated)); id == "" {
 		t.Error("bob's rotated token: no peer id")
 	}
@@ -198,9 +188,7 @@ func TestReloadCertificate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(to, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, to, data)
 		}
 	}
 	install(old)
@@ -225,9 +213,7 @@ func TestReloadCertificate(t *testing.T) {
 		t.Error("after the reload, the hub does not serve the renewed certificate")
 	}
 	// A key that does not match: refused, the renewed certificate stays.
-	if err := os.WriteFile(keyFile, mustRead(t, old.KeyFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, keyFile, mustRead(t, old.KeyFile))
 	p.Signal(t, syscall.SIGHUP)
 	p.WaitLog(t, `"msg":"reload refused: the running configuration stays"`, 1)
 	if !trusts(renewed) {
@@ -275,9 +261,7 @@ func TestReloadRefusesModeChanges(t *testing.T) {
 			}
 			defer lv.close()
 			before := lv.cur.Load()
-			if err := os.WriteFile(file, []byte(tt.to+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, file, []byte(tt.to+"\n"))
 			err = lv.reload(t.Context(), log)
 			if tt.want == "" {
 				if err != nil || lv.cur.Load() == before {

@@ -4,13 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +16,7 @@ import (
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/hub/rules"
+	"github.com/switchboard-rpc/switchboard/internal/jwtkey"
 	"go.uber.org/zap"
 )
 
@@ -193,33 +188,16 @@ func signingKey(b []byte, kid string) (key any, alg, keyID string, err error) {
 			if err != nil {
 				continue
 			}
-			if alg := signingAlg(jwk.Key()); alg != "" {
+			if alg := jwtkey.SigningAlg(jwk.Key()); alg != "" {
 				return jwk.Key(), alg, m.KID, nil
 			}
 		}
 		return nil, "", "", errors.New("the JWKS document holds no key that can sign (an oct key or a private key)" + ifKid(kid))
 	case bytes.HasPrefix(trimmed, []byte("-----BEGIN")):
-		block, _ := pem.Decode(trimmed)
-		if block == nil {
-			return nil, "", "", errors.New("no PEM block")
-		}
-		switch block.Type {
-		case "PRIVATE KEY":
-			key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-		case "RSA PRIVATE KEY":
-			key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-		case "EC PRIVATE KEY":
-			key, err = x509.ParseECPrivateKey(block.Bytes)
-		default:
-			return nil, "", "", fmt.Errorf("a PEM %q: signing needs the private key (-key FILE), the hub holds only the public one", block.Type)
-		}
-		if err != nil {
+		if key, err = jwtkey.PEM(trimmed, true); err != nil {
 			return nil, "", "", err
 		}
-		if alg = signingAlg(key); alg == "" {
-			return nil, "", "", fmt.Errorf("a %T key, not RSA, EC P-256/P-384 or Ed25519", key)
-		}
-		return key, alg, kid, nil
+		return key, jwtkey.SigningAlg(key), kid, nil
 	default:
 		if len(b) < 32 {
 			return nil, "", "", fmt.Errorf("an HMAC secret needs at least 32 bytes, the file has %d", len(b))
@@ -233,29 +211,6 @@ func ifKid(kid string) string {
 		return ""
 	}
 	return fmt.Sprintf(" with kid %q", kid)
-}
-
-// signingAlg returns the default algorithm of a key that can sign, "" for
-// any other.
-func signingAlg(key any) string {
-	switch k := key.(type) {
-	case []byte:
-		if len(k) >= 32 {
-			return "HS256"
-		}
-	case *rsa.PrivateKey:
-		return "RS256"
-	case *ecdsa.PrivateKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return "ES256"
-		case elliptic.P384():
-			return "ES384"
-		}
-	case ed25519.PrivateKey:
-		return "EdDSA"
-	}
-	return ""
 }
 
 // errRefused ends checktoken with a non-zero status.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -172,7 +174,8 @@ func jsonOrString(s string) any {
 }
 
 // adminList calls a listing (admin.peers, admin.topics) and prints its
-// page, or with all, every page's entries (field key), one per line.
+// page, or with all, every page's entries (field key), one per line; then
+// it fails if some nodes did not answer a page, their part missing.
 func (o *cli) adminList(ctx context.Context, url, method, key string, params map[string]any, all bool) error {
 	for k, v := range params {
 		if v == "" || v == 0 {
@@ -182,6 +185,7 @@ func (o *cli) adminList(ctx context.Context, url, method, key string, params map
 	if !all {
 		return o.callAndPrint(ctx, url, method, params)
 	}
+	silent := map[string]bool{}
 	for {
 		res, err := o.callOnce(ctx, url, method, params)
 		if err != nil {
@@ -190,6 +194,11 @@ func (o *cli) adminList(ctx context.Context, url, method, key string, params map
 		var page map[string]json.RawMessage
 		if err := json.Unmarshal(res, &page); err != nil {
 			return fmt.Errorf("%s: %w", method, err)
+		}
+		var unanswered []string
+		_ = json.Unmarshal(page["unanswered"], &unanswered)
+		for _, n := range unanswered {
+			silent[n] = true
 		}
 		var entries []json.RawMessage
 		if err := json.Unmarshal(page[key], &entries); err != nil {
@@ -205,8 +214,12 @@ func (o *cli) adminList(ctx context.Context, url, method, key string, params map
 			_ = json.Unmarshal(raw, &next)
 		}
 		if strings.TrimSpace(next) == "" || len(entries) == 0 {
-			return nil
+			break
 		}
 		params["cursor"] = next
 	}
+	if len(silent) > 0 {
+		return fmt.Errorf("%s: nodes %v did not answer in time: their part is missing", method, slices.Sorted(maps.Keys(silent)))
+	}
+	return nil
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/switchboard-rpc/switchboard/client"
+	"github.com/switchboard-rpc/switchboard/internal/openrpc"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -93,42 +93,10 @@ func (r describedRouter) Lookup(method string) (peer.Handler, peer.Mode) {
 		for _, m := range methods {
 			if m, ok := m.(map[string]any); ok {
 				if d, ok := r.docs[fmt.Sprint(m["name"])]; ok {
-					describeObject(m, d)
+					openrpc.DescribeObject(m, openrpc.Description(d))
 				}
 			}
 		}
 		return doc, nil
 	}), mode
-}
-
-// describeObject applies d to an OpenRPC method object, as the client does
-// to the methods it provides.
-func describeObject(m map[string]any, d client.Description) {
-	if d.Summary != "" {
-		m["summary"] = d.Summary
-	}
-	if d.Schema == nil {
-		return
-	}
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
-	}
-	_ = json.Unmarshal(d.Schema, &s) // checked by descriptions
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	params := make([]any, 0, len(names))
-	for _, n := range names {
-		p := map[string]any{"name": n, "schema": s.Properties[n]}
-		for _, r := range s.Required {
-			if r == n {
-				p["required"] = true
-			}
-		}
-		params = append(params, p)
-	}
-	m["params"], m["paramStructure"] = params, "by-name"
 }

@@ -49,14 +49,11 @@ func TestServeDescribed(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	_, _, lines := start(t, "serve", "-describe", "upper=Upper-cases text", "-params", "upper="+upperSchema, h.WS(), "upper=tr a-z A-Z")
 	waitLine(t, lines, "serving upper")
-	peers := h.Hub().Peers()
-	if len(peers) != 1 {
-		t.Fatalf("%d peers", len(peers))
-	}
+	served := onlyPeer(t, h)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	var doc json.RawMessage
-	if err := peers[0].Conn().Call(ctx, "rpc.discover", nil, &doc); err != nil {
+	if err := served.Call(ctx, "rpc.discover", nil, &doc); err != nil {
 		t.Fatal(err)
 	}
 	testkit.JSONEqual(t, `{"name":"upper","summary":"Upper-cases text","paramStructure":"by-name",

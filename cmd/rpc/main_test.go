@@ -450,25 +450,33 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
+// onlyPeer returns the connection of h's one peer, the rpc serve under
+// test.
+func onlyPeer(t *testing.T, h *hubtest.Hub) *peer.Conn {
+	t.Helper()
+	peers := h.Hub().Peers()
+	if len(peers) != 1 {
+		t.Fatalf("%d peers", len(peers))
+	}
+	return peers[0].Conn()
+}
+
 func TestServe(t *testing.T) {
 	h := hubtest.Start(t, nil)
 	_, _, lines := start(t, "serve", h.WS(), "upper=tr a-z A-Z", "fail=echo it broke >&2; exit 3", "method=echo $RPC_METHOD")
 	waitLine(t, lines, "serving upper, fail, method")
 
-	peers := h.Hub().Peers()
-	if len(peers) != 1 {
-		t.Fatalf("%d peers", len(peers))
-	}
+	served := onlyPeer(t, h)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	var got json.RawMessage
-	if err := peers[0].Conn().Call(ctx, "upper", []string{"abc"}, &got); err != nil || string(got) != `["ABC"]` {
+	if err := served.Call(ctx, "upper", []string{"abc"}, &got); err != nil || string(got) != `["ABC"]` {
 		t.Fatalf("upper: %s, %v", got, err)
 	}
-	if err := peers[0].Conn().Call(ctx, "method", nil, &got); err != nil || string(got) != `"method"` {
+	if err := served.Call(ctx, "method", nil, &got); err != nil || string(got) != `"method"` {
 		t.Fatalf("method: %s, %v", got, err)
 	}
-	err := peers[0].Conn().Call(ctx, "fail", nil, nil)
+	err := served.Call(ctx, "fail", nil, nil)
 	var perr *peer.Error
 	if !errors.As(err, &perr) || perr.Code != peer.CodeApplication || perr.Message != "it broke" {
 		t.Fatalf("fail: %v", err)

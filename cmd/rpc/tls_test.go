@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/pem"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-rpc/switchboard/internal/hubtest"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // TestCA: -ca, or $RPC_CA, names the CA file that makes the hub's
@@ -15,10 +15,7 @@ import (
 func TestCA(t *testing.T) {
 	h := hubtest.Start(t, &hubtest.Options{TLS: true})
 	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ca := testkit.WriteFile(t, filepath.Join(dir, "ca.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.Certificate().Raw}))
 	for _, url := range []string{h.HTTP(), h.WS()} {
 		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) {
 			rpc(t, "", "call", "-ca", ca, url, "add", "1", "2").check(t, 0, "3\n")
@@ -30,10 +27,7 @@ func TestCA(t *testing.T) {
 			}
 		})
 	}
-	notPEM := filepath.Join(dir, "not.pem")
-	if err := os.WriteFile(notPEM, []byte("hello\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	notPEM := testkit.WriteFile(t, filepath.Join(dir, "not.pem"), []byte("hello\n"))
 	for _, file := range []string{notPEM, filepath.Join(dir, "missing.pem")} {
 		if r := rpc(t, "", "call", "-ca", file, h.HTTP(), "add", "1", "2"); r.code != exitUsage || !strings.Contains(r.stderr, "-ca") {
 			t.Errorf("-ca %s: exit %d, stderr %q", filepath.Base(file), r.code, r.stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,9 +31,7 @@ func TestTokenFile(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "token")
 	write := func(tok string) {
-		if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, file, []byte(tok+"\n"))
 	}
 	soon := time.Now().Add(3 * time.Second)
 	write(sign(soon))

@@ -30,9 +30,9 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -62,15 +62,12 @@ func Run(t *testing.T, newCluster func(t *testing.T) StartNode) {
 	t.Run("RoutedCalls", func(t *testing.T) { testRoutedCalls(t, newCluster(t)) })
 	t.Run("ProviderLost", func(t *testing.T) { testProviderLost(t, newCluster(t)) })
 	t.Run("AddressedCalls", func(t *testing.T) { testAddressedCalls(t, newCluster(t)) })
+	t.Run("UserPeers", func(t *testing.T) { testUserPeers(t, newCluster(t)) })
+	t.Run("RouteFunc", func(t *testing.T) { testRouteFunc(t, newCluster(t)) })
 	if _, ok := b.(hub.Describer); ok {
 		t.Run("Describe", func(t *testing.T) { testDescribe(t, newCluster(t)) })
 	}
 }
-
-// wait is how long the suite waits for what it expects before it fails:
-// long, since a loaded machine is slow, and only a failing test waits it
-// out.
-const wait = 30 * time.Second
 
 // node is a hub of a test cluster.
 type node struct {
@@ -157,7 +154,7 @@ func (c *client) call(t *testing.T, method string, params, result any) {
 // next returns the next notification of c.
 func (c *client) next(t *testing.T) note {
 	t.Helper()
-	return recv(t, c.notes, "a notification")
+	return testkit.Recv(t, c.notes, "a notification")
 }
 
 // nextEvent returns the next event of c.
@@ -171,42 +168,11 @@ func (c *client) nextEvent(t *testing.T) event {
 	return e
 }
 
-// ctxFor returns a context that ends with the test, or after wait.
+// ctxFor returns a context that ends with the test, or after testkit.Wait.
 func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Wait)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("waited %v for %s", wait, what)
-		panic("unreachable")
-	}
-}
-
-// waitFor waits until cond holds, checking it every few milliseconds: a
-// Directory may learn of the other nodes' peers some time after they
-// change.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("waited %v for %s", wait, what)
-		}
-	}
 }
 
 func wantCode(t *testing.T, what string, err error, code peer.Code) {

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -38,7 +40,7 @@ func testPresence(t *testing.T, start StartNode) {
 
 	want := []hub.PeerInfo{{ID: watcher.id, User: "ann", Node: "a"}, {ID: member.id, User: "bob", Node: "b"}}
 	var got []hub.PeerInfo
-	waitFor(t, "a to see b's peer in presence", func() bool {
+	testkit.WaitFor(t, "a to see b's peer in presence", func() bool {
 		var err error
 		got, err = a.h.ClusterPresence(ctxFor(t), "room.1")
 		return err == nil && slices.Equal(got, want)
@@ -89,7 +91,7 @@ func provideCalc(t *testing.T, n *node, others ...*node) (prov *client, started 
 	prov.call(t, "rpc.provide", map[string]any{"methods": []string{"calc.*"}}, nil)
 	for _, o := range others {
 		d := o.b.(hub.Directory)
-		waitFor(t, o.name+" to know "+n.name+"'s provider", func() bool { return d.Provides("calc.add") })
+		testkit.WaitFor(t, o.name+" to know "+n.name+"'s provider", func() bool { return d.Provides("calc.add") })
 	}
 	return prov, started, ended
 }
@@ -123,17 +125,17 @@ func testRoutedCalls(t *testing.T, start StartNode) {
 	if err := caller.Call(ctx, "calc.wait", nil, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("calc.wait cancelled: %v", err)
 	}
-	recv(t, started, "the provider to start")
-	if got := recv(t, progress, "progress"); got != `"started"` {
+	testkit.Recv(t, started, "the provider to start")
+	if got := testkit.Recv(t, progress, "progress"); got != `"started"` {
 		t.Fatalf("progress %s, want \"started\"", got)
 	}
-	if err := recv(t, ended, "the provider's context to end"); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, ended, "the provider's context to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the provider's context ended with %v, want it cancelled", err)
 	}
 
 	prov.call(t, "rpc.unprovide", map[string]any{"methods": []string{"calc.*"}}, nil)
 	d := b.b.(hub.Directory)
-	waitFor(t, "b to know a's provider withdrew", func() bool { return !d.Provides("calc.add") })
+	testkit.WaitFor(t, "b to know a's provider withdrew", func() bool { return !d.Provides("calc.add") })
 	wantCode(t, "calc.add withdrawn", caller.Call(ctxFor(t), "calc.add", []int{1}, nil), peer.CodeMethodNotFound)
 }
 
@@ -145,9 +147,9 @@ func testProviderLost(t *testing.T, start StartNode) {
 	caller := b.join(t, nil, nil)
 	errc := make(chan error, 1)
 	go func() { errc <- caller.Call(ctxFor(t), "calc.wait", nil, nil) }()
-	recv(t, started, "the provider to start")
+	testkit.Recv(t, started, "the provider to start")
 	prov.Close()
-	wantCode(t, "calc.wait of a provider lost", recv(t, errc, "the call to end"), peer.CodeProviderLost)
+	wantCode(t, "calc.wait of a provider lost", testkit.Recv(t, errc, "the call to end"), peer.CodeProviderLost)
 }
 
 // testAddressedCalls: Go code on one node lists the peers of the other
@@ -160,7 +162,7 @@ func testAddressedCalls(t *testing.T, start StartNode) {
 	big := strings.Repeat("x", 1000)
 	mux.Handle("big", peer.Func(func(context.Context, struct{}) (string, error) { return big, nil }))
 	target := a.join(t, "ann", mux)
-	waitFor(t, "b to list a's peer", func() bool {
+	testkit.WaitFor(t, "b to list a's peer", func() bool {
 		peers, err := b.h.ClusterPeers(ctxFor(t))
 		return err == nil && slices.Contains(peers, hub.PeerInfo{ID: target.id, User: "ann", Node: "a"})
 	})
@@ -184,6 +186,98 @@ func testAddressedCalls(t *testing.T, start StartNode) {
 	res, err := d.Route(ctxFor(t), hub.RemoteCall{Method: "big", Peer: target.id, MaxResult: 2000})
 	if err != nil || len(res) != len(big)+2 {
 		t.Fatalf("Route within MaxResult: %d bytes, %v", len(res), err)
+	}
+}
+
+// testUserPeers: a node finds the peers of a user on the other
+// (Directory.UserPeers), and none of another user; an rpc.call of the
+// user reaches its peers on both nodes, complete.
+func testUserPeers(t *testing.T, start StartNode) {
+	a, b := startNode(t, start, "a"), startNode(t, start, "b")
+	where := func(node string) *peer.Mux {
+		mux := peer.NewMux()
+		mux.Handle("where", peer.Func(func(context.Context, struct{}) (string, error) { return node, nil }))
+		return mux
+	}
+	ann := a.join(t, "ann", where("a"))
+	a.join(t, "bob", where("a"))
+	b.join(t, "ann", where("b"))
+	d := b.b.(hub.Directory)
+	want := []hub.PeerInfo{{ID: ann.id, User: "ann", Node: "a"}}
+	testkit.WaitFor(t, "b to find ann's peer on a", func() bool {
+		peers, err := d.UserPeers(ctxFor(t), "ann")
+		return err == nil && slices.Equal(peers, want)
+	})
+	if peers, err := d.UserPeers(ctxFor(t), "carl"); err != nil || len(peers) != 0 {
+		t.Fatalf("UserPeers of a user with no peer on a: %+v, %v", peers, err)
+	}
+
+	caller := b.join(t, "carl", nil)
+	var all struct {
+		Results []struct {
+			Peer   hub.PeerInfo
+			Result string
+		}
+		Incomplete bool
+	}
+	caller.call(t, "rpc.call", map[string]any{"user": "ann", "method": "where"}, &all)
+	var got []string
+	for _, r := range all.Results {
+		if r.Peer.User != "ann" || r.Result != r.Peer.Node {
+			t.Fatalf("entry %+v", r)
+		}
+		got = append(got, r.Result)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) || all.Incomplete {
+		t.Fatalf("rpc.call of ann from b: answered from %v, incomplete %v; want a and b, complete", got, all.Incomplete)
+	}
+}
+
+// testRouteFunc: Directory.RouteFunc calls a peer of the other node and
+// hands its result or error to done, -32007 for no such peer; when ctx's
+// deadline passes, done gets it and the peer's call is cancelled.
+func testRouteFunc(t *testing.T, start StartNode) {
+	a, b := startNode(t, start, "a"), startNode(t, start, "b")
+	started, ended := make(chan struct{}, 1), make(chan error, 1)
+	target := a.join(t, "ann", calc(started, ended))
+	testkit.WaitFor(t, "b to list a's peer", func() bool {
+		peers, err := b.h.ClusterPeers(ctxFor(t))
+		return err == nil && slices.Contains(peers, hub.PeerInfo{ID: target.id, User: "ann", Node: "a"})
+	})
+	d := b.b.(hub.Directory)
+	type outcome struct {
+		res string
+		err error
+	}
+	route := func(ctx context.Context, method, id string, params json.RawMessage) <-chan outcome {
+		ch := make(chan outcome, 1)
+		d.RouteFunc(ctx, hub.RemoteCall{Method: method, Params: params, Peer: id, Node: "a"}, func(res json.RawMessage, err error) {
+			ch <- outcome{string(res), err}
+		})
+		return ch
+	}
+	if o := testkit.Recv(t, route(ctxFor(t), "calc.add", target.id, json.RawMessage(`[1,2]`)), "calc.add"); o.res != "3" || o.err != nil {
+		t.Fatalf("calc.add: %+v", o)
+	}
+	o := testkit.Recv(t, route(ctxFor(t), "calc.fail", target.id, nil), "calc.fail")
+	if e, ok := errors.AsType[*peer.Error](o.err); !ok || e.Code != 4001 || string(e.Data) != `{"retry":false}` {
+		t.Fatalf("calc.fail: %+v, want the peer's error unchanged", o)
+	}
+	wantCode(t, "no such peer", testkit.Recv(t, route(ctxFor(t), "calc.add", "no-such-peer", nil), "no such peer").err, peer.CodeNoSuchPeer)
+
+	ctx, cancel := context.WithTimeout(ctxFor(t), 100*time.Millisecond)
+	defer cancel()
+	done := route(ctx, "calc.wait", target.id, nil)
+	testkit.Recv(t, started, "the peer to start")
+	// The deadline, or the peer's node's -32003 for the same deadline,
+	// whichever comes first.
+	o = testkit.Recv(t, done, "calc.wait past its deadline")
+	if e, ok := errors.AsType[*peer.Error](o.err); !errors.Is(o.err, context.DeadlineExceeded) && (!ok || e.Code != peer.CodeTimeout) {
+		t.Fatalf("calc.wait past its deadline: %v", o.err)
+	}
+	if err := testkit.Recv(t, ended, "the peer's call to end"); err == nil {
+		t.Fatal("the peer's call ended without an error")
 	}
 }
 

@@ -66,6 +66,15 @@ func (b *Broker) Route(ctx context.Context, call hub.RemoteCall) (json.RawMessag
 	return to.serve(ctx, call)
 }
 
+// RouteFunc implements hub.Directory, simply: Route, on a goroutine of
+// the call's own, whose last act is done, so that whoever waits for done
+// waits for it. (hub/natsbroker holds no goroutine for a call.) Progress
+// is not passed on.
+func (b *Broker) RouteFunc(ctx context.Context, call hub.RemoteCall, done func(json.RawMessage, error)) {
+	call.Progress = nil
+	go func() { done(b.Route(ctx, call)) }()
+}
+
 // serve serves a call of another node on b's hub, as if it had crossed a
 // network: the params and the result are b's own copies, and the call
 // ends with -32006 when b is closed first.
@@ -96,6 +105,19 @@ func (b *Broker) Peers(_ context.Context, topic string) ([]hub.PeerInfo, error) 
 	}
 	return out, nil
 }
+
+// UserPeers implements hub.Directory.
+func (b *Broker) UserPeers(_ context.Context, user string) ([]hub.PeerInfo, error) {
+	var out []hub.PeerInfo
+	for _, n := range b.c.others(b) {
+		out = append(out, n.h.LocalUserPeers(user)...)
+	}
+	return out, nil
+}
+
+// UserChanged implements hub.Directory. It does nothing: the other nodes
+// ask this one's hub for its peers when they need them.
+func (b *Broker) UserChanged(bool, hub.PeerInfo) {}
 
 // Changed implements hub.Directory. It does nothing: the other nodes ask
 // this one's hub what its peers provide when they need to know.

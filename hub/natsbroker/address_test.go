@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
@@ -33,7 +34,12 @@ func TestAddressAcrossNodes(t *testing.T) {
 	onC := ids[2]
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	eventually(t, a, "a to know b and c", func() bool { return len(a.b.Members()) == 2 })
+	eventually(t, a, "a to know b and c, and their peers of alice", func() bool {
+		onB, _ := natsbroker.RosterOf(a.b, "b")
+		onC, _ := natsbroker.RosterOf(a.b, "c")
+		return len(a.b.Members()) == 2 && onB["alice"] == 1 && onC["alice"] == 1
+	})
+	eventuallyPresent(t, a, "room.7", 3)
 
 	var me hub.PeerInfo
 	if err := caller.Call(ctx, "rpc.whoami", nil, &me); err != nil || me.Node != "a" || me.User != "alice" || me.ID == "" {

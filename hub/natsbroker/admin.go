@@ -3,6 +3,7 @@ package natsbroker
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,7 +18,7 @@ import (
 // hub.BrokerHandle.ServeAdmin, on a goroutine of its own.
 
 // adminWait bounds how long an admin request waits for the other nodes'
-// answers; a node that has not answered by then is left out.
+// answers; a node that has not answered by then is left out, and named.
 var adminWait = 2 * time.Second
 
 type adminQuery struct {
@@ -39,12 +40,12 @@ func (b *Broker) AskNodes(ctx context.Context, op string, params []byte) ([]hub.
 }
 
 func (d *directory) askNodes(ctx context.Context, op string, params []byte) ([]hub.NodeAnswer, error) {
-	want := d.nodes()
-	if want == 0 {
+	want := d.names()
+	if len(want) == 0 {
 		return nil, nil
 	}
 	inbox := d.b.nc.NewRespInbox()
-	answers := make(chan *nats.Msg, want+16)
+	answers := make(chan *nats.Msg, len(want)+16)
 	sub, err := d.b.nc.ChanSubscribe(inbox, answers)
 	if err != nil {
 		return nil, err
@@ -52,13 +53,13 @@ func (d *directory) askNodes(ctx context.Context, op string, params []byte) ([]h
 	defer func() { _ = sub.Unsubscribe() }()
 	q, _ := jsonx.Marshal(adminQuery{Node: d.b.node, Op: op, Params: params})
 	if err := d.b.nc.PublishRequest(d.b.Subject("admin"), inbox, q); err != nil {
-		return nil, nil // the link is down: this node only
+		return nil, &hub.UnansweredError{Nodes: want} // the link is down
 	}
 	t := time.NewTimer(adminWait)
 	defer t.Stop()
 	var out []hub.NodeAnswer
 	seen := make(map[string]bool)
-	for len(seen) < want {
+	for waiting := len(want); waiting > 0; {
 		select {
 		case msg := <-answers:
 			var a hub.NodeAnswer
@@ -67,13 +68,28 @@ func (d *directory) askNodes(ctx context.Context, op string, params []byte) ([]h
 			}
 			seen[a.Node] = true
 			out = append(out, a)
+			if slices.Contains(want, a.Node) {
+				waiting--
+			}
 		case <-t.C:
-			return out, nil
+			return out, unanswered(want, seen)
 		case <-ctx.Done():
-			return out, nil
+			return out, unanswered(want, seen)
 		}
 	}
 	return out, nil
+}
+
+// unanswered returns the error naming the nodes of want (sorted) that are
+// not in seen.
+func unanswered(want []string, seen map[string]bool) error {
+	var missing []string
+	for _, n := range want {
+		if !seen[n] {
+			missing = append(missing, n)
+		}
+	}
+	return &hub.UnansweredError{Nodes: missing}
 }
 
 // onAdmin answers another node's admin request.

@@ -100,3 +100,34 @@ func TestAdminRefusalsAcrossNodes(t *testing.T) {
 		t.Fatalf("listed %v, want %v", seen, want)
 	}
 }
+
+// Defect: a node that did not answer an admin request in time was left
+// out silently: a listing lacked its peers, and a kick by user left that
+// user's peers there connected, both saying nothing. Now each returns what
+// the others answered, and names the node.
+func TestAdminNamesStalledNode(t *testing.T) {
+	url := startNATS(t)
+	a, b := startRouteNode(t, url, "a", nil), startRouteNode(t, url, "b", nil)
+	for range 2 {
+		attach(t, b, &peer.Options{}, "bob", nil)
+	}
+	beating(t, url, func() map[string]string { return map[string]string{"x": `{"node":"x"}`} }) // and answers nothing
+	testkit.WaitFor(t, "a to know b and x", func() bool { return len(a.b.Members()) == 2 })
+
+	isX := func(err error) bool {
+		ue, ok := errors.AsType[*hub.UnansweredError](err)
+		return ok && slices.Equal(ue.Nodes, []string{"x"})
+	}
+	page, err := a.h.ListPeers(t.Context(), hub.PeerQuery{})
+	if len(page.Peers) != 2 || page.Peers[0].Node != "b" || !isX(err) {
+		t.Fatalf("listing: %+v, %v; want b's two peers and x named", page, err)
+	}
+	nodes, err := a.h.Nodes(t.Context())
+	if len(nodes) != 2 || !isX(err) {
+		t.Fatalf("nodes: %+v, %v; want a and b, and x named", nodes, err)
+	}
+	gone, err := a.h.Disconnect(t.Context(), hub.Disconnect{User: "bob"})
+	if len(gone) != 2 || !isX(err) {
+		t.Fatalf("kick bob: %+v, %v; want b's two peers closed and x named", gone, err)
+	}
+}

@@ -26,6 +26,16 @@ func (b *Broker) Route(ctx context.Context, call hub.RemoteCall) (json.RawMessag
 	return d.Route(ctx, call)
 }
 
+// RouteFunc implements hub.Directory.
+func (b *Broker) RouteFunc(ctx context.Context, call hub.RemoteCall, done func(json.RawMessage, error)) {
+	d := b.dir.Load()
+	if d == nil {
+		done(nil, noPeer(call.Peer))
+		return
+	}
+	d.RouteFunc(ctx, call, done)
+}
+
 // Peers implements hub.Directory.
 func (b *Broker) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, error) {
 	d := b.dir.Load()
@@ -33,6 +43,22 @@ func (b *Broker) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, error
 		return nil, nil
 	}
 	return d.Peers(ctx, topic)
+}
+
+// UserPeers implements hub.Directory.
+func (b *Broker) UserPeers(ctx context.Context, user string) ([]hub.PeerInfo, error) {
+	d := b.dir.Load()
+	if d == nil {
+		return nil, nil
+	}
+	return d.UserPeers(ctx, user)
+}
+
+// UserChanged implements hub.Directory.
+func (b *Broker) UserChanged(join bool, who hub.PeerInfo) {
+	if d := b.dir.Load(); d != nil {
+		d.UserChanged(join, who)
+	}
 }
 
 // Changed implements hub.Directory.

@@ -61,6 +61,8 @@ func TestAddressTruncatedAcrossNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	eventually(t, a, "a to know b", func() bool { return len(a.b.Members()) == 1 })
+	eventuallyPresent(t, a, "room.big", peers)
+	eventuallyPresent(t, a, "room.huge", 1)
 
 	type answer struct {
 		Results []struct {

@@ -3,6 +3,7 @@ package natsbroker
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,7 @@ type announcement struct {
 	Node      string         `json:"node"`
 	Providers []hub.Provider `json:"providers,omitempty"`
 	Bye       bool           `json:"bye,omitempty"`
+	Roster    *mark          `json:"roster,omitempty"` // the latest state of its roster (roster.go)
 }
 
 // member is another node, as this one knows it.
@@ -42,6 +44,9 @@ type member struct {
 	seen      time.Time
 	gone      chan struct{}  // closed when the node is taken for gone
 	ours      map[string]int // calls this node has in flight to each provider there
+	roster    *roster        // its peers' users and patterns; nil: not known (roster.go)
+	behind    uint64         // the change its last heartbeat said it was at, when this node's roster of it was behind
+	asked     time.Time      // when this node last asked it for its roster
 }
 
 // directory is the state of the broker as a hub.Directory.
@@ -59,6 +64,14 @@ type directory struct {
 	replies string                  // "<inbox>.": the subjects the answers to this node's calls come on
 	calls   map[string]*pendingCall // this node's calls waiting for answers, by reply subject
 	nextID  atomic.Uint64
+
+	// self is this node's own roster, told to the others; its lock is
+	// a leaf, taken with the hub's held.
+	self struct {
+		mu sync.Mutex
+		r  *roster
+	}
+	rosters string // the inbox the other nodes' rosters come on
 
 	changed chan struct{} // 1-buffered: announce now
 	stop    chan struct{}
@@ -79,9 +92,11 @@ func (b *Broker) startDirectory(h *hub.BrokerHandle) error {
 		updated:  make(chan struct{}),
 		replies:  b.nc.NewInbox() + ".",
 		calls:    make(map[string]*pendingCall),
+		rosters:  b.nc.NewInbox(),
 		changed:  make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	d.self.r = newRoster(b.run)
 	for subject, fn := range map[string]nats.MsgHandler{
 		b.Subject("dir", "*"):            d.onAnnouncement,
 		b.Subject("call", b.node):        d.onCall,
@@ -92,6 +107,7 @@ func (b *Broker) startDirectory(h *hub.BrokerHandle) error {
 		b.Subject("discover"):            d.onDiscover,
 		b.Subject("admin"):               d.onAdmin,
 		d.replies + "*":                  d.onReply,
+		d.rosters:                        d.onRoster,
 	} {
 		sub, err := b.nc.Subscribe(subject, fn)
 		if err != nil {
@@ -100,6 +116,11 @@ func (b *Broker) startDirectory(h *hub.BrokerHandle) error {
 		}
 		_ = sub.SetPendingLimits(1<<20, 1<<30)
 		d.subs = append(d.subs, sub)
+	}
+	if b.nc.IsConnected() {
+		// Subscribed at the server before Start returns: this node
+		// misses no change another node makes after that (roster.go).
+		_ = b.nc.FlushTimeout(presenceWait)
 	}
 	b.dir.Store(d)
 	d.wg.Go(d.loop)
@@ -127,6 +148,7 @@ func (d *directory) close() {
 	d.mu.Lock()
 	for name, m := range d.members {
 		close(m.gone)
+		d.lostLocked(name)
 		delete(d.members, name)
 	}
 	d.mu.Unlock()
@@ -155,11 +177,18 @@ func (d *directory) loop() {
 	}
 }
 
-// announce tells the other nodes about this one's peers.
+// announce tells the other nodes about this one's peers. The state of
+// its roster is read and sent under the roster's lock, so that no change
+// sent before the announcement is newer than what it says (roster.go).
 func (d *directory) announce(bye bool) {
 	a := announcement{Node: d.b.node, Bye: bye}
 	if !bye {
 		a.Providers = d.h.ProvidedMethods()
+	}
+	d.self.mu.Lock()
+	defer d.self.mu.Unlock()
+	if !bye {
+		a.Roster = &d.self.r.mark
 	}
 	msg, _ := jsonx.Marshal(a)
 	_ = d.b.nc.Publish(d.b.Subject("dir", d.b.node), msg)
@@ -172,6 +201,7 @@ func (d *directory) expire(now time.Time) {
 		if now.Sub(m.seen) > missedHeartbeats*d.interval {
 			d.log.Warn("cluster node lost", zap.String("peer_node", name))
 			close(m.gone)
+			d.lostLocked(name)
 			delete(d.members, name)
 			d.updatedLocked()
 			defer d.providedChanged(m.providers, nil)
@@ -197,6 +227,7 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 	case a.Bye:
 		if m != nil {
 			close(m.gone)
+			d.lostLocked(a.Node)
 			delete(d.members, a.Node)
 			d.updatedLocked()
 			defer d.providedChanged(m.providers, nil)
@@ -210,8 +241,12 @@ func (d *directory) onAnnouncement(msg *nats.Msg) {
 	}
 	defer d.providedChanged(m.providers, a.Providers)
 	m.providers, m.seen = a.Providers, time.Now()
+	ask := d.heardMark(m, a.Roster)
 	d.updatedLocked()
 	d.mu.Unlock()
+	if ask {
+		d.askRoster(a.Node)
+	}
 }
 
 // heard takes node for a member, with no providers yet, if it is not one:
@@ -311,6 +346,7 @@ func (d *directory) drop(node string) {
 	if m := d.members[node]; m != nil {
 		d.log.Warn("cluster node lost", zap.String("peer_node", node))
 		close(m.gone)
+		d.lostLocked(node)
 		delete(d.members, node)
 		d.updatedLocked()
 		defer d.providedChanged(m.providers, nil)
@@ -328,12 +364,7 @@ func (d *directory) nodes() int {
 func (d *directory) names() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]string, 0, len(d.members))
-	for name := range d.members {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(d.members))
 }
 
 // goneOf returns the channel closed when node is gone (closed already

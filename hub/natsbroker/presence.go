@@ -12,8 +12,9 @@ import (
 )
 
 // This file spans presence over the nodes: rpc.presence (and
-// Hub.ClusterPeers) asks every other node on "<prefix>.presence" for its
-// peers and gathers the answers; a node whose peers subscribe or leave
+// Hub.ClusterPeers, and calls of a user's or a topic's peers) asks the
+// other nodes that may have such peers (roster.go) on "<prefix>.presence"
+// for them and gathers the answers; a node whose peers subscribe or leave
 // tells the others on "<prefix>.presence.changed", and they pass
 // rpc.join and rpc.leave on to their watchers.
 
@@ -23,8 +24,11 @@ import (
 const presenceWait = 2 * time.Second
 
 type presenceQuery struct {
-	Node  string `json:"node"`
-	Topic string `json:"topic,omitempty"` // "" for every peer
+	Node   string   `json:"node"`
+	Topic  string   `json:"topic,omitempty"`  // "" for every peer
+	User   string   `json:"user,omitempty"`   // the peers of this user only
+	Nodes  []string `json:"nodes,omitempty"`  // the nodes to answer; none: all
+	Roster bool     `json:"roster,omitempty"` // asks for the node's roster (roster.go)
 }
 
 type presenceAnswer struct {
@@ -32,19 +36,37 @@ type presenceAnswer struct {
 	Peers []hub.PeerInfo `json:"peers"`
 }
 
+// presenceChange is a change of a node's presence and roster: a peer
+// subscribed to the patterns changed (Join) or unsubscribed, or, with
+// Conn, a peer of a user joined the node or left it.
 type presenceChange struct {
+	mark
 	Join    bool         `json:"join,omitempty"`
+	Conn    bool         `json:"conn,omitempty"`
 	Peer    hub.PeerInfo `json:"peer"`
-	Changed []string     `json:"changed"`
+	Changed []string     `json:"changed,omitempty"`
 	Others  []string     `json:"others,omitempty"`
 }
 
-// Peers implements hub.Directory: it asks every other node it knows and
-// gathers the answers that come within presenceWait (or ctx). The nodes
-// that did not answer by then (all of them when the link is down) are
-// named by a *hub.UnansweredError, returned with the others' peers.
+// Peers implements hub.Directory: it asks the other nodes that may have
+// subscribers of topic (roster.go), or with topic "" every other node.
 func (d *directory) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, error) {
-	want := d.names()
+	return d.ask(ctx, presenceQuery{Topic: topic}, d.askFor("", topic))
+}
+
+// UserPeers implements hub.Directory: it asks the other nodes that may
+// have peers of user (roster.go).
+func (d *directory) UserPeers(ctx context.Context, user string) ([]hub.PeerInfo, error) {
+	peers, err := d.ask(ctx, presenceQuery{User: user}, d.askFor(user, ""))
+	// A node of an older version answers with all its peers.
+	return slices.DeleteFunc(peers, func(p hub.PeerInfo) bool { return p.User != user }), err
+}
+
+// ask sends q to the nodes want and gathers the answers that come within
+// presenceWait (or ctx). The nodes that did not answer by then (all of
+// them when the link is down) are named by a *hub.UnansweredError,
+// returned with the others' peers.
+func (d *directory) ask(ctx context.Context, q presenceQuery, want []string) ([]hub.PeerInfo, error) {
 	if len(want) == 0 {
 		return nil, nil
 	}
@@ -67,8 +89,9 @@ func (d *directory) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, er
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	q, _ := jsonx.Marshal(presenceQuery{Node: d.b.node, Topic: topic})
-	if err := d.b.nc.PublishRequest(d.b.Subject("presence"), inbox, q); err != nil {
+	q.Node, q.Nodes = d.b.node, want
+	body, _ := jsonx.Marshal(q)
+	if err := d.b.nc.PublishRequest(d.b.Subject("presence"), inbox, body); err != nil {
 		return nil, unanswered(nil) // the link is down: this node's peers only
 	}
 	t := time.NewTimer(presenceWait)
@@ -96,13 +119,24 @@ func (d *directory) Peers(ctx context.Context, topic string) ([]hub.PeerInfo, er
 	return peers, nil
 }
 
-// onPresence answers another node's presence query.
+// onPresence answers another node's presence query, when it is one of
+// those asked.
 func (d *directory) onPresence(msg *nats.Msg) {
 	var q presenceQuery
-	if json.Unmarshal(msg.Data, &q) != nil || q.Node == d.b.node || msg.Reply == "" {
+	if json.Unmarshal(msg.Data, &q) != nil || q.Node == d.b.node || msg.Reply == "" ||
+		len(q.Nodes) > 0 && !slices.Contains(q.Nodes, d.b.node) {
 		return
 	}
-	peers := d.h.LocalPeers(q.Topic)
+	if q.Roster {
+		d.answerRoster(msg.Reply)
+		return
+	}
+	var peers []hub.PeerInfo
+	if q.User != "" {
+		peers = d.h.LocalUserPeers(q.User)
+	} else {
+		peers = d.h.LocalPeers(q.Topic)
+	}
 	if peers == nil {
 		peers = []hub.PeerInfo{}
 	}
@@ -113,17 +147,17 @@ func (d *directory) onPresence(msg *nats.Msg) {
 // PresenceChanged implements hub.Directory: it tells the other nodes.
 // It does so whether or not a peer there watches presence: a node that
 // waited to hear of a watcher first would miss the changes made
-// meanwhile. The nodes without watchers drop the message at once.
+// meanwhile. The nodes without watchers only count it in this node's
+// roster.
 func (d *directory) PresenceChanged(join bool, who hub.PeerInfo, changed, others []string) {
-	b, _ := jsonx.Marshal(presenceChange{Join: join, Peer: who, Changed: changed, Others: others})
-	_ = d.b.nc.Publish(d.b.Subject("presence", "changed"), b)
+	d.change(presenceChange{Join: join, Peer: who, Changed: changed, Others: others})
 }
 
 // onPresenceChanged passes another node's presence change on to this
 // node's watchers.
 func (d *directory) onPresenceChanged(msg *nats.Msg) {
 	var c presenceChange
-	if json.Unmarshal(msg.Data, &c) != nil || c.Peer.Node == "" || c.Peer.Node == d.b.node || len(c.Changed) == 0 {
+	if json.Unmarshal(msg.Data, &c) != nil || c.Peer.Node == "" || c.Peer.Node == d.b.node {
 		return
 	}
 	if c.Join {
@@ -132,5 +166,8 @@ func (d *directory) onPresenceChanged(msg *nats.Msg) {
 		// query made after this join must ask it too.
 		d.heard(c.Peer.Node)
 	}
-	d.h.RemotePresenceChanged(c.Join, c.Peer, c.Changed, c.Others)
+	d.rosterChanged(&c)
+	if !c.Conn && len(c.Changed) > 0 {
+		d.h.RemotePresenceChanged(c.Join, c.Peer, c.Changed, c.Others)
+	}
 }

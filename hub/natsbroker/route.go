@@ -177,10 +177,12 @@ func (d *directory) route(ctx context.Context, call hub.RemoteCall) (_ json.RawM
 	}
 }
 
-// pendingCall is a call of this node's waiting for its answers.
+// pendingCall is a call of this node's waiting for its answers: on
+// replies, or, for a call of RouteFunc, by async.
 type pendingCall struct {
 	replies chan *nats.Msg
 	quit    chan struct{} // closed when the call stops waiting
+	async   *asyncCall
 }
 
 // unsent is the error of a call that could not be sent to another node:
@@ -224,7 +226,11 @@ func (d *directory) onReply(msg *nats.Msg) {
 	d.mu.Lock()
 	pc := d.calls[msg.Subject]
 	d.mu.Unlock()
-	if pc == nil {
+	switch {
+	case pc == nil:
+		return
+	case pc.async != nil:
+		pc.async.reply(msg)
 		return
 	}
 	select {

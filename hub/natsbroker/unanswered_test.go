@@ -3,11 +3,10 @@ package natsbroker_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/switchboard-rpc/switchboard/hub/natsbroker"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -24,29 +23,15 @@ func TestUserCallReportsStalledNode(t *testing.T) {
 	attach(t, b, &peer.Options{}, "alice", provider("b", started, ended))
 
 	// Node x sends its heartbeats, but is stalled otherwise: it answers
-	// nothing.
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop)
-	wg.Go(func() {
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			_ = nc.Publish("switchboard.dir.x", []byte(`{"node":"x"}`))
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
+	// nothing. So is node y, whose roster says it has no peer: it is not
+	// asked, nor named.
+	beating(t, url, func() map[string]string {
+		return map[string]string{"x": `{"node":"x"}`, "y": `{"node":"y","roster":{"run":"r1","seq":0}}`}
 	})
-	eventually(t, a, "a to know b and x", func() bool { return len(a.b.Members()) == 2 })
+	eventually(t, a, "a to know b (and its peer of alice), x and y", func() bool {
+		users, _ := natsbroker.RosterOf(a.b, "b")
+		return len(a.b.Members()) == 3 && users["alice"] == 1
+	})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

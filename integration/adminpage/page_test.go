@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,10 +37,7 @@ const opToken = "the-operators-token-for-the-page-test"
 
 func TestAdminPage(t *testing.T) {
 	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte(opToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokens := testkit.WriteFile(t, filepath.Join(dir, "tokens"), []byte(opToken+"\n"))
 	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo", "-token-file", tokens, "-log-level", "warn"}, Admin: true})
 
 	ctx, cancel := chromedp.NewContext(browser)
@@ -100,14 +96,14 @@ func TestAdminPage(t *testing.T) {
 	marker := eval(`window.stillTheSamePage = "yes"; window.stillTheSamePage`)
 
 	// A request with a bad token is refused: the page lists the refusal.
-	if status, reply := post(t, wctx, h.URL()+"/rpc", "not-the-token", `{"jsonrpc":"2.0","method":"echo","params":["x"],"id":1}`); status != http.StatusUnauthorized {
+	if status, reply := testkit.Post(t, wctx, h.URL()+"/rpc", "not-the-token", `{"jsonrpc":"2.0","method":"echo","params":["x"],"id":1}`); status != http.StatusUnauthorized {
 		t.Fatalf("a bad token: %d %s, want 401", status, reply)
 	}
 	wait("the refusal listed", `[...document.querySelectorAll('#refusals tr[data-kind="auth"]')].some((tr) => tr.textContent.includes("POST /rpc") && tr.textContent.includes("401"))`)
 
 	// A hundred calls: the calls per second chart rises.
 	batch := strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","method":"echo","params":["x"],"id":1},`, 100), ",")
-	if status, reply := post(t, wctx, h.URL()+"/rpc", opToken, "["+batch+"]"); status != http.StatusOK {
+	if status, reply := testkit.Post(t, wctx, h.URL()+"/rpc", opToken, "["+batch+"]"); status != http.StatusOK {
 		t.Fatalf("a batch of calls: %d %s", status, reply)
 	}
 	wait("the calls per second charted", `parseFloat(document.getElementById("calls").textContent) >= 20`)
@@ -118,7 +114,7 @@ func TestAdminPage(t *testing.T) {
 		t.Helper()
 		topics := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("%q,", topic), n), ",")
 		body := `{"jsonrpc":"2.0","method":"admin.broadcast","params":{"topics":[` + topics + `],"data":1},"id":1}`
-		if status, reply := post(t, wctx, h.AdminURL()+"/rpc", opToken, body); status != http.StatusOK || !strings.Contains(reply, `"result"`) {
+		if status, reply := testkit.Post(t, wctx, h.AdminURL()+"/rpc", opToken, body); status != http.StatusOK || !strings.Contains(reply, `"result"`) {
 			t.Fatalf("admin.broadcast on %s: %d %s", topic, status, reply)
 		}
 	}
@@ -151,28 +147,6 @@ func TestAdminPage(t *testing.T) {
 	if w := eval(`String(document.documentElement.scrollWidth)`); w != "390" {
 		t.Errorf("at phone width the page is %s px wide", w)
 	}
-}
-
-// post sends body to url with token and returns the status and the body
-// of the answer.
-func post(t *testing.T, ctx context.Context, url, token, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }
 
 func roundTrip(t *testing.T, ctx context.Context, ws *websocket.Conn, msg string) string {

@@ -12,7 +12,9 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
+	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // tab is one browser tab of a test. It fails the test if the page throws
@@ -150,6 +152,23 @@ func (tb *tab) failureShot() string {
 		return ""
 	}
 	return "\nthe page then: " + f.Name()
+}
+
+// provideCents provides method, through a client of the hub at url, as
+// another peer, and returns that client: the method takes {"cents": N}
+// and answers N.
+func provideCents(t *testing.T, url, method string) *client.Client {
+	t.Helper()
+	svc, _ := testclient.Dial(t, url, nil)
+	fn := peer.Func(func(_ context.Context, p struct {
+		Cents int `json:"cents"`
+	}) (int, error) {
+		return p.Cents, nil
+	})
+	if _, err := svc.Provide(t.Context(), method, fn); err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 // publish publishes data (JSON) on topic through the hub, as another peer.

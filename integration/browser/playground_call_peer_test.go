@@ -1,7 +1,6 @@
 package browser_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
-	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // One tab calls another by its peer id: the Peers panel of the first
@@ -20,10 +18,7 @@ func TestPlaygroundCallThisPeer(t *testing.T) {
 	a, h := openPlayground(t, 1280, 900)
 	b := openSecondPlayground(t, h.URL())
 	b.do(
-		typeInto("#serve-name", "tab.greet"),
-		chromedp.SetValue(chromedp.CSS("#serve-mode"), "reply"),
-		chromedp.Evaluate[chromedp.Void](`document.querySelector("#serve-mode").dispatchEvent(new Event("change"))`),
-		chromedp.SetValue(chromedp.CSS("#serve-reply"), `"hello from tab b"`),
+		serveReply("tab.greet", `"hello from tab b"`),
 		chromedp.Click(chromedp.CSS("#register-form button")),
 		chromedp.Click(chromedp.CSS("#presence-form button")),
 	)
@@ -90,15 +85,7 @@ func TestPlaygroundPeersAfterReconnect(t *testing.T) {
 // the method shows with its signature and a params template.
 func TestPlaygroundDiscoversNewMethods(t *testing.T) {
 	a, h := openPlayground(t, 1280, 900)
-	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
-	fresh := peer.Func(func(_ context.Context, p struct {
-		Cents int `json:"cents"`
-	}) (int, error) {
-		return p.Cents, nil
-	})
-	if _, err := svc.Provide(t.Context(), "svc.fresh", fresh); err != nil {
-		t.Fatal(err)
-	}
+	provideCents(t, h.WebSocketURL(), "svc.fresh")
 	if eval[bool](a, `[...document.querySelectorAll("#methods option")].some((o) => o.value === "svc.fresh")`) {
 		t.Fatal("the picker knew svc.fresh before it was asked again")
 	}

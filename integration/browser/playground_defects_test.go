@@ -2,13 +2,13 @@ package browser_test
 
 import (
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // openPage opens the playground of the hub at base, with query, and waits
@@ -101,10 +101,7 @@ func TestPlaygroundClearCalls(t *testing.T) {
 // the page says so, with a Forget button; without asking, the form says
 // it is not kept.
 func TestPlaygroundTokenKept(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteFile(t, filepath.Join(t.TempDir(), "tokens"), []byte("s3cret\n"))
 	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo", "-token-file", file}})
 	tb := openPage(t, h.URL(), "")
 	tb.do(chromedp.WaitVisible(chromedp.CSS("#token-form")))

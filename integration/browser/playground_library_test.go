@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // A saved request and the recent ones survive a reload; the saved ones go
@@ -39,10 +40,7 @@ func TestPlaygroundSavedRequests(t *testing.T) {
 	if !strings.Contains(exported, `"name": "the answer"`) || !strings.Contains(exported, `"params": "{\"minuend\": 42, \"subtrahend\": 23}"`) {
 		t.Errorf("exported: %s", exported)
 	}
-	file := filepath.Join(t.TempDir(), "requests.json")
-	if err := os.WriteFile(file, []byte(`{"saved": [{"name": "imported", "method": "add", "params": "[20, 22]"}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteFile(t, filepath.Join(t.TempDir(), "requests.json"), []byte(`{"saved": [{"name": "imported", "method": "add", "params": "[20, 22]"}]}`))
 	tb.do(chromedp.SetUploadFiles(chromedp.CSS("#import-saved"), []string{file}))
 	tb.waitText("#library-result", "Imported 1 request")
 	tb.do(chromedp.Click(chromedp.CSS(`#saved .chip[data-name="imported"] .chip-open`)), chromedp.Click(chromedp.CSS("#call")))

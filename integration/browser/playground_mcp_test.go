@@ -1,17 +1,14 @@
 package browser_test
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
-	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
-	"github.com/switchboard-rpc/switchboard/peer"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // mcpConfig is the client configuration the Agents (MCP) panel shows.
@@ -63,15 +60,7 @@ func TestPlaygroundMCPPanel(t *testing.T) {
 
 	// Another peer provides a described method: it becomes a tool with
 	// its params, without the page being touched.
-	svc, _ := testclient.Dial(t, h.WebSocketURL(), nil)
-	fn := peer.Func(func(_ context.Context, p struct {
-		Cents int `json:"cents"`
-	}) (int, error) {
-		return p.Cents, nil
-	})
-	if _, err := svc.Provide(t.Context(), "svc.price", fn); err != nil {
-		t.Fatal(err)
-	}
+	svc := provideCents(t, h.WebSocketURL(), "svc.price")
 	tb.waitText(`#mcp-tools [data-tool="svc.price"]`, "cents")
 
 	// The page provides one to every peer: a tool as well.
@@ -99,10 +88,7 @@ func TestPlaygroundMCPPanel(t *testing.T) {
 // its tools), and the snippet has an Authorization header that names the
 // token by its variable, never the token itself.
 func TestPlaygroundMCPPanelToken(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte("alice-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokens := testkit.WriteFile(t, filepath.Join(t.TempDir(), "tokens"), []byte("alice-secret\n"))
 	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo", "-token-file", tokens}})
 	tb := newTab(t)
 	tb.do(

@@ -75,10 +75,7 @@ func TestPlaygroundPresence(t *testing.T) {
 func TestPlaygroundProvide(t *testing.T) {
 	a, h := openPlayground(t, 1280, 900)
 	a.do(
-		typeInto("#serve-name", "tab.hello"),
-		chromedp.SetValue(chromedp.CSS("#serve-mode"), "reply"),
-		chromedp.Evaluate[chromedp.Void](`document.querySelector("#serve-mode").dispatchEvent(new Event("change"))`),
-		chromedp.SetValue(chromedp.CSS("#serve-reply"), `"hi from tab a"`),
+		serveReply("tab.hello", `"hi from tab a"`),
 		chromedp.Click(chromedp.CSS("#serve-provide")),
 		chromedp.Click(chromedp.CSS("#register-form button")),
 	)

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // openPlayground starts a demo hub and opens its playground at width x
@@ -36,6 +37,17 @@ func typeInto(sel, text string) chromedp.Action[chromedp.Void] {
 		return clear
 	}
 	return chromedp.Steps(clear, chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// serveReply fills the playground's Serve form: the method name, answered
+// with reply (JSON).
+func serveReply(name, reply string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		typeInto("#serve-name", name),
+		chromedp.SetValue(chromedp.CSS("#serve-mode"), "reply"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#serve-mode").dispatchEvent(new Event("change"))`),
+		chromedp.SetValue(chromedp.CSS("#serve-reply"), reply),
+	)
 }
 
 func TestPlayground(t *testing.T) {
@@ -173,10 +185,7 @@ func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
 
 // Without a token, the page says the hub needs one and asks for it.
 func TestPlaygroundNeedsToken(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteFile(t, filepath.Join(t.TempDir(), "tokens"), []byte("s3cret\n"))
 	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo", "-token-file", file}})
 	tb := newTab(t)
 	tb.do(
@@ -195,10 +204,7 @@ func TestPlaygroundNeedsToken(t *testing.T) {
 // one with a wrong token is refused, and the playground connects once the
 // token is typed into its form.
 func TestTokenAsSubprotocol(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteFile(t, filepath.Join(t.TempDir(), "tokens"), []byte("s3cret\n"))
 	tb, h := openClientPage(t, "-token-file", file)
 	got := eval[struct {
 		Sum      float64

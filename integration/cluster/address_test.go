@@ -35,17 +35,23 @@ func dialAs(t *testing.T, h *hubproc.Hub, token string, mux *peer.Mux) (*client.
 	return c, me.ID
 }
 
+// startTokenNodes starts count nodes (startNodes) whose peers authenticate
+// with the given secrets: the peer of the first is user token-1, and so on.
+func startTokenNodes(t *testing.T, count int, secrets ...string) []*hubproc.Hub {
+	t.Helper()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(strings.Join(secrets, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startNodes(t, startNATS(t), count, "-token-file", tokens)
+}
+
 // TestAddressAcrossNodes: a caller on n1 calls a peer on n3 by its id; a
 // user with a peer on each of the three nodes answers one call from each
 // of them; n3 is killed with a call to its peer in flight: -32006, and
 // nothing hangs.
 func TestAddressAcrossNodes(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte("alice-secret\ncaller-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ns := startNATS(t)
-	hubs := startNodes(t, ns, 3, "-token-file", tokens)
+	hubs := startTokenNodes(t, 3, "alice-secret", "caller-secret")
 	started := make(chan struct{}, 3)
 	var ids []string
 	for i, h := range hubs {

@@ -2,8 +2,6 @@ package deploy_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // deployed writes the key file and a copy of the example config that
@@ -22,10 +21,7 @@ import (
 func deployed(t *testing.T) (config, dir string) {
 	t.Helper()
 	dir = t.TempDir()
-	keyFile := filepath.Join(dir, "hub.key")
-	if err := os.WriteFile(keyFile, secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testkit.WriteFile(t, filepath.Join(dir, "hub.key"), secret)
 	data, err := os.ReadFile(exampleConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -35,9 +31,7 @@ func deployed(t *testing.T) (config, dir string) {
 		t.Fatal("the example config has no jwt-key: hub.key line")
 	}
 	config = filepath.Join(dir, "hub.yaml")
-	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, config, []byte(text))
 	return config, dir
 }
 
@@ -47,18 +41,8 @@ func post(t *testing.T, h *hubproc.Hub, token, body string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.URL()+"/rpc", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	status, _ := testkit.Post(t, ctx, h.URL()+"/rpc", token, body)
+	return status
 }
 
 const add = `{"jsonrpc":"2.0","method":"add","params":[2,3],"id":1}`
@@ -66,10 +50,7 @@ const add = `{"jsonrpc":"2.0","method":"add","params":[2,3],"id":1}`
 // TestDemoGrants: a demo hub without rules, with JSON Web Tokens: a token
 // granted only add calls add, and nothing else of the demo's.
 func TestDemoGrants(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "hub.key")
-	if err := os.WriteFile(keyFile, secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testkit.WriteFile(t, filepath.Join(t.TempDir(), "hub.key"), secret)
 	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-demo", "-jwt-key", keyFile}})
 	granted := token(t, "alice", time.Hour, jwt.MapClaims{"switchboard": map[string]any{"call": []string{"add"}}})
 	plain := token(t, "bob", time.Hour, nil)
@@ -146,10 +127,7 @@ func TestNoWayToAuthenticate(t *testing.T) {
 			kept = append(kept, line)
 		}
 	}
-	keyless := filepath.Join(dir, "keyless.yaml")
-	if err := os.WriteFile(keyless, []byte(strings.Join(kept, "")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyless := testkit.WriteFile(t, filepath.Join(dir, "keyless.yaml"), []byte(strings.Join(kept, "")))
 	bin, err := hubproc.Binary()
 	if err != nil {
 		t.Fatal(err)
@@ -178,9 +156,7 @@ func TestMetricsOnlyForTheOperator(t *testing.T) {
 	config, dir := deployed(t)
 	tokens := filepath.Join(dir, "tokens")
 	const operator = "the-operator's-token-for-prometheus-0123456789"
-	if err := os.WriteFile(tokens, []byte(operator+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, tokens, []byte(operator+"\n"))
 	alice := "Bearer " + token(t, "alice", time.Hour, nil)
 	backend := "Bearer " + token(t, "orders", time.Hour, jwt.MapClaims{"role": "backend"})
 	for _, tt := range []struct {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -45,19 +44,8 @@ func get(t *testing.T, url, auth string) (int, string) {
 // postAdd POSTs the demo's add with a bearer token and returns the status.
 func postAdd(t *testing.T, url, token string) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/rpc",
-		strings.NewReader(`{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	status, _ := testkit.Post(t, t.Context(), url+"/rpc", token, `{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}`)
+	return status
 }
 
 // A hub process whose JWKS is down when it starts is alive (/healthz)
@@ -129,14 +117,8 @@ func hubTool(t *testing.T, args ...string) (string, bool) {
 // every token, taken or refused.
 func TestGenTokenCheckTokenRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	key := filepath.Join(dir, "hub.key")
-	if err := os.WriteFile(key, secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "hub.yaml")
-	if err := os.WriteFile(cfg, []byte("demo: true\njwt-key: "+key+"\njwt-audience: switchboard\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := testkit.WriteFile(t, filepath.Join(dir, "hub.key"), secret)
+	cfg := testkit.WriteFile(t, filepath.Join(dir, "hub.yaml"), []byte("demo: true\njwt-key: "+key+"\njwt-audience: switchboard\n"))
 	h := hubproc.Start(t, &hubproc.Options{Args: []string{"-config", cfg}})
 	for _, tt := range []struct {
 		name string

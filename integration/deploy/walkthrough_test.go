@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // exampleConfig is the config file the walk-through deploys.
@@ -29,16 +31,9 @@ var secret = []byte("the walk-through's HMAC secret, 32 bytes or more")
 // token is what the login system issues: a JWT for sub, with the
 // audience the example config requires, expiring after ttl.
 func token(t *testing.T, sub string, ttl time.Duration, extra jwt.MapClaims) string {
-	t.Helper()
-	claims := jwt.MapClaims{"sub": sub, "aud": "switchboard", "exp": time.Now().Add(ttl).Unix()}
-	for k, v := range extra {
-		claims[k] = v
-	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	claims := jwt.MapClaims{"aud": "switchboard"}
+	maps.Copy(claims, extra)
+	return testkit.HS256(t, secret, sub, ttl, claims)
 }
 
 // appPage is the web app, served by the login system's origin: it imports
@@ -87,10 +82,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 
 func TestWalkThrough(t *testing.T) {
 	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "hub.key")
-	if err := os.WriteFile(keyFile, secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testkit.WriteFile(t, filepath.Join(dir, "hub.key"), secret)
 	// The hub: only -config (and the -addr the harness picks). The
 	// environment overrides the file: where the key file is, and the
 	// app's origin (a port chosen by the test).
@@ -216,10 +208,7 @@ func TestWalkThrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	typo := filepath.Join(dir, "typo.yaml")
-	if err := os.WriteFile(typo, bytes.Replace(data, []byte("jwt-audience:"), []byte("jwt-audince:"), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	typo := testkit.WriteFile(t, filepath.Join(dir, "typo.yaml"), bytes.Replace(data, []byte("jwt-audience:"), []byte("jwt-audince:"), 1))
 	bin, err := hubproc.Binary()
 	if err != nil {
 		t.Fatal(err)

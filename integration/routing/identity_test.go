@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -33,10 +34,7 @@ var jwtSecret = []byte("the identity tests' HMAC secret, 32 bytes or more")
 func startJWTHub(t *testing.T) *hubproc.Hub {
 	t.Helper()
 	dir := t.TempDir()
-	key := filepath.Join(dir, "hub.key")
-	if err := os.WriteFile(key, jwtSecret, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := testkit.WriteFile(t, filepath.Join(dir, "hub.key"), jwtSecret)
 	config := filepath.Join(dir, "hub.yaml")
 	if err := os.WriteFile(config, []byte(`demo: true
 jwt-key: `+key+`
@@ -56,16 +54,7 @@ rules:
 
 // jwtFor signs a token for sub with the extra claims, valid for an hour.
 func jwtFor(t *testing.T, sub string, extra jwt.MapClaims) string {
-	t.Helper()
-	claims := jwt.MapClaims{"sub": sub, "exp": time.Now().Add(time.Hour).Unix()}
-	for k, v := range extra {
-		claims[k] = v
-	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(jwtSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testkit.HS256(t, jwtSecret, sub, time.Hour, extra)
 }
 
 // dialAs opens a raw WebSocket with token.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-rpc/switchboard/integration/internal/hubproc"
 	"github.com/switchboard-rpc/switchboard/integration/internal/testclient"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
@@ -34,13 +35,7 @@ func TestForwardLimits(t *testing.T) {
 	}))
 	heldCall := func() int {
 		t.Helper()
-		select {
-		case id := <-held:
-			return id
-		case <-time.After(30 * time.Second):
-			t.Fatal("no call reached the provider")
-			return 0
-		}
+		return testkit.Recv(t, held, "a call to reach the provider")
 	}
 	ws := testclient.DialWS(t, h.WebSocketURL())
 	for id := 1; id <= 3; id++ {

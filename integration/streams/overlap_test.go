@@ -16,7 +16,7 @@ import (
 // once and in order, those published while away included.
 func TestOverlappingSubscriptionsResume(t *testing.T) {
 	r := newRig(t)
-	p, sub, states, pub := r.p, r.sub, r.states, r.pub
+	sub, pub := r.sub, r.pub
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	allHandle, all := collect(t, 1000)
@@ -44,13 +44,7 @@ func TestOverlappingSubscriptionsResume(t *testing.T) {
 	}
 	expect(all, 1, 100, 1)
 	expect(onlyA, 2, 100, 2)
-	p.Block()
-	testclient.WaitState(t, states, client.StateConnecting)
-	if err := publish(ctx, pub, 101, 300, topic); err != nil {
-		t.Fatal(err)
-	}
-	p.Unblock()
-	testclient.WaitState(t, states, client.StateConnected)
+	r.publishAway(t, ctx, 101, 300, topic)
 	if err := publish(ctx, pub, 301, 400, topic); err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,20 @@ func newRig(t *testing.T, hubArgs ...string) *rig {
 	return r
 }
 
+// publishAway publishes the events from to to while the subscriber is
+// away: the proxy holds its connection until the client says it is
+// connecting again, and lets it back once they are published.
+func (r *rig) publishAway(t *testing.T, ctx context.Context, from, to int, topic func(int) string) {
+	t.Helper()
+	r.p.Block()
+	testclient.WaitState(t, r.states, client.StateConnecting)
+	if err := publish(ctx, r.pub, from, to, topic); err != nil {
+		t.Fatal(err)
+	}
+	r.p.Unblock()
+	testclient.WaitState(t, r.states, client.StateConnected)
+}
+
 // noMore fails the test if an event is waiting on ch.
 func noMore(t *testing.T, ch <-chan got) {
 	t.Helper()
@@ -152,7 +166,7 @@ func TestResumeAfterCuts(t *testing.T) {
 // in order, each once.
 func TestResumeBeyondHistory(t *testing.T) {
 	r := newRig(t, "-history", "100")
-	p, sub, states, pub := r.p, r.sub, r.states, r.pub
+	sub, pub := r.sub, r.pub
 	handle, events := collect(t, 1000)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -169,13 +183,7 @@ func TestResumeBeyondHistory(t *testing.T) {
 		}
 	}
 
-	p.Block()
-	testclient.WaitState(t, states, client.StateConnecting)
-	if err := publish(ctx, pub, 51, 550, topic); err != nil {
-		t.Fatal(err)
-	}
-	p.Unblock()
-	testclient.WaitState(t, states, client.StateConnected)
+	r.publishAway(t, ctx, 51, 550, topic)
 
 	if g := testkit.RecvSlow(t, events, "an event"); !g.missed {
 		t.Fatalf("first event after the gap %+v; want Missed", g)
@@ -206,7 +214,7 @@ func TestResumeBeyondHistory(t *testing.T) {
 // publish order, and no event of another topic.
 func TestWildcardResume(t *testing.T) {
 	r := newRig(t)
-	p, sub, states, pub := r.p, r.sub, r.states, r.pub
+	sub, pub := r.sub, r.pub
 	handle, events := collect(t, 1000)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -229,13 +237,7 @@ func TestWildcardResume(t *testing.T) {
 	for len(gots) < 60 { // 3 of every 5 of the first 100
 		gots = append(gots, testkit.RecvSlow(t, events, "an event"))
 	}
-	p.Block()
-	testclient.WaitState(t, states, client.StateConnecting)
-	if err := publish(ctx, pub, 101, 400, topic); err != nil {
-		t.Fatal(err)
-	}
-	p.Unblock()
-	testclient.WaitState(t, states, client.StateConnected)
+	r.publishAway(t, ctx, 101, 400, topic)
 	if err := publish(ctx, pub, 401, 500, topic); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,10 @@
 //
 // [DialWS], [ServePeer], [WriteText], [ReadText] and [DialTCP] talk to any
 // server of the hub on 127.0.0.1, a Hub or one a test builds itself: a raw
-// WebSocket for the exact bytes, a served peer.Conn, a raw TCP connection.
+// WebSocket for the exact bytes, a served peer.Conn, a raw TCP connection;
+// [WantCode] checks the JSON-RPC error a call returned. [StartNATS] runs a
+// NATS server for the cluster's tests, [DeadAddr] and [DeadURL] name a
+// port where nothing listens.
 //
 // It is test support only: nothing outside _test.go files imports it.
 package hubtest

@@ -14,15 +14,18 @@ import (
 
 // DeadURL returns a ws:// URL of 127.0.0.1 where nothing listens: a hub
 // that is down.
-func DeadURL(t testing.TB) string {
+func DeadURL(t testing.TB) string { return "ws://" + DeadAddr(t) + "/rpc" }
+
+// DeadAddr returns a host:port of 127.0.0.1 where nothing listens: one
+// that was free a moment ago.
+func DeadAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "ws://" + addr + "/rpc"
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Gate is a WebSocket endpoint that stands for a hub at its connection

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // SecureNATS is a NATS server, with JetStream, that requires TLS with a
@@ -23,6 +24,29 @@ type SecureNATS struct {
 	// TLSFlags are the hub's flags for the certificate: -nats-tls-ca,
 	// -nats-tls-cert and -nats-tls-key, in that order.
 	TLSFlags []string
+}
+
+// StartNATS starts a NATS server with opts on a free port of 127.0.0.1,
+// quiet, its JetStream store (if any, and opts names none) in a temporary
+// directory, and shuts it down when the test ends. It fails the test
+// unless the server is ready for connections within [testkit.Wait].
+func StartNATS(t testing.TB, opts *natsserver.Options) *natsserver.Server {
+	t.Helper()
+	o := *opts
+	o.Host, o.Port, o.NoSigs, o.NoLog = "127.0.0.1", natsserver.RANDOM_PORT, true, true
+	if o.JetStream && o.StoreDir == "" {
+		o.StoreDir = t.TempDir()
+	}
+	ns, err := natsserver.NewServer(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(testkit.Wait) {
+		t.Fatal("NATS not ready")
+	}
+	return ns
 }
 
 // StartSecureNATS starts a SecureNATS on 127.0.0.1, shut down when the
@@ -40,22 +64,13 @@ func StartSecureNATS(t testing.TB) *SecureNATS {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-		TLS: true, TLSVerify: true, TLSConfig: &tls.Config{
+	ns := StartNATS(t, &natsserver.Options{
+		JetStream: true, TLS: true, TLSVerify: true, TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{cert.TLS}, ClientCAs: cert.Roots,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
 		},
 		Nkeys: []*natsserver.NkeyUser{{Nkey: pub}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS not ready within 10s")
-	}
 	return &SecureNATS{
 		URL: ns.ClientURL(), Cert: cert, SeedFile: seedFile,
 		TLSFlags: []string{"-nats-tls-ca", cert.CertFile, "-nats-tls-cert", cert.CertFile, "-nats-tls-key", cert.KeyFile},

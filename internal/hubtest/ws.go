@@ -2,6 +2,7 @@ package hubtest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -87,4 +88,13 @@ func DialTCP(t testing.TB, addr string) net.Conn {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// WantCode fails the test unless err is a JSON-RPC error ([*peer.Error])
+// of code.
+func WantCode(t testing.TB, err error, code peer.Code) {
+	t.Helper()
+	if e, ok := errors.AsType[*peer.Error](err); !ok || e.Code != code {
+		t.Fatalf("got %v, want error %d", err, code)
+	}
 }

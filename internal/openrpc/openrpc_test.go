@@ -35,3 +35,26 @@ func TestMethods(t *testing.T) {
 		t.Fatalf("got %+v, %v", ms, err)
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	m := Method{Name: "f", JSON: json.RawMessage(`{"name":"f","params":[{"name":"old"}]}`)}
+	got := Describe(m, Description{
+		Summary:     "Does f",
+		Description: "At length",
+		Params:      map[string]string{"b": "The b"},
+		Schema:      json.RawMessage(`{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"integer"}},"required":["b"]}`),
+	})
+	want := `{"description":"At length","name":"f","paramStructure":"by-name","params":[{"name":"a","schema":{"type":"integer"}},{"description":"The b","name":"b","required":true,"schema":{"type":"string"}}],"summary":"Does f"}`
+	if got.Name != "f" || string(got.JSON) != want {
+		t.Fatalf("got  %s\nwant %s", got.JSON, want)
+	}
+
+	// Without a schema the params stay; the named ones get descriptions.
+	got = Describe(m, Description{Params: map[string]string{"old": "The old"}})
+	if want := `{"name":"f","params":[{"description":"The old","name":"old"}]}`; string(got.JSON) != want {
+		t.Fatalf("got  %s\nwant %s", got.JSON, want)
+	}
+	if bad := (Method{Name: "g", JSON: json.RawMessage(`[1]`)}); string(Describe(bad, Description{Summary: "x"}).JSON) != `[1]` {
+		t.Fatal("a method that is not an object was changed")
+	}
+}

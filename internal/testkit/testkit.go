@@ -1,6 +1,9 @@
 // Package testkit holds the helpers that the module's tests share:
 // waiting, with a deadline, for a condition or a value, and comparing
-// JSON texts.
+// JSON texts; and the small chores of many tests: signing a JSON Web
+// Token ([HS256]), writing a key or config file ([WriteFile]), a log
+// written while the test reads it ([Buffer]), a request over HTTP POST
+// ([Post]).
 //
 //	testkit.WaitFor(t, "no call in flight", func() bool { return h.Stats().Routes.InFlight == 0 })
 //	testkit.WaitCount(t, "10 000 events", 10_000, rec.count)

@@ -66,6 +66,15 @@ class _Pending:
         self.on_progress = on_progress
 
 
+def spawn_in(tasks: set[asyncio.Task[Any]], coro: Any) -> asyncio.Task[Any]:
+    """spawn_in runs coro as a task that tasks holds until it is done (the
+    event loop keeps only weak references to its tasks)."""
+    t = asyncio.get_running_loop().create_task(coro)
+    tasks.add(t)
+    t.add_done_callback(tasks.discard)
+    return t
+
+
 class Conn:
     """Conn serves one WebSocket until it ends. run() is its reader; the
     other methods may be called from any task of the same event loop."""
@@ -198,10 +207,7 @@ class Conn:
             pass
 
     def spawn(self, coro: Any) -> asyncio.Task[Any]:
-        t = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
-        return t
+        return spawn_in(self._tasks, coro)
 
     # ---- the reader ----
 

@@ -10,7 +10,7 @@ import time
 from typing import Any, Generator, Sequence
 
 from . import _wire
-from ._conn import BatchElem, BatchResult, Conn, ProgressFn, check_params
+from ._conn import BatchElem, BatchResult, Conn, ProgressFn, check_params, spawn_in
 from .errors import ClientClosed, ConnectionLost, Disconnected, TokenRefused
 from .options import MIN_REFRESH_RETRY, Options, State, refresh_in, token_expiry
 from .peers import PeersMixin
@@ -87,10 +87,7 @@ class Client(PeersMixin, ProvideMixin, SubscribeMixin):
                 self._log.exception("switchboard: on_state failed")
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        t = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
-        return t
+        return spawn_in(self._tasks, coro)
 
     # ---- connecting ----
 

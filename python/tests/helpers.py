@@ -1,5 +1,6 @@
-"""Test helpers: a TCP proxy that can cut connections, JSON Web Tokens,
-and waiting for a condition with a deadline."""
+"""Test helpers: a TCP proxy that can cut connections, a recorder of a
+client's states, JSON Web Tokens, and waiting for a condition with a
+deadline."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import hmac
 import json
 import time
 from typing import Any, Callable
+
+from switchboard import State
 
 
 class Proxy:
@@ -88,6 +91,27 @@ class Proxy:
         await self._server.wait_closed()
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+class States:
+    """States is an on_state callback for switchboard.connect: it records
+    each state in seen, sets connected when the client is connected and
+    disconnected when it is not (clearing the other), so that a test can
+    wait for the client to be back after it broke a connection."""
+
+    def __init__(self) -> None:
+        self.seen: list[State] = []
+        self.connected = asyncio.Event()
+        self.disconnected = asyncio.Event()
+
+    def __call__(self, s: State, err: BaseException | None) -> None:
+        self.seen.append(s)
+        if s is State.CONNECTED:
+            self.disconnected.clear()
+            self.connected.set()
+        elif s is State.DISCONNECTED:
+            self.connected.clear()
+            self.disconnected.set()
 
 
 def jwt(key: bytes, claims: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import pytest
 import switchboard
 from switchboard import BatchElem, RPCError
 from conftest import run, run_fast
+from helpers import Proxy, States
 
 
 @run
@@ -131,7 +132,6 @@ async def test_close_leaves_no_task_or_socket(hub):
     import gc
     import os
 
-    from helpers import Proxy
 
     def fds() -> list[str]:
         out = []
@@ -146,21 +146,14 @@ async def test_close_leaves_no_task_or_socket(hub):
     proxy = await Proxy(hub.addr).start()
     r = switchboard.Router()
     r.add("ok", lambda: True)
-    back = asyncio.Event()
-
-    def on_state(s: switchboard.State, err: BaseException | None) -> None:
-        if s is switchboard.State.DISCONNECTED:
-            back.clear()
-        elif s is switchboard.State.CONNECTED:
-            back.set()
-
-    c = await switchboard.connect(proxy.ws, router=r, ping_interval=0.05, min_backoff=0.01, on_state=on_state)
+    states = States()
+    c = await switchboard.connect(proxy.ws, router=r, ping_interval=0.05, min_backoff=0.01, on_state=states)
     await c.subscribe("x.>", handler=lambda ev: None)
     await c.provide("py.ok", lambda: True)
     call = c.start_call("sleep", {"ms": 60000})
-    back.clear()
+    states.connected.clear()
     proxy.cut()  # close must end the reconnected client's tasks too
-    await asyncio.wait_for(back.wait(), 20)
+    await asyncio.wait_for(states.connected.wait(), 20)
     assert await c.call("add", [1, 2]) == 3
     with pytest.raises(switchboard.ConnectionLost):
         await call  # in flight when the connection dropped
@@ -177,15 +170,10 @@ async def test_close_leaves_no_task_or_socket(hub):
 @run
 async def test_calls_while_disconnected(make_hub):
     h = make_hub("-demo")
-    down = asyncio.Event()
-
-    def on_state(s: switchboard.State, err: BaseException | None) -> None:
-        if s is switchboard.State.DISCONNECTED:
-            down.set()
-
-    async with switchboard.connect(h.ws, on_state=on_state, min_backoff=60, max_backoff=60) as c:
+    states = States()
+    async with switchboard.connect(h.ws, on_state=states, min_backoff=60, max_backoff=60) as c:
         await asyncio.to_thread(h.kill)
-        await asyncio.wait_for(down.wait(), 20)
+        await asyncio.wait_for(states.disconnected.wait(), 20)
         with pytest.raises(switchboard.Disconnected):
             await c.call("add", [1, 2], fail_fast=True)
         with pytest.raises(TimeoutError):  # waits for a connection, within its timeout

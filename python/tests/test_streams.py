@@ -8,7 +8,7 @@ import asyncio
 import switchboard
 from switchboard import Event, Position, PresenceChange, State
 from conftest import run
-from helpers import Proxy
+from helpers import Proxy, States
 
 
 @run
@@ -59,30 +59,23 @@ async def test_subscribe_publish_history_presence(hub):
 @run
 async def test_resume_without_loss_across_a_cut(hub):
     proxy = await Proxy(hub.addr).start()
-    states: list[State] = []
-    up = asyncio.Event()
-
-    def on_state(s: State, err: BaseException | None) -> None:
-        states.append(s)
-        if s is State.CONNECTED:
-            up.set()
-
+    states = States()
     try:
-        async with switchboard.connect(proxy.ws, on_state=on_state, min_backoff=0.05) as sub_c, \
+        async with switchboard.connect(proxy.ws, on_state=states, min_backoff=0.05) as sub_c, \
                 switchboard.connect(hub.ws) as pub:
             sub = await sub_c.subscribe("orders.>")
             await pub.publish("orders.1", 1)
             assert (await sub.get(20)).data == 1
-            up.clear()
+            states.connected.clear()
             assert proxy.cut() == 1
             # Published while the subscriber is away; replayed on return.
             for i in range(2, 6):
                 await pub.publish(f"orders.{i}", i)
-            await asyncio.wait_for(up.wait(), 20)
+            await asyncio.wait_for(states.connected.wait(), 20)
             await pub.publish("orders.6", 6)
             got = [(await sub.get(20)).data for _ in range(5)]
             assert got == [2, 3, 4, 5, 6]  # none missed, none twice, no missed marker
-            assert State.DISCONNECTED in states
+            assert State.DISCONNECTED in states.seen
             assert await sub_c.call("add", [1, 2]) == 3
     finally:
         await proxy.close()
@@ -90,19 +83,14 @@ async def test_resume_without_loss_across_a_cut(hub):
 
 @run
 async def test_told_of_missed_events_after_hub_restart(hub):
-    up = asyncio.Event()
-
-    def on_state(s: State, err: BaseException | None) -> None:
-        if s is State.CONNECTED:
-            up.set()
-
-    async with switchboard.connect(hub.ws, on_state=on_state, min_backoff=0.05, max_backoff=0.2) as c:
+    states = States()
+    async with switchboard.connect(hub.ws, on_state=states, min_backoff=0.05, max_backoff=0.2) as c:
         sub = await c.subscribe("news.>")
         await c.publish("news.before", 1)
         first = await sub.get(20)
-        up.clear()
+        states.connected.clear()
         await asyncio.to_thread(hub.restart)  # SIGTERM: the hub closes with 1001
-        await asyncio.wait_for(up.wait(), 30)
+        await asyncio.wait_for(states.connected.wait(), 30)
         missed = await sub.get(20)
         assert missed.missed  # a new epoch: the old positions mean nothing
         await c.publish("news.after", "back")
@@ -131,17 +119,12 @@ async def test_resume_from_a_saved_position(hub):
 @run
 async def test_failover_to_the_next_hub(make_hub):
     h1, h2 = make_hub("-demo"), make_hub("-demo")
-    up = asyncio.Event()
-
-    def on_state(s: State, err: BaseException | None) -> None:
-        if s is State.CONNECTED:
-            up.set()
-
-    async with switchboard.connect([h1.ws, h2.ws], on_state=on_state, min_backoff=0.05) as c:
+    states = States()
+    async with switchboard.connect([h1.ws, h2.ws], on_state=states, min_backoff=0.05) as c:
         assert c.url == h1.ws
-        up.clear()
+        states.connected.clear()
         await asyncio.to_thread(h1.kill)
-        await asyncio.wait_for(up.wait(), 30)
+        await asyncio.wait_for(states.connected.wait(), 30)
         assert c.url == h2.ws
         assert await c.call("add", [2, 3]) == 5
 
@@ -173,22 +156,17 @@ async def test_resume_without_loss_across_a_restart_of_a_persistent_hub(make_hub
         nats = "127.0.0.1:%d" % s.getsockname()[1]
     h = make_hub("-demo", "-nats", "embedded", "-nats-listen", nats, "-nats-jetstream",
                  "-nats-store", str(tmp_path / "store"))
-    up = asyncio.Event()
-
-    def on_state(s: State, err: BaseException | None) -> None:
-        if s is State.CONNECTED:
-            up.set()
-
-    async with switchboard.connect(h.ws, on_state=on_state, min_backoff=0.05, max_backoff=0.2) as c:
+    states = States()
+    async with switchboard.connect(h.ws, on_state=states, min_backoff=0.05, max_backoff=0.2) as c:
         sub = await c.subscribe("orders.>")
         await c.publish("orders.1", 1)
         first = await sub.get(20)
-        up.clear()
+        states.connected.clear()
         await asyncio.to_thread(h.restart)  # the stream is on disk: same epoch
         async with switchboard.connect(h.ws) as pub:
             await pub.publish("orders.2", 2)
             await pub.publish("orders.3", 3)
-        await asyncio.wait_for(up.wait(), 30)
+        await asyncio.wait_for(states.connected.wait(), 30)
         got = [await sub.get(20) for _ in range(2)]
         assert [(e.missed, e.data) for e in got] == [(False, 2), (False, 3)]
         assert got[0].epoch == first.epoch and got[1].seq > got[0].seq > first.seq

@@ -45,9 +45,12 @@ func (m *Handler) callTool(ctx context.Context, s *session, req *sdk.CallToolReq
 			defer stop()
 		}
 	}
-	prog := newProgress(ctx, req.Session, req.Params.GetProgressToken())
-	res, err := m.call(peer.WithProgress(ctx, prog.note), name, args)
-	prog.close() // the notes sent before the answer go before it
+	if token := req.Params.GetProgressToken(); token != nil {
+		prog := newProgress(ctx, req.Session, token)
+		defer prog.close() // the notes sent before the answer go before it
+		ctx = peer.WithProgress(ctx, prog.note)
+	}
+	res, err := m.call(ctx, name, args)
 	if err != nil {
 		e, ok := err.(*peer.Error)
 		if !ok {
@@ -73,17 +76,11 @@ func (m *Handler) call(ctx context.Context, method string, params json.RawMessag
 		body = append(body, params...)
 	}
 	body = append(body, '}')
-	var reply struct {
-		Result json.RawMessage `json:"result"`
-		Error  *peer.Error     `json:"error"`
-	}
-	if err := json.Unmarshal(m.srv.Respond(ctx, body), &reply); err != nil {
+	res, err := peer.Reply(m.srv.Respond(ctx, body))
+	if _, ok := err.(*peer.Error); err != nil && !ok {
 		return nil, &peer.Error{Code: peer.CodeInternalError, Message: "Internal error"}
 	}
-	if reply.Error != nil {
-		return nil, reply.Error
-	}
-	return reply.Result, nil
+	return res, err
 }
 
 // toolError is the result of a tool call that failed with e.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -66,7 +68,8 @@ type Handler struct {
 	sdkHTTP http.Handler // the SDK's handler
 	http    http.Handler // sdkHTTP behind the token's user check
 
-	posts sync.Map // postKey header value -> the POST's context
+	posts    sync.Map      // postKey header value -> the POST's context
+	lastPost atomic.Uint64 // the latest POST's postKey value
 
 	// Lock order: mu, then a session's mu, then callMu. mu is held
 	// around the hub's Watch and its stop, which take the hub's publish
@@ -77,6 +80,12 @@ type Handler struct {
 	callMu   sync.Mutex
 	draining bool
 	running  sync.WaitGroup
+
+	// The tools of the last rpc.discover document (tools.go): lastMu is
+	// taken alone.
+	lastMu    sync.Mutex
+	lastDoc   []byte
+	lastTools []*sdk.Tool
 
 	mu       sync.Mutex
 	sessions map[*sdk.ServerSession]*session
@@ -191,7 +200,9 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "too many MCP sessions", http.StatusServiceUnavailable)
 			return
 		}
-		key := newKey()
+		// The header is the server's own (a client's was deleted
+		// above): a count names the POST.
+		key := strconv.FormatUint(m.lastPost.Add(1), 36)
 		r.Header.Set(postKey, key)
 		m.posts.Store(key, r.Context())
 		defer m.posts.Delete(key)

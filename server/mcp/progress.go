@@ -27,15 +27,11 @@ type progress struct {
 	done  chan struct{}
 }
 
-// newProgress returns the progress of a call whose request has token,
-// which may be nil: then notes are dropped.
+// newProgress returns the progress of a call whose request has token.
+// A call without one has none: its provider's notes go nowhere.
 func newProgress(ctx context.Context, ss *sdk.ServerSession, token any) *progress {
-	p := &progress{ctx: ctx, ss: ss, token: token}
-	if token == nil {
-		return p
-	}
-	p.queue = make(chan *sdk.ProgressNotificationParams, maxProgressQueued)
-	p.done = make(chan struct{})
+	p := &progress{ctx: ctx, ss: ss, token: token,
+		queue: make(chan *sdk.ProgressNotificationParams, maxProgressQueued), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for n := range p.queue {
@@ -47,9 +43,6 @@ func newProgress(ctx context.Context, ss *sdk.ServerSession, token any) *progres
 
 // note takes the data of one rpc.progress note.
 func (p *progress) note(data json.RawMessage) {
-	if p.queue == nil {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.count < 0 {
@@ -82,9 +75,6 @@ func (p *progress) note(data json.RawMessage) {
 
 // close sends the notes taken and stops taking more.
 func (p *progress) close() {
-	if p.queue == nil {
-		return
-	}
 	p.mu.Lock()
 	p.count = -1
 	close(p.queue)

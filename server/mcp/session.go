@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"sync"
 	"time"
@@ -179,8 +178,6 @@ func userKey(identity any) string {
 	}
 	return fmt.Sprintf("%T %v", identity, identity)
 }
-
-func newKey() string { return rand.Text() }
 
 // withIdentity is the context of a request of s.
 func withIdentity(ctx context.Context, extra *sdk.RequestExtra) context.Context {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/switchboard-rpc/switchboard/client"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 	"github.com/switchboard-rpc/switchboard/peer"
 	"github.com/switchboard-rpc/switchboard/server/mcp"
@@ -304,4 +305,48 @@ func TestMaxSessions(t *testing.T) {
 	testkit.WaitFor(t, "room for a session once the first ended", func() bool {
 		return initialize().StatusCode == http.StatusOK
 	})
+}
+
+// The tools of the last rpc.discover document are kept: a method provided
+// again with another description is listed with the new one.
+// (TestGrantsFilterTools lists the kept tools to users who may call
+// different ones.)
+func TestListFollowsDescriptions(t *testing.T) {
+	th := newTestHub(t, nil)
+	cs := th.connect(t, "", nil)
+	c, err := client.Dial(t.Context(), th.wsURL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sum := peer.Func(func(_ context.Context, p sumParams) (float64, error) { return p.A + p.B, nil })
+	description := func() string {
+		t.Helper()
+		for tool, err := range cs.Tools(t.Context(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tool.Name == "calc.sum" {
+				return tool.Description
+			}
+		}
+		return "(not listed)"
+	}
+	for _, summary := range []string{"Adds two numbers", "Sums a and b"} {
+		p, err := c.ProvideDescribed(t.Context(), "calc.sum", sum, client.Description{Summary: summary})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second list is the kept document's
+			if got := description(); got != summary {
+				t.Errorf("calc.sum described %q, want %q", got, summary)
+			}
+		}
+		if err := p.Withdraw(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := description(); got != "(not listed)" {
+		t.Errorf("calc.sum withdrawn, described %q", got)
+	}
 }

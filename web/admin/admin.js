@@ -115,7 +115,8 @@ function chart(id, values) {
 
 async function kick(peer) {
   try {
-    await call("admin.disconnect", { peer, reason: "disconnected by an operator" });
+    const res = await call("admin.disconnect", { peer, reason: "disconnected by an operator" });
+    if (res.unanswered) setStatus(`kick: no answer from ${res.unanswered.join(", ")}; the peer may still be there`, true);
   } catch (err) {
     setStatus(`kick failed: ${err.message}`, true);
   }
@@ -153,7 +154,12 @@ async function refresh() {
       b.addEventListener("click", () => kick(p.id));
       cell(tr, "").append(b);
     });
-    $("more").textContent = peers.next ? "More peers than shown: search by user to narrow." : "";
+    // A node that did not answer in time is named, its part missing.
+    const silent = [...new Set([info, peers, topics, providers, refusals].flatMap((r) => r.unanswered || []))];
+    $("more").textContent = [
+      peers.next ? "More peers than shown: search by user to narrow." : "",
+      silent.length ? `No answer in time from ${silent.join(", ")}: what they hold is missing.` : "",
+    ].filter(Boolean).join(" ");
     showTopics(topics.topics);
     fill("providers", providers.providers, (tr, p) => {
       cell(tr, p.peer, "id");

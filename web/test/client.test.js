@@ -16,7 +16,7 @@ import {
   matches,
   bigNumbersSupported,
 } from "../switchboard.js";
-import { FakeNet, states, open as openClient, reply } from "./fakews.js";
+import { FakeNet, states, open as openClient, reply, acceptNext, errorsOf } from "./fakews.js";
 
 const URL = "ws://hub.test/rpc";
 
@@ -98,11 +98,7 @@ test("a batch the hub refuses as a whole rejects", async (t) => {
 
 test("a parse error for a raw message does not fail the batch in flight", async (t) => {
   const { client, peer } = await open(t);
-  const errors = [];
-  client.addEventListener("error", (e) => {
-    e.preventDefault();
-    errors.push([e.context, e.error.code]);
-  });
+  const errors = errorsOf(client, (e) => [e.context, e.error.code]);
   const p = client.batch([{ method: "sleep", params: { ms: 300 } }, { method: "add", params: [1, 2] }]);
   const reqs = await peer.read();
   client.sendRaw('{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]');
@@ -116,11 +112,7 @@ test("a parse error for a raw message does not fail the batch in flight", async 
 
 test("an Invalid Request without id after a raw message does not fail the batch in flight", async (t) => {
   const { client, peer } = await open(t);
-  const errors = [];
-  client.addEventListener("error", (e) => {
-    e.preventDefault();
-    errors.push([e.context, e.error.code]);
-  });
+  const errors = errorsOf(client, (e) => [e.context, e.error.code]);
   const p = client.batch([{ method: "a" }, { method: "b" }]);
   const reqs = await peer.read();
   client.sendRaw('{"foo": "boo"}');
@@ -132,16 +124,12 @@ test("an Invalid Request without id after a raw message does not fail the batch 
 });
 
 test("a trace that throws loses no message, either way", async (t) => {
-  const errors = [];
   const { client, peer } = await open(t, {
     trace: (direction, text) => {
       if (text.includes("12345678901234567890")) throw new TypeError(`cannot show ${direction}`);
     },
   });
-  client.addEventListener("error", (e) => {
-    e.preventDefault();
-    errors.push([e.context, e.error.message]);
-  });
+  const errors = errorsOf(client, (e) => [e.context, e.error.message]);
   client.sendRaw('{"jsonrpc":"2.0","method":"add","params":[1,2],"id":12345678901234567890}');
   assert.equal(await peer.readText(), '{"jsonrpc":"2.0","method":"add","params":[1,2],"id":12345678901234567890}');
   const p = client.call("echo", [12345678901234567890n]);
@@ -223,9 +211,7 @@ test("a dropped connection fails calls in flight and reconnects", async (t) => {
   assert.equal(ev.reason, "going away");
   assert.equal(ev.attempt, 1);
 
-  const next = await net.next();
-  const up = st.until("open");
-  next.accept();
+  const { peer: next, opened: up } = await acceptNext(net, st);
   await up;
   assert.deepEqual(st.names(), ["connecting", "open", "disconnected", "connecting", "open"]);
   const q = client.call("add", [2, 2]);
@@ -301,11 +287,7 @@ test("a subscribe the hub refuses rejects and leaves nothing behind", async (t) 
 
 test("a subscriber that throws does not stop the others; the error is an error event", async (t) => {
   const { client, peer } = await open(t);
-  const errors = [];
-  client.addEventListener("error", (e) => {
-    e.preventDefault();
-    errors.push([e.context, e.error.message]);
-  });
+  const errors = errorsOf(client, (e) => [e.context, e.error.message]);
   const got = [];
   const p1 = client.subscribe("news", () => {
     throw new Error("boom");
@@ -353,9 +335,7 @@ test("after a reconnection, patterns are subscribed again before waiting calls",
   peer.close(1001, "going away");
   await down;
   const waiting = client.call("add", [1, 2]);
-  const next = await net.next();
-  const up = st.until("open");
-  next.accept();
+  const { peer: next, opened: up } = await acceptNext(net, st);
   const batch = await next.read();
   assert.deepEqual(
     batch.map((m) => [m.method, m.params]),
@@ -378,15 +358,9 @@ test("a re-subscription the hub refuses is reported; the rest go on", async (t) 
   const p = client.subscribe("a", () => {});
   await reply(peer, { topics: ["a"] });
   await p;
-  const errors = [];
-  client.addEventListener("error", (e) => {
-    e.preventDefault();
-    errors.push(e.context);
-  });
+  const errors = errorsOf(client);
   peer.close(1001, "");
-  const next = await net.next();
-  const up = st.until("open");
-  next.accept();
+  const { peer: next, opened: up } = await acceptNext(net, st);
   const [m] = await next.read();
   next.send([{ jsonrpc: "2.0", id: m.id, error: { code: -32001, message: "Unauthorized" } }]);
   await up;
@@ -423,11 +397,7 @@ test("registered methods answer the hub's calls", async (t) => {
 
 test("a notification from the hub gets no answer, even when its handler fails", async (t) => {
   const { client, peer } = await open(t);
-  const errors = [];
-  client.addEventListener("error", (e) => {
-    e.preventDefault();
-    errors.push(e.context);
-  });
+  const errors = errorsOf(client);
   client.register("tick", () => {
     throw new Error("no");
   });
@@ -508,9 +478,7 @@ test("a token is offered as a WebSocket subprotocol, fetched again for each conn
   const { net, peer, st } = await open(t, { token: () => `tök-${++n}` });
   assert.deepEqual(peer.protocols, ["switchboard", "switchboard.bearer." + Buffer.from("tök-1").toString("base64url")]);
   peer.close(1001, "");
-  const next = await net.next();
-  const up = st.until("open");
-  next.accept("switchboard");
+  const { peer: next, opened: up } = await acceptNext(net, st, "switchboard");
   await up;
   assert.equal(next.protocols[1], "switchboard.bearer." + Buffer.from("tök-2").toString("base64url"));
 });

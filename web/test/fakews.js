@@ -165,11 +165,34 @@ export async function open(t, urls, options = {}) {
   const client = new Client(urls, { WebSocket: net.WebSocket, probe: false, pingInterval: 0, minBackoff: 1, maxBackoff: 1, ...options });
   t.after(() => client.close());
   const st = states(client);
-  const peer = await net.next();
-  const opened = st.until("open");
-  peer.accept();
+  const { peer, opened } = await acceptNext(net, st);
   await opened;
   return { net, client, peer, st };
+}
+
+/**
+ * acceptNext takes the next socket the client opens and accepts its
+ * handshake (with protocol); opened resolves when the client is open,
+ * which after a reconnection is once it has subscribed and provided again.
+ */
+export async function acceptNext(net, st, protocol) {
+  const peer = await net.next();
+  const opened = st.until("open");
+  peer.accept(protocol);
+  return { peer, opened };
+}
+
+/**
+ * errorsOf collects the client's "error" events, handled (so that they are
+ * not thrown), as what pick makes of each.
+ */
+export function errorsOf(client, pick = (e) => e.context) {
+  const seen = [];
+  client.addEventListener("error", (e) => {
+    e.preventDefault();
+    seen.push(pick(e));
+  });
+  return seen;
 }
 
 /** reply answers the next request the client sent with result. */

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { RevokedError, RevokedEvent, ClosedError, userWord } from "../switchboard.js";
-import { open, reply } from "./fakews.js";
+import { open, reply, acceptNext } from "./fakews.js";
 
 const URL = "ws://hub.test/rpc";
 
@@ -54,9 +54,7 @@ test("rpc.revoked ends the subscriptions and provisions it names, and is reporte
 
   // After a reconnection only what is still allowed comes back.
   peer.close(1001, "");
-  const next = await net.next();
-  const up = st.until("open");
-  next.accept();
+  const { peer: next, opened: up } = await acceptNext(net, st);
   const batch = await next.read();
   assert.deepEqual(
     batch.map((m) => [m.method, m.params]),

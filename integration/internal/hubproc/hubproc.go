@@ -18,7 +18,6 @@
 package hubproc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +32,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // Options configures a Hub. A nil *Options is valid.
@@ -44,7 +45,9 @@ type Options struct {
 	// StartTimeout bounds the wait for /healthz to answer. Default 30s.
 	StartTimeout time.Duration
 	// StopTimeout bounds the wait for the process to exit after SIGTERM;
-	// then it is killed and Stop fails. Default 20s.
+	// then it is killed and Stop fails. Default 60s: a hub drains for up
+	// to its -shutdown-timeout (10 s), and closing a thousand connections
+	// after it took 10 s more on a loaded machine.
 	StopTimeout time.Duration
 	// AddressSpace, if positive, limits the process's virtual memory to
 	// this many bytes (ulimit -v), as an operator's limit would: beyond
@@ -64,8 +67,8 @@ type Hub struct {
 	t     testing.TB
 	opts  Options
 	addr  string
-	admin string  // -metrics-addr, when opts.Admin
-	log   *buffer // the process's output, across restarts
+	admin string          // -metrics-addr, when opts.Admin
+	log   *testkit.Buffer // the process's output, across restarts
 
 	cmd  *exec.Cmd     // nil when not running
 	done chan struct{} // closed when cmd has exited
@@ -78,7 +81,7 @@ type Hub struct {
 // its output is logged if the test failed.
 func Start(t testing.TB, opts *Options) *Hub {
 	t.Helper()
-	h := &Hub{t: t, log: &buffer{}}
+	h := &Hub{t: t, log: &testkit.Buffer{}}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -86,7 +89,7 @@ func Start(t testing.TB, opts *Options) *Hub {
 		h.opts.StartTimeout = 30 * time.Second
 	}
 	if h.opts.StopTimeout <= 0 {
-		h.opts.StopTimeout = 20 * time.Second
+		h.opts.StopTimeout = time.Minute
 	}
 	t.Cleanup(h.cleanup)
 	// The port is free when chosen; another process could take it before
@@ -395,29 +398,4 @@ func Cleanup() {
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}
-}
-
-// buffer is a bytes.Buffer safe for the process's writes and the test's
-// reads at once.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func (b *buffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Len()
 }

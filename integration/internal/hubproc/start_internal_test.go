@@ -4,23 +4,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
 // A hub that cannot start is reported at once, with its output, not
-// waited for until the timeout.
+// waited for until the timeout: with a timeout of an hour, only its exit
+// ends the wait (the test timed it before, which counted building the
+// hub's binary too: 32 s on a loaded machine).
 func TestStartReportsExit(t *testing.T) {
-	h := &Hub{t: t, log: &buffer{}, opts: Options{Args: []string{"-no-such-flag"}, StartTimeout: time.Minute}}
+	h := &Hub{t: t, log: &testkit.Buffer{}, opts: Options{Args: []string{"-no-such-flag"}, StartTimeout: time.Hour}}
 	var err error
 	if h.addr, err = freeAddr(); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	err = h.start()
 	if err == nil || !strings.Contains(err.Error(), "exited while starting") {
 		t.Fatalf("start: %v", err)
-	}
-	if time.Since(start) > 30*time.Second {
-		t.Fatalf("start took %v: it waited for the timeout", time.Since(start))
 	}
 	if !strings.Contains(h.Log(), "flag provided but not defined: -no-such-flag") {
 		t.Fatalf("log lacks the hub's complaint:\n%s", h.Log())
