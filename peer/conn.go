@@ -121,7 +121,7 @@ func NewConn(t Transport, opts *Options) *Conn {
 		maxB:      int64(c.o.MaxQueueBytes),
 		budget:    c.o.QueueBudget,
 		stall:     c.o.WriteStall,
-		spawn:     c.pool.spawn,
+		wg:        &c.wg,
 		fail:      c.writeFailed,
 		drained:   c.outboxDrained,
 		pause:     c.pause,

@@ -15,8 +15,7 @@ import (
 //
 // A sender that finds no one writing writes its own message at once, on
 // its own goroutine (no hand-off); messages queued meanwhile go to a
-// writer goroutine, started on the connection's workers, that ends when
-// the queue is empty. Writes are bounded by the connection's lifetime,
+// writer goroutine of its own, that ends when the queue is empty. Writes are bounded by the connection's lifetime,
 // never by a caller's context: a transport may close the connection when
 // a write's context ends.
 //
@@ -44,7 +43,7 @@ type outbox struct {
 	maxB      int64                // MaxQueueBytes
 	budget    *Budget              // QueueBudget; nil: none
 	stall     time.Duration        // WriteStall; 0: no watchdog
-	spawn     func(func())         // runs a writer on a worker goroutine
+	wg        *sync.WaitGroup      // the connection's: counts the writer goroutine
 	fail      func(error)          // closes the connection after a failed or stalled write
 	drained   func()               // called each time the writer stops with nothing queued
 	pause     func(bool)           // told when the reader starts and stops waiting for room
@@ -52,7 +51,6 @@ type outbox struct {
 	written atomic.Uint64 // messages written, for the watchdog
 	bytes   atomic.Int64  // bytes queued or being written, or reserved; changed with mu held
 	lastRep atomic.Int64  // the size of the latest reply queued, what reserve reserves
-	writer  func()        // o.writeQueued, made once: a method value is an allocation
 
 	mu      sync.Mutex // after Conn.mu, before workers.mu (see Conn.mu)
 	closed  bool

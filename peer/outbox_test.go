@@ -59,7 +59,7 @@ func newTestOutbox(t *testing.T, g *gatedTransport, limit int) *outbox {
 		ctx:   ctx,
 		limit: limit,
 		maxB:  1 << 30,
-		spawn: func(fn func()) { wg.Go(fn) },
+		wg:    &wg,
 		fail: func(err error) {
 			if ctx.Err() == nil { // not the cleanup's doing
 				t.Errorf("write failed: %v", err)

@@ -143,15 +143,25 @@ func releaseShared(q []outMsg) {
 }
 
 // spawnWriterLocked starts a writer goroutine, with o.mu held.
+//
+// The writer is a goroutine of its own, not a parked worker of the
+// connection (workers.go): a hub wakes each subscriber's writer for every
+// event, and a worker costs a timer that fires every workerIdle while it
+// lives, each firing a goroutine of the runtime's and operations on its
+// heap of timers, which holds one per connection. With events a second or
+// more apart, each delivery paid a new worker and two firings (see
+// docs/scale.md). A new goroutine starts with a stack of the size
+// goroutines use on average, which the writer needs no more than.
 func (o *outbox) spawnWriterLocked() {
-	if o.writer == nil {
-		o.writer = o.writeQueued
-	}
-	o.spawn(o.writer)
+	o.wg.Add(1)
+	go o.writeQueued()
 }
 
-// writeQueued is the task of a writer goroutine.
-func (o *outbox) writeQueued() { o.write(false) }
+// writeQueued is the writer goroutine.
+func (o *outbox) writeQueued() {
+	defer o.wg.Done()
+	o.write(false)
+}
 
 // armLocked starts the watchdog when a writer starts, unless it runs
 // already. Once armed, it stays armed while writers keep starting, so a

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// workers runs a connection's tasks (handlers, batches, the writer) on
-// goroutines that outlive one task.
+// workers runs a connection's tasks (handlers, batches) on goroutines
+// that outlive one task. The writer is not one of them (see
+// outbox.spawnWriterLocked).
 //
 // A worker that finishes its task stays parked, and the next task goes to
 // it rather than to a new goroutine: a new goroutine starts with a small
@@ -18,10 +19,10 @@ import (
 // workerIdle has passed without a task, or when the connection closes, so
 // an idle connection has no workers left.
 //
-// A parked worker waits on a channel of its own, and on nothing else: a
-// hub's fan-out wakes a subscriber's writer for every event, and a select
-// that also watched the connection's end and an idle timer cost 8% of
-// the hub's CPU under fanout (locking three channels, and moving the
+// A parked worker waits on a channel of its own, and on nothing else:
+// when the writer ran on workers, a hub's fan-out woke one for every
+// event, and a select that also watched the connection's end and an idle
+// timer cost 8% of the hub's CPU under fanout (locking three channels, and moving the
 // timer in and out of the runtime's heap at each wait). Its idle timer is
 // a time.AfterFunc instead, armed once per period.
 type workers struct {

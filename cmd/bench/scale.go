@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -25,6 +22,8 @@ import (
 //     CPU per peer, the time to connect them, the memory returned once they
 //     leave, and one event published to all of them; and the floor's idle
 //     memory per connection at the same count.
+//   - beside: the cluster's hubs with as many peers as the single hub,
+//     and the same events: a delivery's cost beside one hub's.
 //   - cluster: hubs joined over NATS with JetStream (the first runs NATS),
 //     as many peers as they hold, held by several swarm processes (see
 //     swarm.go) from loopback addresses 127.0.0.2 and up, all subscribed to
@@ -42,6 +41,8 @@ type scaleResult struct {
 	Meta    scaleMeta      `json:"meta"`
 	Single  *singleResult  `json:"single,omitempty"`
 	Cluster *clusterResult `json:"cluster,omitempty"`
+	// Beside is the cluster with the single hub's peers (scalebeside.go).
+	Beside *clusterResult `json:"beside,omitempty"`
 	// ClusterFailed is why the cluster part has no results, if it ran.
 	ClusterFailed string `json:"clusterFailed,omitempty"`
 }
@@ -58,20 +59,21 @@ type scaleMeta struct {
 }
 
 type singleResult struct {
-	Peers             int          `json:"peers"`
-	ConnectSeconds    float64      `json:"connectSeconds"`
-	RSSBefore         int64        `json:"rssBefore"`
-	RSSIdle           int64        `json:"rssIdle"`
-	RSSPeak           int64        `json:"rssPeak"`  // after the fan-out
-	RSSAfter          int64        `json:"rssAfter"` // once the peers left
-	ReturnedSeconds   float64      `json:"returnedSeconds"`
-	Left              leftResult   `json:"left"`
-	RSSPerPeer        float64      `json:"rssPerPeer"`
-	FloorRSSPerPeer   float64      `json:"floorRSSPerPeer"`
-	GoroutinesPerPeer float64      `json:"goroutinesPerPeer"`
-	IdleSeconds       float64      `json:"idleSeconds"`
-	IdleCPUPerPeer    float64      `json:"idleCPUusPerPeerSecond"`
-	Fanout            fanoutResult `json:"fanout"`
+	Peers             int             `json:"peers"`
+	ConnectSeconds    float64         `json:"connectSeconds"`
+	RSSBefore         int64           `json:"rssBefore"`
+	RSSIdle           int64           `json:"rssIdle"`
+	RSSPeak           int64           `json:"rssPeak"`  // after the fan-out
+	RSSAfter          int64           `json:"rssAfter"` // once the peers left
+	ReturnedSeconds   float64         `json:"returnedSeconds"`
+	Left              leftResult      `json:"left"`
+	RSSPerPeer        float64         `json:"rssPerPeer"`
+	FloorRSSPerPeer   float64         `json:"floorRSSPerPeer"`
+	GoroutinesPerPeer float64         `json:"goroutinesPerPeer"`
+	IdleSeconds       float64         `json:"idleSeconds"`
+	IdleCPUPerPeer    float64         `json:"idleCPUusPerPeerSecond"`
+	Subscribe         subscribeResult `json:"subscribe"`
+	Fanout            fanoutResult    `json:"fanout"`
 }
 
 // leftResult is what the hub holds once its peers left, read with
@@ -97,6 +99,21 @@ type fanoutResult struct {
 	CPUAboveIdle float64 `json:"cpuUsPerDeliveryAboveIdle"`
 	Missing      int     `json:"missing"`
 	Dups         int     `json:"dups"`
+	// Seconds is how long the fan-out took, from the first publish to
+	// the last delivery's report.
+	Seconds float64 `json:"seconds"`
+	// NodeCPUPerDelivery is CPUPerDelivery hub by hub (in all, idle
+	// included).
+	NodeCPUPerDelivery []float64 `json:"nodeCpuUsPerDelivery,omitempty"`
+	// LoadCPUPerDelivery is the load generator's CPU time per delivery:
+	// its processes read every peer's socket on the same cores.
+	LoadCPUPerDelivery float64 `json:"loadCpuUsPerDelivery"`
+	// MachineBusy is the share of all the machine's cores busy meanwhile
+	// (0 to 1), and OtherCPUPerDelivery the CPU time per delivery of
+	// everything that was neither a hub nor the load generator: the
+	// machine's other work, which took the same cores.
+	MachineBusy         float64 `json:"machineBusy"`
+	OtherCPUPerDelivery float64 `json:"otherCpuUsPerDelivery"`
 }
 
 // deliveryCost is the CPU time one delivery costs: above idle, where it
@@ -109,17 +126,18 @@ func (f fanoutResult) deliveryCost() float64 {
 }
 
 type clusterResult struct {
-	Nodes             int           `json:"nodes"`
-	Peers             int           `json:"peers"`
-	Swarms            int           `json:"swarms"`
-	ConnectSeconds    float64       `json:"connectSeconds"`
-	PeersPerNode      []int         `json:"peersPerNode"`
-	RSSPerPeer        []float64     `json:"rssPerPeer"` // per node
-	GoroutinesPerPeer float64       `json:"goroutinesPerPeer"`
-	IdleSeconds       float64       `json:"idleSeconds"`
-	IdleCPUPerPeer    float64       `json:"idleCPUusPerPeerSecond"` // all hubs
-	Fanout            fanoutResult  `json:"fanout"`
-	Restart           restartResult `json:"restart"`
+	Nodes             int             `json:"nodes"`
+	Peers             int             `json:"peers"`
+	Swarms            int             `json:"swarms"`
+	ConnectSeconds    float64         `json:"connectSeconds"`
+	PeersPerNode      []int           `json:"peersPerNode"`
+	RSSPerPeer        []float64       `json:"rssPerPeer"` // per node
+	GoroutinesPerPeer float64         `json:"goroutinesPerPeer"`
+	IdleSeconds       float64         `json:"idleSeconds"`
+	IdleCPUPerPeer    float64         `json:"idleCPUusPerPeerSecond"` // all hubs
+	Subscribe         subscribeResult `json:"subscribe"`
+	Fanout            fanoutResult    `json:"fanout"`
+	Restart           restartResult   `json:"restart"`
 }
 
 type restartResult struct {
@@ -162,6 +180,7 @@ type scaleConfig struct {
 	swarms       int
 	idle         time.Duration
 	events       int
+	restart      bool
 	dialers      int
 	settle       time.Duration // after connecting, before memory is read
 	returned     time.Duration // after the peers left, the longest memory is read
@@ -171,7 +190,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	var c scaleConfig
 	fs.StringVar(&c.hub, "hub", "bin/hub", "the hub `binary`")
-	fs.StringVar(&c.parts, "parts", "single,cluster", "which `parts` to run")
+	fs.StringVar(&c.parts, "parts", "single,beside,cluster", "which `parts` to run")
 	fs.IntVar(&c.peers, "peers", 0, "peers of the single hub (0: as many as the file descriptor limit allows)")
 	// Five nodes at the file descriptor limit would hold 100,000 peers,
 	// but then a restarted node's peers find no room on the others.
@@ -180,6 +199,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&c.swarms, "swarms", 0, "processes holding the cluster's peers (0: as few as the file descriptor limit allows)")
 	fs.DurationVar(&c.idle, "idle", 30*time.Second, "how long the idle CPU time is measured (the default ping interval: every peer is pinged once)")
 	fs.IntVar(&c.events, "events", 5, "events published to all, one after another")
+	fs.BoolVar(&c.restart, "restart", true, "restart a node of the cluster after its fan-out")
 	fs.IntVar(&c.dialers, "dialers", 64, "connections each swarm opens at once")
 	fs.DurationVar(&c.settle, "settle", 5*time.Second, "how long the hubs are left alone once the peers are connected, before their memory is read")
 	fs.DurationVar(&c.returned, "returned", 150*time.Second, "how long after the peers left the hub's memory is read, at most (until nine tenths of what they took is back)")
@@ -187,7 +207,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if strings.Contains(c.parts, "cluster") && c.nodes < 2 { // the publisher's node stays up while the last restarts
+	if (strings.Contains(c.parts, "cluster") || strings.Contains(c.parts, "beside")) && c.nodes < 2 { // the publisher's node stays up while the last restarts
 		return errors.New("-nodes: a cluster has at least 2")
 	}
 	// No results are better than the last run's taken for this one's.
@@ -217,6 +237,22 @@ func scaleCmd(ctx context.Context, args []string) error {
 		}
 		res.Single = r
 		if err := writeScale(*jsonOut, &res); err != nil { // kept if the cluster fails
+			return err
+		}
+	}
+	if strings.Contains(c.parts, "beside") {
+		n := min(cmp.Or(c.peers, room), room) // the single hub's, and one swarm holds them
+		if res.Single != nil {
+			n = res.Single.Peers
+		}
+		r, err := scaleBeside(ctx, &c, n, room)
+		if err != nil {
+			err = fmt.Errorf("cluster: beside one hub: %w", err)
+			res.ClusterFailed = err.Error()
+			return errors.Join(err, writeScale(*jsonOut, &res))
+		}
+		res.Beside = r
+		if err := writeScale(*jsonOut, &res); err != nil {
 			return err
 		}
 	}
@@ -271,6 +307,33 @@ func loadAvg() string {
 	return strings.Join(f[:min(3, len(f))], " ")
 }
 
+// machineBusy returns the CPU time all the machine's cores have spent on
+// anything but waiting, since it started (/proc/stat).
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: %q", line)
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %q", line)
+		}
+		// user nice system idle iowait irq softirq steal guest guest_nice:
+		// guest time is counted in user time already.
+		if i != 3 && i != 4 && i < 8 {
+			busy += n
+		}
+	}
+	return time.Duration(busy) * clockTick, nil
+}
+
 func memTotalMB() int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
@@ -287,196 +350,4 @@ func memTotalMB() int64 {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s scale: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
-// swarmProc is a running "bench swarm".
-type swarmProc struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
-
-// startSwarm starts a swarm of n peers, connecting them to urls from
-// source address src ("" for any); connected must then be awaited.
-func startSwarm(n int, urls []string, src string, dialers int) (*swarmProc, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(self, "swarm", "-n", strconv.Itoa(n), "-urls", strings.Join(urls, ","), "-src", src, "-dialers", strconv.Itoa(dialers))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(out)
-	sc.Buffer(nil, 1<<20)
-	return &swarmProc{cmd: cmd, in: in, out: sc}, nil
-}
-
-// answer reads the swarm's next JSON line into v.
-func (s *swarmProc) answer(v any) error {
-	if !s.out.Scan() {
-		err := s.out.Err()
-		if err == nil {
-			err = errors.New("the swarm ended")
-		}
-		return err
-	}
-	return json.Unmarshal(s.out.Bytes(), v)
-}
-
-// order sends one order and reads its answer into v.
-func (s *swarmProc) order(line string, v any) error {
-	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
-		return err
-	}
-	return s.answer(v)
-}
-
-// stop closes the swarm's peers (once: it exits), or kills it if it does
-// not answer.
-func (s *swarmProc) stop() {
-	done := make(chan struct{})
-	go func() {
-		var v map[string]int
-		_ = s.order("close", &v)
-		_ = s.in.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		_ = s.cmd.Process.Kill()
-	}
-	_ = s.cmd.Wait()
-}
-
-// swarms is a set of swarm processes ordered together.
-type swarms []*swarmProc
-
-func (ss swarms) stop() {
-	var wg sync.WaitGroup
-	for _, s := range ss {
-		wg.Go(s.stop)
-	}
-	wg.Wait()
-}
-
-// each sends line to every swarm at once and decodes the answers.
-func each[T any](ss swarms, line string) ([]T, error) {
-	out := make([]T, len(ss))
-	errs := make([]error, len(ss))
-	var wg sync.WaitGroup
-	for i, s := range ss {
-		wg.Go(func() {
-			if line == "" {
-				errs[i] = s.answer(&out[i])
-			} else {
-				errs[i] = s.order(line, &out[i])
-			}
-		})
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
-}
-
-// launchSwarms starts swarms of n peers in all, spread over urls, each
-// from its own loopback address 127.0.0.2 and up, and waits until every
-// peer is connected; it returns the time that took.
-func launchSwarms(n, count int, urls []string, dialers int) (swarms, float64, error) {
-	var ss swarms
-	start := time.Now()
-	for i := range count {
-		k := n / count
-		if i < n%count {
-			k++
-		}
-		s, err := startSwarm(k, urls, fmt.Sprintf("127.0.0.%d", 2+i), dialers)
-		if err != nil {
-			ss.stop()
-			return nil, 0, err
-		}
-		ss = append(ss, s)
-	}
-	type connected struct {
-		Connected int   `json:"connected"`
-		Retries   int64 `json:"retries"`
-	}
-	got, err := each[connected](ss, "")
-	if err != nil {
-		ss.stop()
-		return nil, 0, fmt.Errorf("connecting: %w", err)
-	}
-	total := 0
-	var retries int64
-	for _, g := range got {
-		total += g.Connected
-		retries += g.Retries
-	}
-	if retries > 0 {
-		logf("%d dials timed out or failed and were tried again", retries)
-	}
-	if total != n {
-		ss.stop()
-		return nil, 0, fmt.Errorf("%d of %d peers connected", total, n)
-	}
-	return ss, time.Since(start).Seconds(), nil
-}
-
-// subscribe has every peer of ss subscribe to the swarms' topic.
-func (ss swarms) subscribe() error {
-	type subscribed struct {
-		Subscribed int    `json:"subscribed"`
-		Err        string `json:"error"`
-	}
-	got, err := each[subscribed](ss, "subscribe")
-	for _, g := range got {
-		if g.Err != "" {
-			err = errors.Join(err, errors.New(g.Err))
-		}
-	}
-	return err
-}
-
-// wait waits up to d for every peer to hold want events and merges the
-// swarms' reports.
-func (ss swarms) wait(want int, d time.Duration) (swarmReport, error) {
-	got, err := each[swarmReport](ss, fmt.Sprintf("wait %d %g", want, d.Seconds()))
-	r := swarmReport{Hist: histogram{}}
-	for _, g := range got {
-		r.Peers += g.Peers
-		r.Complete += g.Complete
-		r.Missing += g.Missing
-		r.Dups += g.Dups
-		r.Again += g.Again
-		r.Reconnects += g.Reconnects
-		r.LastReconnect = max(r.LastReconnect, g.LastReconnect)
-		r.LastDelivery = max(r.LastDelivery, g.LastDelivery)
-		r.Deliveries += g.Deliveries
-		r.Hist.merge(g.Hist)
-		if r.PeersPerHub == nil { // the swarms share the list of hubs
-			r.PeersPerHub = make([]int, len(g.PeersPerHub))
-		}
-		for i, n := range g.PeersPerHub {
-			r.PeersPerHub[i] += n
-		}
-		for k, n := range g.DialErrors {
-			if r.DialErrors == nil {
-				r.DialErrors = make(map[string]int64)
-			}
-			r.DialErrors[k] += n
-		}
-		if r.OtherError == "" {
-			r.OtherError = g.OtherError
-		}
-	}
-	return r, err
 }

@@ -142,6 +142,7 @@ and the seconds; %s peers cost it %.1f%% of one core.
 			human(s.Fanout.DeliveriesPerSec), micros(s.Fanout.P50), micros(s.Fanout.P99), cpuPerDelivery(s.Fanout),
 			s.Fanout.Missing, s.Fanout.Dups, collectedText(s.Left), s.IdleSeconds, human(float64(s.Peers)), s.IdleCPUPerPeer*float64(s.Peers)/1e4)
 	}
+	writeBeside(&b, r.Single, r.Beside)
 	if c := r.Cluster; c != nil {
 		var rss []string
 		for i := range c.PeersPerNode {
@@ -204,8 +205,8 @@ The cluster part of this run failed, so it has no figures here: %s.
 ## Run it
 
 ` + "```sh" + `
-make scale                      # builds bin/hub and bin/bench, runs both parts, writes this page
-bin/bench scale -parts single   # or one part; -peers, -nodes, -cluster-peers, -idle, -events
+make scale                      # builds bin/hub and bin/bench, runs the three parts, writes this page
+bin/bench scale -parts single   # or some: single,beside,cluster; -peers, -nodes, -cluster-peers, -idle, -events, -restart
 bin/bench scalereport bin/scale.json
 ` + "```" + `
 

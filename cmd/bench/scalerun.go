@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -60,7 +61,7 @@ func scaleSingle(ctx context.Context, c *scaleConfig, n int) (*singleResult, err
 	r.GoroutinesPerPeer = float64(idle.after[0].goroutines-nodes[0].goroutines) / float64(n)
 	r.IdleCPUPerPeer = idle.cpuPerPeerSecond(n)
 
-	if err := ss.subscribe(); err != nil {
+	if r.Subscribe, err = subscribeQuiet(ss, pids, idle.cpuPerSecond()); err != nil {
 		return nil, err
 	}
 	logf("single: fan-out of %d events", c.events)
@@ -206,12 +207,15 @@ func scaleCluster(ctx context.Context, c *scaleConfig, n, count, room int) (*clu
 	r.GoroutinesPerPeer = float64(goroutines) / float64(n)
 	r.IdleCPUPerPeer = idle.cpuPerPeerSecond(n)
 
-	if err := ss.subscribe(); err != nil {
+	if r.Subscribe, err = subscribeQuiet(ss, pids(), idle.cpuPerSecond()); err != nil {
 		return nil, err
 	}
 	logf("cluster: fan-out of %d events", c.events)
 	if r.Fanout, err = fanoutAll(ss, pub, pids(), c.events, idle.cpuPerSecond()); err != nil {
 		return nil, err
+	}
+	if !c.restart {
+		return r, nil
 	}
 	// During the restart events are published at a third of the rate
 	// at which the cluster delivered them to all, measured just before:
@@ -298,21 +302,15 @@ func measureIdle(ctx context.Context, c *scaleConfig, urls []string, pids []int)
 
 // fanoutAll publishes events, one at a time, each once every peer holds
 // the one before, and reports the deliveries. idle is the hubs' CPU time
-// per second when idle, in µs, to tell the deliveries' cost apart.
+// per second when idle, in µs, to tell the deliveries' cost apart. Beside
+// the hubs' CPU time, it counts each hub's, the load generator's (ss) and
+// the whole machine's over the same time: the hubs share the cores with
+// the processes that read their peers' sockets, and with whatever else
+// runs.
 func fanoutAll(ss swarms, pub *control, pids []int, events int, idle float64) (fanoutResult, error) {
 	f := fanoutResult{Events: events}
-	cpu := func() (time.Duration, error) {
-		var sum time.Duration
-		for _, p := range pids {
-			u, err := readUsage(p)
-			if err != nil {
-				return 0, err
-			}
-			sum += u.cpu
-		}
-		return sum, nil
-	}
-	cpu0, err := cpu()
+	load := ss.pids()
+	before, err := readCPU(pids, load)
 	if err != nil {
 		return f, err
 	}
@@ -336,16 +334,62 @@ func fanoutAll(ss swarms, pub *control, pids []int, events int, idle float64) (f
 		}
 		rates = append(rates, float64(r.Deliveries)/time.Unix(0, r.LastDelivery).Sub(t0).Seconds())
 	}
-	cpu1, err := cpu()
+	elapsed := time.Since(start)
+	after, err := readCPU(pids, load)
 	if err != nil {
 		return f, err
 	}
-	used := float64((cpu1 - cpu0).Nanoseconds()) / 1e3
-	f.CPUPerDelivery = used / float64(max(f.Deliveries, 1))
-	f.CPUAboveIdle = max(used-idle*time.Since(start).Seconds(), 0) / float64(max(f.Deliveries, 1))
+	cpu0, load0, busy0 := before.hubs, before.load, before.busy
+	cpu1, load1, busy1 := after.hubs, after.load, after.busy
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(max(f.Deliveries, 1)) }
+	var used, loadUsed time.Duration
+	for i := range cpu1 {
+		used += cpu1[i] - cpu0[i]
+		f.NodeCPUPerDelivery = append(f.NodeCPUPerDelivery, per(cpu1[i]-cpu0[i]))
+	}
+	for i := range load1 {
+		loadUsed += load1[i] - load0[i]
+	}
+	f.CPUPerDelivery = per(used)
+	f.CPUAboveIdle = max(f.CPUPerDelivery-idle*elapsed.Seconds()/float64(max(f.Deliveries, 1)), 0)
+	f.LoadCPUPerDelivery = per(loadUsed)
+	f.Seconds = elapsed.Seconds()
+	f.MachineBusy = (busy1 - busy0).Seconds() / elapsed.Seconds() / float64(runtime.NumCPU())
+	f.OtherCPUPerDelivery = max(per(busy1-busy0)-f.CPUPerDelivery-f.LoadCPUPerDelivery, 0)
 	f.DeliveriesPerSec = median(rates)
 	f.P50, f.P99 = hist.quantile(0.50), hist.quantile(0.99)
 	return f, nil
+}
+
+// cpuReading is the CPU time of the hubs and of the load generator's
+// processes, each, and of the whole machine, at one moment.
+type cpuReading struct {
+	hubs, load []time.Duration
+	busy       time.Duration
+}
+
+func readCPU(hubs, load []int) (r cpuReading, err error) {
+	if r.hubs, err = cpuTimes(hubs); err != nil {
+		return r, err
+	}
+	if r.load, err = cpuTimes(load); err != nil {
+		return r, err
+	}
+	r.busy, err = machineBusy()
+	return r, err
+}
+
+// cpuTimes returns the CPU time of each of pids.
+func cpuTimes(pids []int) ([]time.Duration, error) {
+	out := make([]time.Duration, len(pids))
+	for i, p := range pids {
+		u, err := readUsage(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = u.cpu
+	}
+	return out, nil
 }
 
 // waitMetric polls u's metric until it is want, for up to d.
