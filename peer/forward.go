@@ -58,9 +58,14 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 	}
 	sctx := ctx // what bounds the wait for room to send
 	if timeout > 0 {
-		// The connection's timer ends the call when timeout passes, as it
-		// does a Call's, and p stands in for ctx until it is sent.
-		p.Context, p.deadline, p.done = ctx, monotime()+int64(timeout), make(chan struct{})
+		// The connection's timer ends the call when timeout passes (or
+		// ctx's deadline, if sooner), as it does a Call's, and p stands in
+		// for ctx until it is sent.
+		limit := timeout
+		if d, ok := ctx.Deadline(); ok {
+			limit = max(min(limit, time.Until(d)), 1)
+		}
+		p.Context, p.deadline, p.done = ctx, monotime()+int64(limit), make(chan struct{})
 		sctx = p
 	}
 	defer p.release(false)
@@ -81,6 +86,12 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 	}
 	defer c.lend(ctx)() // the answer comes on another connection: read on meanwhile
 	r, ok := c.await(ctx, id, p)
+	if !ok && timeout > 0 && monotime() >= p.deadline {
+		// ctx ended with the call's time: a timeout, not a caller that
+		// gave up, whatever timer fired first.
+		c.abandon(id, p, false)
+		r, ok = reply{expired: true}, true
+	}
 	switch {
 	case ok && r.expired:
 		c.cancelRemote(id)
