@@ -7,14 +7,15 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/internal/gather"
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 	"github.com/switchboard-rpc/switchboard/peer"
 )
 
 // The client's own HTTP transport dials connections wrapped in a
-// gather.Conn: when many goroutines call at once, the calls queued
+// transport.Conn: when many goroutines call at once, the calls queued
 // while one is written leave together, with one system call, instead of
-// one each (coder/websocket flushes every message).
+// one each (coder/websocket flushes every message); and a caller alone
+// reads its own reply, its read interrupted when its ctx ends.
 
 // dialedKey is the context key of the dialedConn a WebSocket handshake's
 // dial reports its connection to.
@@ -27,23 +28,33 @@ type dialedKey struct{}
 type dialedConn struct {
 	mu    sync.Mutex
 	conns int
-	gc    *gather.Conn
+	gc    *transport.Conn
 }
 
-// transport is the peer transport over ws: gathering writes when the
-// handshake dialed exactly one connection, which is then ws's.
+// transport is the peer transport over ws: peer's WebSocket, whose
+// callers are woken by the network poller, and which gathers its writes
+// and has its reads interrupted when the handshake dialed exactly one
+// connection, which is then ws's.
 func (d *dialedConn) transport(ws *websocket.Conn) peer.Transport {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var gc *gather.Conn
+	var gc *transport.Conn
 	if d.conns == 1 {
 		gc = d.gc
 	}
-	return gather.Dialed(ws, gc).(peer.Transport)
+	return &dialed{peer.WebSocket(ws), transport.Dialed(ws, gc)}
 }
 
+// dialed is a WebSocket this package dialed, with what it can do.
+type dialed struct {
+	peer.Transport
+	caps transport.Caps
+}
+
+func (t *dialed) Capabilities() transport.Caps { return t.caps }
+
 // gatherDials makes t wrap the connections it dials for a handshake in
-// a gather.Conn, and report them to the handshake's dialedConn.
+// a transport.Conn, and report them to the handshake's dialedConn.
 func gatherDials(t *http.Transport) {
 	dial := t.DialContext
 	if dial == nil {
@@ -55,7 +66,7 @@ func gatherDials(t *http.Transport) {
 		if err != nil || d == nil {
 			return c, err
 		}
-		gc := gather.New(c)
+		gc := transport.New(c)
 		d.mu.Lock()
 		d.conns++
 		d.gc = gc

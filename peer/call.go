@@ -153,11 +153,12 @@ func (c *Conn) Ping(ctx context.Context) error {
 	reads, pauses := c.reads.Load(), c.pauses.Load()
 	c.wantReader() // the answer is read by a reader goroutine
 	var err error
-	if fp, ok := c.t.(framePinger); ok && fp.canPingFrames() {
-		err = c.pingFrame(ctx, fp)
-	} else if p, ok := c.t.(interface{ Ping(context.Context) error }); ok {
-		err = p.Ping(ctx)
-	} else {
+	switch {
+	case c.expectPong != nil:
+		err = c.pingFrame(ctx)
+	case c.ping != nil:
+		err = c.ping(ctx)
+	default:
 		err = c.Call(ctx, "rpc.ping", nil, nil)
 	}
 	if err == nil || ctx.Err() == nil {
@@ -194,8 +195,8 @@ func (c *Conn) PingIdle(ctx context.Context) error {
 // The ping is not written with a deadline of its own: a peer that reads
 // slowly gets it late, and answers late; one that stops reading is the
 // write-stall watchdog's (Options.WriteStall).
-func (c *Conn) pingFrame(ctx context.Context, fp framePinger) error {
-	payload, pong, forget := fp.expectPong()
+func (c *Conn) pingFrame(ctx context.Context) error {
+	payload, pong, forget := c.expectPong()
 	defer forget()
 	c.out.pushPing(payload)
 	select {
@@ -266,7 +267,7 @@ func (c *Conn) Batch(ctx context.Context, elems []BatchElem) error {
 		if elems[i].Notify {
 			continue
 		}
-		w := waiting{elem: &elems[i], p: &pendingCall{ch: make(chan reply, 1)}}
+		w := waiting{elem: &elems[i], p: newPendingCall()}
 		id, err := c.addPending(w.p, false)
 		if err != nil {
 			for _, w := range calls {

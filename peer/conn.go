@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 )
@@ -60,12 +61,15 @@ type Conn struct {
 	// handed to whoever holds it.
 	role *reader
 
-	// For Ping: messages read, and the reader's waits (see pause); for
+	// For Ping: the transport's pings (see transport.Caps), when it has
+	// them; messages read, and the reader's waits (see pause); for
 	// PingIdle, their sum at its previous call.
-	reads    atomic.Uint64
-	pauses   atomic.Uint64
-	paused   atomic.Bool
-	pingMark atomic.Uint64
+	ping       func(context.Context) error
+	expectPong func() (payload []byte, pong <-chan struct{}, forget func())
+	reads      atomic.Uint64
+	pauses     atomic.Uint64
+	paused     atomic.Bool
+	pingMark   atomic.Uint64
 
 	// mu guards the fields below. Lock order, for every lock of the
 	// package: Conn.mu, then outbox.mu (c.out), then workers.mu (c.pool);
@@ -106,35 +110,48 @@ func NewConn(t Transport, opts *Options) *Conn {
 	c.role = &reader{c: c}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.pool = workers{wg: &c.wg}
-	if ra, ok := t.(readAhead); ok && ra.canReadAhead() {
-		c.role.ahead = ra
-	}
+	k := capabilities(t)
+	c.role.ahead, c.ping, c.expectPong = k.MessageWaiting, k.Ping, k.ExpectPong
 	c.out = outbox{
-		t:       t,
-		ctx:     c.life,
-		limit:   c.o.MaxQueue,
-		maxB:    int64(c.o.MaxQueueBytes),
-		budget:  c.o.QueueBudget,
-		stall:   c.o.WriteStall,
-		wg:      &c.wg,
-		fail:    c.writeFailed,
-		drained: c.outboxDrained,
-		pause:   c.pause,
-	}
-	if g, ok := t.(gatherer); ok && g.canGather() {
-		c.out.gather = g
+		t:         t,
+		gather:    k.Gather,
+		writePing: k.WritePing,
+		ctx:       c.life,
+		limit:     c.o.MaxQueue,
+		maxB:      int64(c.o.MaxQueueBytes),
+		budget:    c.o.QueueBudget,
+		stall:     c.o.WriteStall,
+		wg:        &c.wg,
+		fail:      c.writeFailed,
+		drained:   c.outboxDrained,
+		pause:     c.pause,
 	}
 	if c.o.Rate > 0 {
 		c.role.limiter = rate.NewLimiter(rate.Limit(c.o.Rate), c.o.Burst)
 	}
-	if pw, ok := t.(pollWaker); ok && pw.pollWake() {
+	if k.PollWake {
 		c.wk = newWaker()
 	}
-	// The role passes to a caller waiting on the poll waker (see own.go).
-	if it, ok := t.(interrupter); ok && it.canInterrupt() && c.wk != nil && c.o.Share == nil && c.role.ahead == nil {
-		c.role.own = newOwnRead(c, it.interruptRead)
+	// The role passes to a caller waiting on the poll waker (see own.go),
+	// unless busy connections take turns (Share) or the reader reads ahead.
+	if k.Interrupt != nil && c.wk != nil && c.o.Share == nil && c.role.ahead == nil {
+		c.role.own = newOwnRead(c, k.Interrupt)
 	}
 	return c
+}
+
+// capabilities returns what t can do beyond carrying messages: what it
+// declares, if it is one of this module's, and its Ping method, if it has
+// one.
+func capabilities(t Transport) transport.Caps {
+	var k transport.Caps
+	if ct, ok := t.(transport.Capable); ok {
+		k = ct.Capabilities()
+	}
+	if p, ok := t.(interface{ Ping(context.Context) error }); ok && k.Ping == nil {
+		k.Ping = p.Ping
+	}
+	return k
 }
 
 // Serve reads and dispatches messages until the connection ends, then

@@ -42,20 +42,33 @@ import (
 // forwarded calls already sent. A notification (req has no ID) is sent as
 // one: Forward returns once it is queued, with a nil result.
 func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration) (json.RawMessage, error) {
-	var tctx context.Context = ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		tctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
 	if req.IsNotification() {
-		return nil, c.send(tctx, appendRequest(nil, nil, req.Method, req.Params))
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		return nil, c.send(ctx, appendRequest(nil, nil, req.Method, req.Params))
 	}
 	ri, _ := ctx.Value(ctxKey{}).(*reqInfo)
-	p := &pendingCall{ch: make(chan reply, 1), progress: progressFunc(ctx)}
+	p := newPendingCall()
+	p.progress = progressFunc(ctx)
 	if ri != nil && !ri.req.IsNotification() {
 		p.progress = ri.relayProgress
 	}
+	sctx := ctx // what bounds the wait for room to send
+	if timeout > 0 {
+		// The connection's timer ends the call when timeout passes (or
+		// ctx's deadline, if sooner), as it does a Call's, and p stands in
+		// for ctx until it is sent.
+		limit := timeout
+		if d, ok := ctx.Deadline(); ok {
+			limit = max(min(limit, time.Until(d)), 1)
+		}
+		p.Context, p.deadline, p.done = ctx, monotime()+int64(limit), make(chan struct{})
+		sctx = p
+	}
+	defer p.release(false)
 	id, err := c.addPending(p, true)
 	if err != nil {
 		return nil, err
@@ -64,49 +77,51 @@ func (c *Conn) Forward(ctx context.Context, req *Request, timeout time.Duration)
 
 	var idBuf [20]byte
 	idText := strconv.AppendUint(idBuf[:0], id, 10)
-	if err := c.send(tctx, appendRequest(nil, idText, req.Method, req.Params)); err != nil {
+	if err := c.send(sctx, appendRequest(nil, idText, req.Method, req.Params)); err != nil {
 		c.abandon(id, p, false)
-		if ctx.Err() == nil && tctx.Err() != nil {
+		if ctx.Err() == nil && sctx.Err() != nil {
 			return nil, c.timedOut(req.Method, timeout)
 		}
 		return nil, err
 	}
 	defer c.lend(ctx)() // the answer comes on another connection: read on meanwhile
-	if r, ok := c.await(tctx, id, p); ok {
-		return r.result, r.err
+	r, ok := c.await(ctx, id, p)
+	if !ok && timeout > 0 && monotime() >= p.deadline {
+		// ctx ended with the call's time: a timeout, not a caller that
+		// gave up, whatever timer fired first.
+		c.abandon(id, p, false)
+		r, ok = reply{expired: true}, true
 	}
-	if ctx.Err() == nil { // the timeout, not the caller
-		c.abandon(id, p, true)
+	switch {
+	case ok && r.expired:
+		c.cancelRemote(id)
 		return nil, c.timedOut(req.Method, timeout)
+	case ok:
+		return r.result, r.err
 	}
 
 	// The caller gave up: pass it on, and wait for the other side's
-	// answer to pass back, within what is left of timeout.
-	var closing <-chan struct{}
+	// answer to pass back, unless no one is left to take it.
+	var gone context.Context
 	switch {
 	case ri != nil:
-		closing = ri.c.closing
+		gone = ri.Context // the caller's connection's: ends as it closes
 	case p.progress == nil:
 		c.abandon(id, p, true)
 		return nil, ctx.Err()
+	default:
+		gone = context.WithoutCancel(ctx)
 	}
 	c.cancelRemote(id)
-	var expired <-chan time.Time
-	if deadline, ok := tctx.Deadline(); ok && timeout > 0 {
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		expired = t.C
-	}
-	select {
-	case r := <-p.ch:
-		return r.result, r.err
-	case <-closing:
-		c.forget(id)
+	r, ok = c.await(gone, id, p)
+	switch {
+	case !ok:
+		c.abandon(id, p, false)
 		return nil, ctx.Err()
-	case <-expired:
-		c.forget(id)
+	case r.expired: // the other side was told already
 		return nil, c.timedOut(req.Method, timeout)
 	}
+	return r.result, r.err
 }
 
 // Relay is Forward for a handler that returns what Relay returns, at
@@ -131,7 +146,7 @@ func (c *Conn) Relay(ctx context.Context, req *Request, timeout time.Duration, t
 		return then(c.Forward(ctx, req, timeout))
 	}
 	r := &relayCall{to: c, ri: ri, method: req.Method, timeout: timeout, then: then, start: ri.c.o.now()}
-	p := &pendingCall{relay: r, progress: ri.relayProgress}
+	p := &pendingCall{to: r, progress: ri.relayProgress}
 	if timeout > 0 {
 		p.deadline = monotime() + int64(timeout)
 	}
@@ -145,7 +160,7 @@ func (c *Conn) Relay(ctx context.Context, req *Request, timeout time.Duration, t
 	idText := strconv.AppendUint(idBuf[:0], id, 10)
 	if err := c.send(ctx, appendRequest(nil, idText, req.Method, req.Params)); err != nil {
 		if c.forget(id) {
-			r.answer(reply{err: err})
+			c.hand(id, p, reply{err: err})
 		}
 		return nil, errRelayed
 	}
@@ -186,20 +201,19 @@ func (r *relayCall) callerDone() {
 	case <-r.ri.c.closing:
 		if r.to.forget(r.id) {
 			r.to.cancelRemote(r.id)
-			r.answer(reply{err: r.ri.Err()})
+			r.complete(r.to, r.id, reply{err: r.ri.Err()})
 		}
 	default:
 		r.to.cancelRemote(r.id)
 	}
 }
 
-// answer ends the call with its outcome, once whoever has it removed the
-// call from the pending calls of r.to (so once), and answers the caller.
-// It runs on the reader of r.to, for the other side's answer, which must
-// not wait for the caller: a writer goroutine writes the answer, and when
-// the caller's queue has no room, a worker of the caller's connection
-// waits for it, as a handler's reply would.
-func (r *relayCall) answer(rp reply) {
+// complete ends the call with its outcome (see completion), and answers
+// the caller. It runs on the reader of c (r.to), for the other side's
+// answer, which must not wait for the caller: a writer goroutine writes
+// the answer, and when the caller's queue has no room, a worker of the
+// caller's connection waits for it, as a handler's reply would.
+func (r *relayCall) complete(_ *Conn, _ uint64, rp reply) {
 	r.done.Store(true)
 	if stop := r.stop.Load(); stop != nil {
 		(*stop)()
@@ -223,19 +237,16 @@ func (r *relayCall) answer(rp reply) {
 		c.o.OnServe(cl.req.Method, code, time.Duration(monotime()-r.start))
 	}
 	c.unregister(cl)
-	c.out.mu.Lock()
-	if !c.out.closed && !c.out.roomLocked(0) {
+	if err := c.out.offer(out); err == errNoRoom { //nolint:errorlint // our own sentinel
 		// The caller reads slowly: its answer waits for room, holding
 		// its slot, as a handler's reply does, on a worker of its own
 		// connection rather than here.
-		c.out.mu.Unlock()
 		c.pool.spawn(func() {
 			c.reply(out)
 			c.freeSlots(1)
 		})
 		return
 	}
-	c.out.enqueueLocked(out, nil, 0)
 	c.freeSlots(1)
 }
 

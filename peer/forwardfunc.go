@@ -32,7 +32,7 @@ func (c *Conn) ForwardFunc(ctx context.Context, req *Request, timeout time.Durat
 		return
 	}
 	f := &funcCall{to: c, method: req.Method, timeout: timeout, done: done}
-	p := &pendingCall{fn: f}
+	p := &pendingCall{to: f}
 	if timeout > 0 {
 		p.deadline = monotime() + int64(timeout)
 	}
@@ -46,14 +46,14 @@ func (c *Conn) ForwardFunc(ctx context.Context, req *Request, timeout time.Durat
 	idText := strconv.AppendUint(idBuf[:0], id, 10)
 	if err := c.trySend(appendRequest(nil, idText, req.Method, req.Params)); err != nil {
 		if c.forget(id) {
-			f.answer(reply{err: err})
+			c.hand(id, p, reply{err: err})
 		}
 		return
 	}
 	stop := context.AfterFunc(ctx, func() {
 		if c.forget(id) {
 			c.cancelRemote(id)
-			f.answer(reply{err: ctx.Err()})
+			c.hand(id, p, reply{err: ctx.Err()})
 		}
 	})
 	f.stop.Store(&stop)
@@ -65,17 +65,12 @@ func (c *Conn) ForwardFunc(ctx context.Context, req *Request, timeout time.Durat
 // trySend queues b if c's queue has room, without waiting; else it
 // returns a -32004 error. Another goroutine writes it.
 func (c *Conn) trySend(b []byte) error {
-	o := &c.out
-	o.mu.Lock()
-	switch {
-	case o.closed:
-		o.mu.Unlock()
-		return c.Err()
-	case !o.roomLocked(0):
-		o.mu.Unlock()
+	switch err := c.out.offer(b); {
+	case err == errNoRoom: //nolint:errorlint // our own sentinel
 		return &Error{Code: CodeOverloaded, Message: "Overloaded: the peer is not reading what it is sent"}
+	case err != nil:
+		return c.Err()
 	}
-	o.enqueueLocked(b, nil, 0)
 	return nil
 }
 
@@ -92,9 +87,8 @@ type funcCall struct {
 	ended atomic.Bool
 }
 
-// answer ends the call with its outcome, once whoever has it removed the
-// call from the pending calls of f.to (so once).
-func (f *funcCall) answer(r reply) {
+// complete ends the call with its outcome (see completion).
+func (f *funcCall) complete(_ *Conn, _ uint64, r reply) {
 	f.ended.Store(true)
 	if stop := f.stop.Load(); stop != nil {
 		(*stop)()

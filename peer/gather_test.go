@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/internal/gather"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 )
 
 // clientFrame is a WebSocket frame as a client sends it: masked.
@@ -106,7 +106,7 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // gatherServer serves opts over WebSockets accepted with AcceptWebSocket
 // on 127.0.0.1, counting the server's writes, and returns a raw WebSocket
 // dialed to it whose writes the test can gather into one, with gc.
-func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *gather.Conn, writes *atomic.Int64) {
+func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *transport.Conn, writes *atomic.Int64) {
 	t.Helper()
 	var served sync.WaitGroup
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -124,7 +124,7 @@ func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *gather.C
 		if err != nil {
 			return nil, err
 		}
-		gc = gather.New(c)
+		gc = transport.New(c)
 		return gc, nil
 	}
 	ws, _, err := websocket.Dial(t.Context(), "ws://"+ts.Listener.Addr().String(), &websocket.DialOptions{
@@ -143,7 +143,7 @@ func gatherServer(t *testing.T, opts *Options) (ws *websocket.Conn, gc *gather.C
 
 // sendTogether writes frames to ws in one write of the network
 // connection, so that the server reads them together.
-func sendTogether(t *testing.T, ws *websocket.Conn, gc *gather.Conn, frames ...string) {
+func sendTogether(t *testing.T, ws *websocket.Conn, gc *transport.Conn, frames ...string) {
 	t.Helper()
 	gc.Hold()
 	for _, f := range frames {
@@ -245,7 +245,7 @@ func TestMessageWaitingDuringClose(t *testing.T) {
 		var looker sync.WaitGroup
 		looker.Go(func() {
 			for i := 0; ; i++ {
-				tr.(readAhead).messageWaiting()
+				tr.(*wsTransport).messageWaiting()
 				if i == 100 {
 					close(looked)
 				}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 )
 
 // outbox is the outbound path of a Conn: a bounded queue of encoded
@@ -33,17 +35,18 @@ import (
 // maxBytes bytes are, and the budget shared with the other connections,
 // if any, is not spent.
 type outbox struct {
-	t       Transport
-	gather  gatherer        // t, when it can gather writes; else nil
-	ctx     context.Context // bounds writes; ends when the connection closes
-	limit   int             // MaxQueue
-	maxB    int64           // MaxQueueBytes
-	budget  *Budget         // QueueBudget; nil: none
-	stall   time.Duration   // WriteStall; 0: no watchdog
-	wg      *sync.WaitGroup // the connection's: counts the writer goroutine
-	fail    func(error)     // closes the connection after a failed or stalled write
-	drained func()          // called each time the writer stops with nothing queued
-	pause   func(bool)      // told when the reader starts and stops waiting for room
+	t         Transport
+	gather    *transport.Conn      // where t writes, when it can gather writes; else nil
+	writePing func(p []byte) error // t's, when it writes its own pings (pushPing)
+	ctx       context.Context      // bounds writes; ends when the connection closes
+	limit     int                  // MaxQueue
+	maxB      int64                // MaxQueueBytes
+	budget    *Budget              // QueueBudget; nil: none
+	stall     time.Duration        // WriteStall; 0: no watchdog
+	wg        *sync.WaitGroup      // the connection's: counts the writer goroutine
+	fail      func(error)          // closes the connection after a failed or stalled write
+	drained   func()               // called each time the writer stops with nothing queued
+	pause     func(bool)           // told when the reader starts and stops waiting for room
 
 	written atomic.Uint64 // messages written, for the watchdog
 	bytes   atomic.Int64  // bytes queued or being written, or reserved; changed with mu held
@@ -99,8 +102,28 @@ func (o *outbox) push(b []byte) {
 	o.enqueueLocked(b, nil, 0)
 }
 
-// pushPing queues a ping with payload p, written by the transport (a
-// framePinger) when the writer reaches it: behind what is queued, never
+// offer queues b, as push does, unless there is no room for it (see
+// roomLocked): then it returns errNoRoom, and once closed the close
+// cause. It is for a message that must not wait on the goroutine that has
+// it (Relay's answer, on the reader of another connection; ForwardFunc's
+// call).
+func (o *outbox) offer(b []byte) error {
+	o.mu.Lock()
+	switch {
+	case o.closed:
+		err := o.cause
+		o.mu.Unlock()
+		return err
+	case !o.roomLocked(0):
+		o.mu.Unlock()
+		return errNoRoom
+	}
+	o.enqueueLocked(b, nil, 0)
+	return nil
+}
+
+// pushPing queues a ping with payload p, written by the transport
+// (writePing) when the writer reaches it: behind what is queued, never
 // in the middle of a message. Like push, it does not wait.
 func (o *outbox) pushPing(p []byte) {
 	o.mu.Lock()

@@ -69,7 +69,7 @@ func (o *outbox) write(inline bool) {
 // turns it on while it dispatches a message that another one, read
 // already, follows: it comes back to write before it waits for the other
 // side, and the replies to the messages of one read leave together, with
-// one system call where the transport can gather them (see gatherer),
+// one system call where the transport can gather them (Caps.Gather),
 // instead of one each. A message that finds holdMax queued is written
 // (with the others) at once, and so is one queued while a writer is at
 // work.
@@ -97,12 +97,12 @@ func holdMax(limit int) int { return min(limit/2, 64) }
 func (o *outbox) writeBatch(batch []outMsg) error {
 	gather := o.gather != nil && len(batch) > 1
 	if gather {
-		o.gather.holdWrites()
+		o.gather.Hold()
 	}
 	var err error
 	for i, m := range batch {
 		if m.sh == pingFrame {
-			err = o.t.(framePinger).writePing(m.b)
+			err = o.writePing(m.b)
 		} else {
 			err = o.t.Write(o.ctx, m.b)
 		}
@@ -121,7 +121,7 @@ func (o *outbox) writeBatch(batch []outMsg) error {
 	if gather {
 		// Even after a failed write: what the transport wrote meanwhile
 		// (a close frame) must go out.
-		if ferr := o.gather.flushWrites(); err == nil {
+		if ferr := o.gather.Flush(); err == nil {
 			err = ferr
 		}
 		if err == nil {

@@ -6,11 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-rpc/switchboard/internal/gather"
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 )
 
 // This file lets a caller read its own reply, on a connection the client
-// package dialed (see interrupter).
+// package dialed (see transport.Caps.Interrupt).
 //
 // A reply read by a reader goroutine must be handed to its caller, and on
 // a client making calls one after another, that hand-off is the largest
@@ -36,7 +36,7 @@ import (
 // notifications run on a reader goroutine, never on an unrelated caller's),
 // and when the reading caller's ctx ends or its CallTimeout passes. The
 // last needs its read interrupted between two messages, which only the
-// transport can do (gather.Conn.Interrupt).
+// transport can do (transport.Conn.Interrupt).
 //
 // Who holds the role is in its state word (role.go): a reader goroutine,
 // a caller, or nobody (parked). A parked role is taken by a move that
@@ -48,14 +48,6 @@ import (
 // message that is not a reply may wait after a call, at most. A shorter
 // one costs more: see park.
 const parkTime = 2 * time.Millisecond
-
-// interrupter is a Transport whose read can be interrupted between two
-// messages: the read returns gather.ErrInterrupted, and the next read goes
-// on where it stopped. The client package's WebSocket is one.
-type interrupter interface {
-	canInterrupt() bool // false: interruptRead would not work
-	interruptRead()
-}
 
 // ownRead is the state of the reader role that only a connection whose
 // callers read their own replies has (reader.own).
@@ -279,7 +271,7 @@ func (r *reader) watch(ctx context.Context) {
 // for readLoop's frame (see TestIdleCost).
 //
 //go:noinline
-func interrupted(err error) bool { return errors.Is(err, gather.ErrInterrupted) }
+func interrupted(err error) bool { return errors.Is(err, transport.ErrInterrupted) }
 
 // What readReply found.
 const (

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/internal/gather"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 )
 
 // ownPair connects a Conn whose callers read their own replies, over a
-// WebSocket dialed as the client package dials it (gather.Dialed), to a
+// WebSocket dialed as the client package dials it (transport.Dialed), to a
 // server Conn with srvOpts, which it returns too. The Conn's park timer
 // is a heldTimer: a role parked stays parked until the test fires it
 // (fireParkTimer), or something that waits takes it.
@@ -64,14 +64,14 @@ func ownPairTimer(t *testing.T, opts, srvOpts *Options, timer parkTimer) (c, srv
 		s.Serve(r.Context()) //nolint:errcheck
 	}))
 	t.Cleanup(ts.Close)
-	var gc *gather.Conn
+	var gc *transport.Conn
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			gc = gather.New(nc)
+			gc = transport.New(nc)
 			return gc, nil
 		},
 	}}
@@ -80,10 +80,10 @@ func ownPairTimer(t *testing.T, opts, srvOpts *Options, timer parkTimer) (c, srv
 		t.Fatal(err)
 	}
 	ws.SetReadLimit(-1)
-	if gather.Dialed(ws, nil).(interrupter).canInterrupt() {
+	if transport.Dialed(ws, nil).Interrupt != nil {
 		t.Fatal("reads can be interrupted on a dialed WebSocket whose network connection is not known")
 	}
-	c = NewConn(gather.Dialed(ws, gc).(Transport), opts)
+	c = NewConn(withCaps{WebSocket(ws), transport.Dialed(ws, gc)}, opts)
 	if c.role.own == nil {
 		t.Fatal("callers do not read over a WebSocket the client package dials")
 	}
@@ -102,6 +102,15 @@ func ownPairTimer(t *testing.T, opts, srvOpts *Options, timer parkTimer) (c, srv
 	})
 	return c, srv
 }
+
+// withCaps is a Transport with the capabilities caps, as the client
+// package makes one.
+type withCaps struct {
+	Transport
+	caps transport.Caps
+}
+
+func (t withCaps) Capabilities() transport.Caps { return t.caps }
 
 // wantRole fails the test unless the reader role is held by want.
 func wantRole(t *testing.T, c *Conn, want state) {
@@ -378,7 +387,7 @@ func TestParkedRoleWaiters(t *testing.T) {
 	// the steps of Call with the role taken by someone else meanwhile.
 	parkedCall(t, c)
 	within("a call that did not take the role", func() error {
-		p := &pendingCall{ch: make(chan reply, 1)}
+		p := newPendingCall()
 		id, err := c.addPending(p, false)
 		if err != nil {
 			return err

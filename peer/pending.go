@@ -15,14 +15,11 @@ import (
 
 // pendingCall is a call made on this side and waiting for its reply.
 type pendingCall struct {
-	// ch receives the reply, once: whoever removes the call from
-	// Conn.pending (with Conn.mu held) sends it.
-	ch       chan reply
+	// to takes the call's outcome (see completion): the call itself,
+	// whose caller waits on ch, or, for a call of Relay, its relayCall.
+	to       completion
+	ch       chan reply // the reply, sent once by complete
 	progress func(json.RawMessage)
-	// relay, for a call of Relay, takes the reply instead of ch; fn,
-	// for a call of ForwardFunc.
-	relay *relayCall
-	fn    *funcCall
 	// solo: the caller waits on the connection's poll waker, which whoever
 	// sends on ch then tells the call's id (see wake.go).
 	solo bool
@@ -52,8 +49,27 @@ type reply struct {
 	expired bool // the call's CallTimeout passed (see timeouts)
 }
 
+// completion takes the outcome of a pending call: every way a call
+// ends (its reply read, its CallTimeout passed, the connection closed, its
+// sending failed) goes through complete, once, called by whoever removed
+// the call from Conn.pending (with Conn.mu held), after letting go of
+// Conn.mu. A caller that stops waiting removes its own call instead
+// (abandon), and takes nothing.
+type completion interface {
+	complete(c *Conn, id uint64, r reply)
+}
+
+// newPendingCall returns a pendingCall whose caller waits on its channel.
+func newPendingCall() *pendingCall {
+	p := &pendingCall{ch: make(chan reply, 1)}
+	p.to = p
+	return p
+}
+
 var pendingCalls = sync.Pool{New: func() any {
-	return &pendingCall{ch: make(chan reply, 1), done: make(chan struct{})}
+	p := newPendingCall()
+	p.done = make(chan struct{})
+	return p
 }}
 
 // getPendingCall returns a pendingCall with an empty channel, reused when
@@ -106,22 +122,27 @@ func (p *pendingCall) end(err error) {
 	}
 }
 
-// hand gives call id's caller its reply r, once whoever holds p has
-// removed it from Conn.pending: on p's channel, and, if the caller waits
-// on the poll waker, by the call's id there too (see wake.go).
-func (c *Conn) hand(id uint64, p *pendingCall, r reply) {
-	switch {
-	case p.relay != nil:
-		p.relay.answer(r)
-		return
-	case p.fn != nil:
-		p.fn.answer(r)
-		return
-	}
+// hand ends call id (p) with r, once whoever holds p has removed it from
+// Conn.pending and let go of Conn.mu.
+func (c *Conn) hand(id uint64, p *pendingCall, r reply) { p.to.complete(c, id, r) }
+
+// complete gives p's caller its reply r: on p's channel, and, if the
+// caller waits on the poll waker, by the call's id there too (see
+// wake.go). A call that expired ends its context too (see Done), and the
+// read of a caller that reads its own reply (see own.go).
+func (p *pendingCall) complete(c *Conn, id uint64, r reply) {
 	solo := p.solo // p is the caller's again once sent
+	interrupt := false
+	if r.expired {
+		p.end(context.DeadlineExceeded)
+		interrupt = p.reading.Load()
+	}
 	p.ch <- r
 	if solo {
 		c.wk.notify(id)
+	}
+	if interrupt {
+		c.interrupt()
 	}
 }
 
@@ -165,23 +186,18 @@ func (t *timeouts) stop() {
 	t.at = 0
 }
 
-// expireCalls is the timer's function: it fails the pending calls whose
+// expireCalls is the timer's function: it ends the pending calls whose
 // deadline has passed and arms the timer for the earliest one left.
 func (c *Conn) expireCalls() {
-	var relayed []*relayCall // answered once c.mu is let go: they answer their callers
-	var fns []*funcCall
-	defer func() {
-		for _, r := range relayed {
-			r.answer(reply{expired: true})
-		}
-		for _, f := range fns {
-			f.answer(reply{expired: true})
-		}
-	}()
+	type expired struct {
+		id uint64
+		p  *pendingCall
+	}
+	var due []expired
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.timeouts.at = 0
 	if c.closed {
+		c.mu.Unlock()
 		return
 	}
 	now := monotime()
@@ -189,25 +205,19 @@ func (c *Conn) expireCalls() {
 	for id, p := range c.pending {
 		switch {
 		case p.deadline == 0:
-		case p.deadline <= now && p.relay != nil:
-			delete(c.pending, id)
-			relayed = append(relayed, p.relay)
-		case p.deadline <= now && p.fn != nil:
-			delete(c.pending, id)
-			fns = append(fns, p.fn)
 		case p.deadline <= now:
 			delete(c.pending, id)
-			p.end(context.DeadlineExceeded)
-			c.hand(id, p, reply{expired: true})
-			if p.reading.Load() {
-				c.interrupt()
-			}
+			due = append(due, expired{id, p})
 		case next == 0 || p.deadline < next:
 			next = p.deadline
 		}
 	}
 	if next != 0 {
 		c.timeouts.addLocked(c, next)
+	}
+	c.mu.Unlock()
+	for _, e := range due {
+		c.hand(e.id, e.p, reply{expired: true})
 	}
 }
 

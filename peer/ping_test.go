@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 )
 
-// pingingTransport writes its own ping frames (framePinger), as an
+// pingingTransport writes its own ping frames (Caps.WritePing), as an
 // accepted WebSocket does; each write, ping or message, takes a token
 // from gate.
 type pingingTransport struct {
@@ -49,9 +50,8 @@ func (p *pingingTransport) Close(int, string) error {
 	return nil
 }
 
-func (p *pingingTransport) canPingFrames() bool { return true }
-func (p *pingingTransport) expectPong() ([]byte, <-chan struct{}, func()) {
-	return p.pings.expect()
+func (p *pingingTransport) Capabilities() transport.Caps {
+	return transport.Caps{ExpectPong: p.pings.expect, WritePing: p.writePing}
 }
 func (p *pingingTransport) writePing(payload []byte) error {
 	return p.record("ping " + string(payload))

@@ -90,8 +90,9 @@ type reader struct {
 	// by readerWatch.mu.
 	watchSeq uint64
 	// ahead is the transport when it can tell that its next message is
-	// read already (see readAhead); set once, by NewConn.
-	ahead readAhead
+	// read already (the transport's MessageWaiting, see readAhead); set once,
+	// by NewConn.
+	ahead func() bool
 
 	// The holder's.
 	ctx  context.Context // for reads: Serve's ctx, without its cancellation
@@ -181,7 +182,7 @@ func (r *reader) readLoop() {
 // queue after this one otherwise.
 func (r *reader) readAhead() {
 	c := r.c
-	r.heldNext = r.ahead.messageWaiting()
+	r.heldNext = r.ahead()
 	if r.heldNext && !r.held {
 		r.held = true
 		c.out.holdWrites(true)

@@ -10,7 +10,7 @@ import (
 )
 
 // This file holds the poll waker of a Conn over a transport that asks
-// for it (pollWaker): a WebSocket the client package dialed.
+// for it (Caps.PollWake): a WebSocket the client package dialed.
 //
 // A caller waiting on a channel for its reply is handed the reply by the
 // reader goroutine, and readying a goroutine makes Go's scheduler wake an

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 )
 
 // wakeTransport is a Transport whose Conn waits on the poll waker, as one
 // the client package dialed does.
 type wakeTransport struct{ Transport }
 
-func (wakeTransport) pollWake() bool { return true }
+func (wakeTransport) Capabilities() transport.Caps { return transport.Caps{PollWake: true} }
 
 // wakePair returns two Conns over a pipe, serving; those of wake wait on
 // the poll waker.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -14,7 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/coder/websocket"
-	"github.com/switchboard-rpc/switchboard/internal/gather"
+	"github.com/switchboard-rpc/switchboard/internal/transport"
 )
 
 // WebSocket adapts a *websocket.Conn (github.com/coder/websocket) to a
@@ -23,29 +22,33 @@ import (
 // Options.MaxMessage: the WebSocket library then closes with 1009 itself.
 func WebSocket(ws *websocket.Conn) Transport { return &wsTransport{ws: ws} }
 
-// wsTransport is a WebSocket. gc and br are set when it was accepted with
-// AcceptWebSocket: the network connection, and the buffered reader the
-// WebSocket library reads it with; gc is also set on one the client
-// package dialed (gather.Dialed), and dialed.
+// wsTransport is a WebSocket. gc, br and pings are set when it was
+// accepted with AcceptWebSocket: the network connection, the buffered
+// reader the WebSocket library reads it with, and the pings written by
+// writePing and waiting for their pong, by payload.
 type wsTransport struct {
-	ws     *websocket.Conn
-	gc     *gather.Conn
-	br     *bufio.Reader
-	dialed bool
+	ws *websocket.Conn
+	gc *transport.Conn
+	br *bufio.Reader
 	// closing is held by Close: the library's close handshake reads br,
 	// which messageWaiting must not look at meanwhile.
 	closing sync.Mutex
 	closed  atomic.Bool // Close was called: no more pings
-	// pings are the pings written by writePing and waiting for their
-	// pong, by payload, when the transport was accepted with
-	// AcceptWebSocket (nil otherwise: Ping uses the library's).
-	pings *pings
+	pings   *pings
 }
 
-func init() {
-	gather.Dialed = func(ws *websocket.Conn, gc *gather.Conn) any {
-		return &wsTransport{ws: ws, gc: gc, dialed: true}
+// Capabilities declares what the WebSocket can do: an accepted one
+// gathers its writes, tells the reader when its next message is read
+// already, and writes its own pings; any can ping with the library's
+// Ping. (The client package adds what a WebSocket it dialed can do.)
+func (t *wsTransport) Capabilities() transport.Caps {
+	k := transport.Caps{Ping: t.Ping}
+	if t.gc != nil {
+		k.Gather = t.gc
+		k.MessageWaiting = t.messageWaiting
+		k.ExpectPong, k.WritePing = t.pings.expect, t.writePing
 	}
+	return k
 }
 
 // AcceptWebSocket accepts a WebSocket handshake, as websocket.Accept
@@ -87,10 +90,10 @@ func AcceptWebSocket(w http.ResponseWriter, r *http.Request, opts *websocket.Acc
 
 // gatherWriter is the ResponseWriter a WebSocket is accepted through: it
 // hands the WebSocket library the hijacked connection wrapped in a
-// gather.Conn, and keeps the buffered reader the library reads it with.
+// transport.Conn, and keeps the buffered reader the library reads it with.
 type gatherWriter struct {
 	http.ResponseWriter
-	conn *gather.Conn
+	conn *transport.Conn
 	br   *bufio.Reader
 }
 
@@ -102,10 +105,10 @@ func (w *gatherWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	// The library writes through brw.Writer, empty now: it writes to the
-	// gather.Conn instead. It reads nc itself, through brw.Reader: the
-	// reader, parked there while the connection is idle, has no frame of
-	// the gather.Conn's on its stack (see TestIdleCost).
-	w.conn = gather.New(nc)
+	// transport.Conn instead. It reads nc itself, through brw.Reader:
+	// the reader, parked there while the connection is idle, has no frame
+	// of the transport.Conn's on its stack (see TestIdleCost).
+	w.conn = transport.New(nc)
 	brw.Writer.Reset(w.conn)
 	w.br = brw.Reader
 	return nc, brw, nil
@@ -123,62 +126,9 @@ func (t *wsTransport) messageWaiting() bool {
 	}
 	defer t.closing.Unlock()
 	n := t.br.Buffered()
-	if n < 2 {
-		return false
-	}
-	h, _ := t.br.Peek(2)
-	if h[0]&0x80 == 0 { // not final: the rest may be still to come
-		return false
-	}
-	if op := h[0] & 0x0f; op != 1 && op != 2 {
-		return false
-	}
-	size, length := 2, uint64(h[1]&0x7f)
-	if h[1]&0x80 != 0 {
-		size += 4 // the masking key
-	}
-	switch length {
-	case 126:
-		size += 2
-	case 127:
-		size += 8
-	}
-	if n < size {
-		return false
-	}
-	h, _ = t.br.Peek(size)
-	switch length {
-	case 126:
-		length = uint64(binary.BigEndian.Uint16(h[2:]))
-	case 127:
-		length = binary.BigEndian.Uint64(h[2:])
-	}
-	return length <= uint64(n-size)
-}
-
-// readAhead is a Transport that can tell the reader that its next
-// message is read already (see outbox.holdWrites).
-type readAhead interface {
-	canReadAhead() bool // false: messageWaiting would always be false
-	messageWaiting() bool
-}
-
-func (t *wsTransport) canGather() bool    { return t.gc != nil }
-func (t *wsTransport) pollWake() bool     { return t.dialed }
-func (t *wsTransport) canInterrupt() bool { return t.dialed && t.gc != nil }
-func (t *wsTransport) interruptRead()     { t.gc.Interrupt() }
-func (t *wsTransport) canReadAhead() bool { return t.br != nil }
-func (t *wsTransport) holdWrites()        { t.gc.Hold() }
-func (t *wsTransport) flushWrites() error { return t.gc.Flush() }
-
-// framePinger is a Transport that writes its own ping frames when the
-// outbox's writer reaches them, rather than Ping writing them at once.
-type framePinger interface {
-	canPingFrames() bool
-	// expectPong returns the payload of a new ping, a channel closed
-	// when its pong arrives, and a func that forgets it.
-	expectPong() (payload []byte, pong <-chan struct{}, forget func())
-	writePing(payload []byte) error
+	b, _ := t.br.Peek(min(n, transport.MaxHeaderLen)) // buffered: no read
+	h, size, ok := transport.ParseHeader(b)
+	return ok && h.Fin && h.Data() && h.Length <= uint64(n-size)
 }
 
 // pings are the pings waiting for their pong.
@@ -213,21 +163,6 @@ func (ps *pings) pong(payload []byte) {
 		close(ch)
 		delete(ps.waiting, string(payload))
 	}
-}
-
-// pollWaker is a Transport whose Conn's callers, waiting alone, are woken
-// by the network poller (see wake.go): one the client package dialed.
-type pollWaker interface {
-	pollWake() bool
-}
-
-// gatherer is a Transport that can send several messages in one go: the
-// outbox writes a batch of queued messages between holdWrites and
-// flushWrites.
-type gatherer interface {
-	canGather() bool // false: it writes one message at a time
-	holdWrites()
-	flushWrites() error
 }
 
 func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
@@ -298,17 +233,13 @@ func (t *wsTransport) Write(_ context.Context, msg []byte) error {
 
 // Ping sends a WebSocket ping and waits for the pong, which the reader
 // receives: Conn.Ping uses it when the transport cannot write its own
-// (framePinger).
+// (Caps.WritePing).
 func (t *wsTransport) Ping(ctx context.Context) error { return t.ws.Ping(ctx) }
-
-func (t *wsTransport) canPingFrames() bool { return t.pings != nil && t.gc != nil && !t.dialed }
-
-func (t *wsTransport) expectPong() ([]byte, <-chan struct{}, func()) { return t.pings.expect() }
 
 // writePing writes a ping frame with payload p. The outbox's writer calls
 // it between two messages, so the frame goes out whole between theirs,
 // and the library's own control frames (a pong, a close) are written by
-// it in one piece under the gather.Conn's lock. Nothing bounds the write
+// it in one piece under the transport.Conn's lock. Nothing bounds the write
 // but the connection's end, as for any message: the write-stall watchdog
 // closes a connection whose writes make no progress.
 func (t *wsTransport) writePing(p []byte) error {

@@ -1,28 +1,18 @@
-// Package gather holds what the WebSocket transport of package peer needs
-// beyond a WebSocket: a network connection whose writes can be gathered
-// into one system call, and the hook through which the client package
-// makes a transport over one it dialed. Nothing here is meant for users:
-// it is how the project's own packages coax the scheduler and the kernel,
-// measured in docs/peer.md.
-package gather
+// Package transport holds what a peer.Conn's WebSocket transport can do
+// beyond carrying messages, for packages peer and client, which both build
+// one: the capabilities a transport declares (Caps), read once by
+// peer.NewConn; a network connection whose writes can be gathered into
+// one system call and whose reads can be interrupted between two messages
+// (Conn); and the parser of WebSocket frame headers both read frames with
+// (ParseHeader). Nothing here is meant for users: it is how the project's
+// own packages coax the scheduler and the kernel, measured in docs/peer.md.
+package transport
 
 import (
 	"net"
 	"sync"
 	"sync/atomic"
-
-	"github.com/coder/websocket"
 )
-
-// Dialed is set by package peer (which this package cannot import): it
-// returns the peer.Transport, as an any, of a WebSocket ws that this
-// process dialed, whose network connection is gc (nil when it is not
-// known). When several messages are queued, as when many goroutines call
-// at once, the transport writes them with one system call; a call that
-// waits alone for its reply is woken by the network poller (see peer's
-// wake.go); and, over gc, a caller reads its own reply when no other call
-// is pending (see peer's own.go and Interrupt).
-var Dialed func(ws *websocket.Conn, gc *Conn) any
 
 // Conn is a network connection whose writes can be gathered: between
 // Hold and Flush, what is written to it is kept, and Flush sends it in one
@@ -32,8 +22,8 @@ var Dialed func(ws *websocket.Conn, gc *Conn) any
 // replies to the calls of one read, the events queued for a busy
 // subscriber, the calls of many goroutines at once) sends them with one.
 // peer.AcceptWebSocket sets one up on a server; the client package dials
-// its connection, wraps it with New (in its http.Transport's
-// DialContext), and passes it to [Dialed].
+// its connection and wraps it with New (in its http.Transport's
+// DialContext), and declares it in its transport's [Caps].
 //
 // Writes between Hold and Flush succeed at once, and an error of the
 // connection comes from Flush. Held bytes are sent early, still in one

@@ -1,9 +1,8 @@
-package gather
+package transport
 
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"net"
 	"net/http"
@@ -13,34 +12,6 @@ import (
 
 	"github.com/coder/websocket"
 )
-
-// frame is a WebSocket frame; masked, as a client sends it, or not, as a
-// server does.
-func frame(masked, fin bool, op byte, payload []byte) []byte {
-	b0 := op
-	if fin {
-		b0 |= 0x80
-	}
-	var m byte
-	if masked {
-		m = 0x80
-	}
-	f := []byte{b0}
-	switch n := len(payload); {
-	case n < 126:
-		f = append(f, m|byte(n))
-	case n <= 0xffff:
-		f = append(f, m|126)
-		f = binary.BigEndian.AppendUint16(f, uint16(n))
-	default:
-		f = append(f, m|127)
-		f = binary.BigEndian.AppendUint64(f, uint64(n))
-	}
-	if masked {
-		f = append(f, 1, 2, 3, 4) // the masking key
-	}
-	return append(f, payload...)
-}
 
 func TestFrameTrack(t *testing.T) {
 	type step struct {

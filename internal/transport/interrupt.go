@@ -1,4 +1,4 @@
-package gather
+package transport
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ import (
 // message, the read goes on until the message is whole.
 
 // ErrInterrupted is the error of a read that Interrupt ended.
-var ErrInterrupted = errors.New("gather: read interrupted")
+var ErrInterrupted = errors.New("transport: read interrupted")
 
 // Read reads from the connection, following the WebSocket frames it reads
 // for Interrupt: a read that Interrupt ended returns ErrInterrupted, but
@@ -70,16 +70,16 @@ func (c *Conn) Interrupt() {
 }
 
 // frameTrack follows the WebSocket frames of a stream of bytes: where
-// each ends, and whether a data message is still going on (RFC 6455,
-// section 5.2). With inHead, the frames begin after an HTTP response's
-// head, which ends with an empty line.
+// each ends, and whether a data message is still going on. With inHead,
+// the frames begin after an HTTP response's head, which ends with an
+// empty line.
 type frameTrack struct {
 	inHead bool
-	crlf   int      // bytes of "\r\n\r\n" seen last, in the head
-	head   [14]byte // the frame header read so far
-	n      int      // its length so far
-	left   uint64   // payload bytes of the current frame still to come
-	inMsg  bool     // a data message's last frame is still to come
+	crlf   int                // bytes of "\r\n\r\n" seen last, in the head
+	head   [MaxHeaderLen]byte // the frame header read so far
+	n      int                // its length so far
+	left   uint64             // payload bytes of the current frame still to come
+	inMsg  bool               // a data message's last frame is still to come
 }
 
 // between reports whether the bytes fed so far end a message, or a
@@ -107,39 +107,18 @@ func (f *frameTrack) feed(b []byte) {
 			b = b[k:]
 			continue
 		}
-		f.head[f.n] = b[0]
-		f.n++
-		b = b[1:]
-		if f.n < 2 {
-			continue
+		k := copy(f.head[f.n:], b)
+		h, size, ok := ParseHeader(f.head[:f.n+k])
+		if !ok {
+			// The header is longer than what came: all of b is in head.
+			f.n += k
+			return
 		}
-		size := 2
-		if f.head[1]&0x80 != 0 {
-			size += 4 // the masking key
-		}
-		switch f.head[1] & 0x7f {
-		case 126:
-			size += 2
-		case 127:
-			size += 8
-		}
-		if f.n < size {
-			continue
-		}
-		switch n := f.head[1] & 0x7f; n {
-		case 126:
-			f.left = uint64(f.head[2])<<8 | uint64(f.head[3])
-		case 127:
-			f.left = 0
-			for _, x := range f.head[2:10] {
-				f.left = f.left<<8 | uint64(x)
-			}
-		default:
-			f.left = uint64(n)
-		}
-		if f.head[0]&0x08 == 0 { // a data frame: text, binary, continuation
-			f.inMsg = f.head[0]&0x80 == 0
-		}
+		b = b[size-f.n:]
 		f.n = 0
+		f.left = h.Length
+		if !h.Control() { // a data frame: text, binary, continuation
+			f.inMsg = !h.Fin
+		}
 	}
 }
