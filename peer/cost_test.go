@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"math"
 	"runtime"
 	"testing"
 )
@@ -14,6 +15,11 @@ import (
 // under the pointer it came in. Under the race detector, whose pools
 // drop a quarter of what they are given, the bounds are looser (see
 // cost_race_test.go).
+//
+// The counts are the process's: whatever else runs meanwhile (a writer
+// goroutine that has not ended yet when the next starts, on a loaded
+// machine, takes a new one) only adds to them. So the test keeps the
+// least of five measurements, which is the connection's own cost.
 func TestBatchCost(t *testing.T) {
 	frame := batchFrame(100, "echo", "[1]")
 	cost := func(n int) (allocs, bytes uint64) {
@@ -27,10 +33,13 @@ func TestBatchCost(t *testing.T) {
 		return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
 	}
 	cost(10) // the pools fill
-	a1, b1 := cost(100)
-	a2, b2 := cost(300)
-	allocs, bytes := float64(a2-a1)/200, float64(b2-b1)/200
-	t.Logf("per batch: %.2f allocations, %.0f bytes", allocs, bytes)
+	allocs, bytes := math.Inf(1), math.Inf(1)
+	for range 5 {
+		a1, b1 := cost(100)
+		a2, b2 := cost(300)
+		allocs, bytes = min(allocs, float64(a2-a1)/200), min(bytes, float64(b2-b1)/200)
+	}
+	t.Logf("per batch: %.2f allocations, %.0f bytes (the least of five measurements)", allocs, bytes)
 	if allocs > batchAllocLimit {
 		t.Errorf("a batch of 100 calls costs %.2f allocations, want at most %v", allocs, batchAllocLimit)
 	}
