@@ -9,8 +9,8 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,11 +30,17 @@ type natsServer struct {
 	dir  string
 }
 
+// startNATS starts it on a port outside the ephemeral range (see
+// hubproc.FreeAddr), which no outgoing connection takes while it is down.
 func startNATS(t *testing.T) *natsServer {
 	t.Helper()
-	n := &natsServer{t: t, port: natsserver.RANDOM_PORT, dir: t.TempDir()}
+	addr := freePort(t)
+	port, err := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &natsServer{t: t, port: port, dir: t.TempDir()}
 	n.start()
-	n.port = n.s.Addr().(*net.TCPAddr).Port
 	t.Cleanup(n.stop)
 	return n
 }

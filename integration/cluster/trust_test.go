@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -131,14 +130,15 @@ func TestEmbeddedNATSRestartedWithoutStore(t *testing.T) {
 	})
 }
 
+// freePort returns a free address for a listener that may be started
+// again on it (see hubproc.FreeAddr).
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := hubproc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // readyz returns the node's /readyz status and text.

@@ -15,7 +15,7 @@ import (
 func TestStartReportsExit(t *testing.T) {
 	h := &Hub{t: t, log: &testkit.Buffer{}, opts: Options{Args: []string{"-no-such-flag"}, StartTimeout: time.Hour}}
 	var err error
-	if h.addr, err = freeAddr(); err != nil {
+	if h.addr, err = FreeAddr(); err != nil {
 		t.Fatal(err)
 	}
 	err = h.start()
