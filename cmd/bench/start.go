@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-rpc/switchboard/internal/port"
 )
 
 // servers are the hub and floor processes that bench run -start runs.
@@ -148,14 +149,10 @@ func hubAndFloorAddrs() (hub, floor string, err error) {
 	return hub, floor, nil
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
+// freeAddr returns a free local address, outside the ephemeral ports
+// that the peers' connections take, for a server that scale restarts on
+// it.
+func freeAddr() (string, error) { return port.Restartable() }
 
 // The load generator's HTTP requests to the servers close their
 // connection once answered: an idle keep-alive connection would hold a

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-rpc/switchboard/hub"
+	"github.com/switchboard-rpc/switchboard/internal/port"
 	"github.com/switchboard-rpc/switchboard/server"
 	"github.com/switchboard-rpc/switchboard/server/demo"
 )
@@ -56,7 +57,11 @@ func Start(t testing.TB, opts *Options) *Hub {
 	if opts != nil {
 		h.opts = *opts
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := port.Restartable() // Restart takes it again
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,19 +22,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/switchboard-rpc/switchboard/internal/port"
 	"github.com/switchboard-rpc/switchboard/internal/testkit"
 )
 
@@ -283,41 +281,9 @@ func (h *Hub) cleanup() {
 
 // FreeAddr returns a free 127.0.0.1:port for a listener that is stopped
 // and started again on the same port (a hub restarted, a NATS server
-// brought back). The port is outside the kernel's range of ephemeral
-// ports, so that no outgoing connection takes it while the listener is
-// down: a thousand clients reconnecting to a restarted hub took its
-// admin port so, in a port of that range that the kernel had picked.
-func FreeAddr() (string, error) {
-	low := 32768 // Linux's default start of the ephemeral range
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				low = n
-			}
-		}
-	}
-	const from = 10000 // above the ports of common services
-	if low <= from+1000 {
-		return listenAndFree("127.0.0.1:0") // no room below: any free port
-	}
-	for range 100 {
-		addr := "127.0.0.1:" + strconv.Itoa(from+rand.IntN(low-from))
-		if a, err := listenAndFree(addr); err == nil {
-			return a, nil
-		}
-	}
-	return listenAndFree("127.0.0.1:0")
-}
-
-// listenAndFree listens on addr and closes at once, returning the address.
-func listenAndFree(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
+// brought back): one no outgoing connection takes meanwhile (see
+// port.Restartable).
+func FreeAddr() (string, error) { return port.Restartable() }
 
 var built struct {
 	mu   sync.Mutex
