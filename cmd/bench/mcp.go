@@ -34,8 +34,10 @@ import (
 const mcpMethods = 1000
 
 // mcpProvider provides methods on a new connection to u, answering their
-// calls with [1] and rpc.discover with doc (nil: as a call); stop closes
-// it and waits.
+// calls with [1] and rpc.discover with doc (nil: as a call); stop
+// withdraws them, as a provider that leaves in good order does, and then
+// closes it and waits: a provider closed at once may still be picked by
+// the hub for the next scenario's first call, which then gets -32006.
 func mcpProvider(ctx context.Context, u string, methods []string, doc []byte) (stop func(), err error) {
 	c, err := dial(ctx, u)
 	if err != nil {
@@ -47,6 +49,7 @@ func mcpProvider(ctx context.Context, u string, methods []string, doc []byte) (s
 		return nil, fmt.Errorf("rpc.provide: %s, %v", msg, err)
 	}
 	var wg sync.WaitGroup
+	withdrawn := make(chan struct{})
 	wg.Go(func() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -58,7 +61,13 @@ func mcpProvider(ctx context.Context, u string, methods []string, doc []byte) (s
 				return
 			}
 			m.ID, m.Method = nil, ""
-			if json.Unmarshal(msg, &m) != nil || m.ID == nil || m.Method == "" {
+			if json.Unmarshal(msg, &m) != nil || m.ID == nil {
+				continue
+			}
+			if m.Method == "" {
+				if string(m.ID) == `"withdraw"` {
+					close(withdrawn)
+				}
 				continue
 			}
 			result := []byte(`[1]`)
@@ -71,7 +80,18 @@ func mcpProvider(ctx context.Context, u string, methods []string, doc []byte) (s
 			}
 		}
 	})
-	return func() { c.close(); wg.Wait() }, nil
+	return func() {
+		bye, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "rpc.unprovide", "params": map[string]any{"methods": methods}, "id": "withdraw"})
+		if c.ws.Write(ctx, websocket.MessageText, bye) == nil {
+			select {
+			case <-withdrawn:
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
+			}
+		}
+		c.close()
+		wg.Wait()
+	}, nil
 }
 
 // mcpDoc is the rpc.discover document of the mcp-list peer: each method

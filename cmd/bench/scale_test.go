@@ -29,7 +29,9 @@ func TestScale(t *testing.T) {
 	if s == nil || c == nil {
 		t.Fatalf("a part is missing:\n%s", b)
 	}
-	if s.Peers != 100 || s.ConnectSeconds <= 0 || s.RSSPerPeer <= 0 || s.GoroutinesPerPeer < 1 || s.GoroutinesPerPeer > 5 {
+	// An idle peer holds its reader's goroutine (its writer ends with its
+	// queue): about one, give or take the hub's own that come and go.
+	if s.Peers != 100 || s.ConnectSeconds <= 0 || s.RSSPerPeer <= 0 || s.GoroutinesPerPeer < 0.9 || s.GoroutinesPerPeer > 5 {
 		t.Errorf("single: %+v", s)
 	}
 	// Once the peers left, the hub holds none of their goroutines.
